@@ -1,0 +1,187 @@
+#include "bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace gt {
+
+using Clock = std::chrono::steady_clock;
+static double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+LaunchError::LaunchError(cudaError_t e, const std::string& what)
+    : RuntimeFailure(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e))),
+      code(e),
+      sticky(is_sticky(e)) {}
+
+Tolerance tolerance_for(const Problem& p) {
+  const double u_acc = std::ldexp(1.0, -24);  // fp32 accumulation
+  double u_in = p.in == DType::tf32 ? std::ldexp(1.0, -11) : 0.0;  // operands rounded to tf32
+  double u_out = p.out == DType::f16 ? std::ldexp(1.0, -11) : p.out == DType::bf16 ? std::ldexp(1.0, -8) : u_acc;
+  double fro = 4.0 * u_in + 2.0 * u_out + 4.0 * u_acc * std::sqrt(double(p.k)) + 1e-12;
+  return {fro, 8.0 * fro};
+}
+
+size_t ProblemBench::min_bytes(const Problem& p) {
+  return p.bytes_a() + p.bytes_b() + p.bytes_c() + size_t(p.m) * size_t(p.n) * sizeof(double) + 4096;
+}
+
+ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution dist, uint64_t seed, size_t max_bytes)
+    : p_(p), dev_(dev), dist_(dist), seed_(seed) {
+  cuda_check(cudaSetDevice(dev.index), "cudaSetDevice");
+  auto [free_b, total_b] = memory_info();
+  size_t need = min_bytes(p);
+  if (need > free_b)
+    throw RuntimeFailure(fmt::format("{} needs {:.2f} GiB of device memory (inputs, output, float64 reference); "
+                                     "{:.2f} GiB of {:.2f} GiB are free",
+                                     p.key(), double(need) / (1ull << 30), double(free_b) / (1ull << 30),
+                                     double(total_b) / (1ull << 30)));
+  size_t set_bytes = p.bytes_a() + p.bytes_b() + p.bytes_c();
+  // Enough sets that their total is at least twice the L2, within the memory cap.
+  size_t want = std::max<size_t>(1, size_t(std::ceil(2.0 * double(dev.limits.l2_bytes) / double(set_bytes))) + 1);
+  size_t cap = max_bytes ? max_bytes : size_t(double(free_b) * 0.8);
+  size_t fit = cap > need ? 1 + (cap - need) / set_bytes : 1;
+  size_t nsets = std::clamp<size_t>(std::min(want, fit), 1, 64);
+  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_check(cudaEventCreate(&e0_), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&e1_), "cudaEventCreate");
+  for (size_t i = 0; i < nsets; ++i) {
+    Set s{DeviceBuffer(p.bytes_a()), DeviceBuffer(p.bytes_b()), DeviceBuffer(p.bytes_c())};
+    // Every set is random (never zeros unless asked: zeros run faster and hide bugs).
+    fill_random(s.a.get(), p.in, p.bytes_a() / size_of(p.in), seed * 0x9e3779b97f4a7c15ull + 2 * i + 1, dist, stream_);
+    fill_random(s.b.get(), p.in, p.bytes_b() / size_of(p.in), seed * 0x9e3779b97f4a7c15ull + 2 * i + 2, dist, stream_);
+    fill_nan(s.c.get(), p.out, p.bytes_c() / size_of(p.out), stream_);
+    sets_.push_back(std::move(s));
+  }
+  ref_ = DeviceBuffer(size_t(p.m) * size_t(p.n) * sizeof(double));
+  scratch_ = DeviceBuffer(4096);
+  reference_gemm(p, sets_[0].a.get(), sets_[0].b.get(), static_cast<double*>(ref_.get()), stream_);
+  cuda_check(cudaStreamSynchronize(stream_), "preparing inputs and the float64 reference");
+}
+
+ProblemBench::~ProblemBench() {
+  if (e0_) cudaEventDestroy(e0_);
+  if (e1_) cudaEventDestroy(e1_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void ProblemBench::check_launch(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw LaunchError(e, what);
+  }
+}
+
+VerifyResult ProblemBench::verify(const LaunchFn& fn) {
+  VerifyResult v;
+  fill_nan(sets_[0].c.get(), p_.out, p_.bytes_c() / size_of(p_.out), stream_);
+  check_launch(fn(sets_[0].a.get(), sets_[0].b.get(), sets_[0].c.get(), stream_), "launch");
+  check_launch(cudaStreamSynchronize(stream_), "running the candidate");
+  ErrorSums e = compare_to_reference(p_, sets_[0].c.get(), static_cast<const double*>(ref_.get()), scratch_.get(), stream_);
+  Tolerance tol = tolerance_for(p_);
+  v.nonfinite = e.nonfinite;
+  v.rel_fro = e.sum_sq_ref > 0 ? std::sqrt(e.sum_sq_diff / e.sum_sq_ref) : std::sqrt(e.sum_sq_diff);
+  v.max_norm = e.max_abs_ref > 0 ? e.max_abs_diff / e.max_abs_ref : e.max_abs_diff;
+  if (e.nonfinite > 0) {
+    v.message = fmt::format("{} of {} outputs are NaN or Inf (unwritten or overflowed)", e.nonfinite, p_.m * p_.n);
+    v.rel_fro = v.max_norm = kNaN;
+  } else if (!(v.rel_fro <= tol.rel_fro)) {
+    v.message = fmt::format("relative Frobenius error {:.3e} exceeds {:.3e}", v.rel_fro, tol.rel_fro);
+  } else if (!(v.max_norm <= tol.max_norm)) {
+    v.message = fmt::format("normalised max error {:.3e} exceeds {:.3e}", v.max_norm, tol.max_norm);
+  } else {
+    v.ok = true;
+  }
+  return v;
+}
+
+std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s) {
+  auto t0 = Clock::now();
+  Nvml& nvml = Nvml::get();
+  std::vector<double> clocks;
+  auto last_read = Clock::now();
+  int i = 0;
+  while (since(t0) < cap_s) {
+    int s = i++ % rotation();
+    check_launch(fn(sets_[size_t(s)].a.get(), sets_[size_t(s)].b.get(), sets_[size_t(s)].c.get(), stream_), "launch");
+    check_launch(cudaStreamSynchronize(stream_), "settling the clock");
+    if (!nvml.available()) {
+      if (since(t0) >= std::min(cap_s, 0.25)) break;  // the lab's fixed settle time
+      continue;
+    }
+    if (std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.05) {
+      last_read = Clock::now();
+      clocks.push_back(nvml.read(dev_.uuid).sm_clock_mhz);
+      // Stable: the last four readings (200 ms) within 1 % of each other.
+      if (clocks.size() >= 4) {
+        auto first = clocks.end() - 4;
+        auto [lo, hi] = std::minmax_element(first, clocks.end());
+        if (*hi - *lo <= 0.01 * *hi && since(t0) >= 0.2) break;
+      }
+    }
+  }
+  return {since(t0), clocks.empty() ? kNaN : clocks.back()};
+}
+
+Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
+  Timed t;
+  auto t0 = Clock::now();
+  Nvml& nvml = Nvml::get();
+  int s = 0;
+  auto run = [&](bool timed) -> double {
+    s = (s + 1) % rotation();
+    auto& set = sets_[size_t(s)];
+    if (timed) check_launch(cudaEventRecord(e0_, stream_), "cudaEventRecord");
+    check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
+    if (!timed) {
+      check_launch(cudaStreamSynchronize(stream_), "warm-up");
+      return 0;
+    }
+    check_launch(cudaEventRecord(e1_, stream_), "cudaEventRecord");
+    check_launch(cudaEventSynchronize(e1_), "running the candidate");
+    float ms = 0;
+    check_launch(cudaEventElapsedTime(&ms, e0_, e1_), "cudaEventElapsedTime");
+    return double(ms) * 1000.0;
+  };
+  // Warm-up: continuous calls, one at a time (queueing thousands would heat the card
+  // long after the host thinks it stopped).
+  for (int n = 0; n < 2 || since(t0) < o.warmup_s; ++n) run(false);
+  std::vector<double> samples, clocks, mclocks, power, temp;
+  std::string throttle;
+  auto t1 = Clock::now();
+  auto last_read = Clock::now() - std::chrono::seconds(1);
+  for (;;) {
+    samples.push_back(run(true));
+    if (nvml.available() && std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.02) {
+      last_read = Clock::now();
+      GpuSensors g = nvml.read(dev_.uuid);
+      clocks.push_back(g.sm_clock_mhz);
+      mclocks.push_back(g.mem_clock_mhz);
+      power.push_back(g.power_w);
+      temp.push_back(g.temp_c);
+      t.sensors.power_limit_w = g.power_limit_w;
+      std::string r = nvml.throttle_reasons(dev_.uuid);
+      if (!r.empty() && r != "none" && throttle.find(r) == std::string::npos) throttle += (throttle.empty() ? "" : ";") + r;
+    }
+    int n = int(samples.size());
+    if (n >= o.max_samples) break;
+    if (n >= o.min_samples) {
+      if (since(t1) >= o.max_time_s) break;
+      if (n % 5 == 0 && summarize(samples).ci_rel() <= o.target_ci) break;
+    }
+  }
+  t.time = summarize(std::move(samples));
+  auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
+  t.sensors.sm_clock_mhz = med(clocks);
+  t.sensors.mem_clock_mhz = med(mclocks);
+  t.sensors.power_w = med(power);
+  t.sensors.temp_c = med(temp);
+  t.throttle = throttle.empty() ? (nvml.available() ? "none" : "") : throttle;
+  t.wall_s = since(t0);
+  return t;
+}
+
+}  // namespace gt

@@ -1,0 +1,105 @@
+// Verifying and timing one problem's candidates on the GPU, in this process.
+//
+// ProblemBench owns the buffers of one problem: input sets rotated past twice the L2 (so
+// a small problem is not timed from cache), a float64 reference computed on the GPU from
+// set 0, and output buffers poisoned with NaN before every verification run.
+#pragma once
+
+#include "device.hpp"
+#include "errors.hpp"
+#include "gpu_kernels.hpp"
+#include "measurement.hpp"
+#include "problem.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gt {
+
+// Launch one GEMM on (a, b, c) on stream s; returns the launch's error code.
+using LaunchFn = std::function<cudaError_t(const void* a, const void* b, void* c, cudaStream_t s)>;
+
+// A CUDA error during a candidate's run. `sticky` errors leave the context unusable.
+struct LaunchError : RuntimeFailure {
+  LaunchError(cudaError_t e, const std::string& what);
+  cudaError_t code;
+  bool sticky;
+};
+
+struct Tolerance {
+  double rel_fro;   // bound on ||C - C_ref||_F / ||C_ref||_F
+  double max_norm;  // bound on max|C - C_ref| / max|C_ref|
+};
+// By dtype, growing with K: input rounding (tf32), output rounding and fp32 accumulation
+// (unit roundoff times sqrt(K) for a random walk of rounding errors), with a safety factor.
+Tolerance tolerance_for(const Problem& p);
+
+struct VerifyResult {
+  bool ok = false;
+  double rel_fro = kNaN, max_norm = kNaN;
+  unsigned long long nonfinite = 0;
+  std::string message;
+};
+
+struct TimingOptions {
+  double warmup_s = 0.02;   // continuous calls before sampling (the clock is settled already)
+  int min_samples = 10;
+  int max_samples = 20000;
+  double max_time_s = 1.0;  // sampling stops here even if the interval is still wide
+  double target_ci = 0.005; // stop once the median's 95 % CI half-width is within this
+  static TimingOptions quick() { return {0.005, 5, 2000, 0.1, 0.02}; }
+};
+
+struct Timed {
+  Stats time;
+  GpuSensors sensors;  // medians of readings taken while sampling
+  std::string throttle;
+  double wall_s = 0;
+};
+
+class ProblemBench {
+ public:
+  // Allocates and fills the buffers; RuntimeFailure naming the memory needed when the
+  // problem cannot fit. `max_bytes` caps the rotating sets (0: 80 % of free memory).
+  ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution dist, uint64_t seed, size_t max_bytes = 0);
+  ~ProblemBench();
+  ProblemBench(const ProblemBench&) = delete;
+  ProblemBench& operator=(const ProblemBench&) = delete;
+
+  const Problem& problem() const { return p_; }
+  int rotation() const { return int(sets_.size()); }
+  cudaStream_t stream() const { return stream_; }
+  Distribution distribution() const { return dist_; }
+  uint64_t seed() const { return seed_; }
+  // Bytes one problem needs at least: one input set, C, the float64 reference.
+  static size_t min_bytes(const Problem& p);
+
+  // Poison C with NaN, run once, compare with the float64 reference.
+  VerifyResult verify(const LaunchFn& fn);
+  // Settled steady-state timing: warm-up, then one event pair per call over rotating sets.
+  Timed time(const LaunchFn& fn, const TimingOptions& o);
+  // Run fn continuously until the SM clock is stable (NVML) or cap_s passes.
+  // Returns seconds spent and the clock it settled at (NaN without NVML).
+  std::pair<double, double> settle(const LaunchFn& fn, double cap_s);
+
+  const void* a(int set = 0) const { return sets_.at(size_t(set)).a.get(); }
+  const void* b(int set = 0) const { return sets_.at(size_t(set)).b.get(); }
+  void* c(int set = 0) const { return sets_.at(size_t(set)).c.get(); }
+
+ private:
+  struct Set {
+    DeviceBuffer a, b, c;
+  };
+  void check_launch(cudaError_t e, const char* what);
+  Problem p_;
+  DeviceInfo dev_;
+  Distribution dist_;
+  uint64_t seed_;
+  std::vector<Set> sets_;
+  DeviceBuffer ref_, scratch_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+};
+
+}  // namespace gt

@@ -1,0 +1,199 @@
+#include "device.hpp"
+
+#include "errors.hpp"
+
+#include <fmt/format.h>
+
+namespace gt {
+
+std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", limits.cc_major, limits.cc_minor); }
+
+void cuda_check(cudaError_t e, std::string_view what) {
+  if (e != cudaSuccess)
+    throw RuntimeFailure(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int device_count(std::string* why) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) {
+      if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
+        *why = fmt::format("no GPU found: {} (no NVIDIA driver or no device on this machine)", cudaGetErrorString(e));
+      else
+        *why = fmt::format("no GPU usable: {}", cudaGetErrorString(e));
+    }
+    cudaGetLastError();
+    return 0;
+  }
+  if (n == 0 && why) *why = "no GPU found: the driver reports no CUDA device";
+  return n;
+}
+
+static std::string uuid_string(const cudaUUID_t& u) {
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    s += fmt::format("{:02x}", b[i]);
+    if (i == 3 || i == 5 || i == 7 || i == 9) s += '-';
+  }
+  return s;
+}
+
+DeviceInfo device_info(int index) {
+  cudaDeviceProp p{};
+  cuda_check(cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties");
+  DeviceInfo d;
+  d.index = index;
+  d.name = p.name;
+  d.uuid = uuid_string(p.uuid);
+  char bus[32] = {0};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) == cudaSuccess) d.pci_bus_id = bus;
+  gt_device& l = d.limits;
+  l.cc_major = p.major;
+  l.cc_minor = p.minor;
+  l.sm_count = p.multiProcessorCount;
+  l.warp_size = p.warpSize;
+  l.max_threads_per_block = p.maxThreadsPerBlock;
+  l.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+  l.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
+  l.regs_per_block = p.regsPerBlock;
+  l.regs_per_sm = p.regsPerMultiprocessor;
+  l.smem_per_block = int32_t(p.sharedMemPerBlock);
+  l.smem_per_block_optin = int32_t(p.sharedMemPerBlockOptin);
+  l.smem_per_sm = int32_t(p.sharedMemPerMultiprocessor);
+  l.l2_bytes = p.l2CacheSize;
+  l.global_mem_bytes = int64_t(p.totalGlobalMem);
+  l.has_device = 1;
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, index) == cudaSuccess) d.max_sm_clock_mhz = khz / 1000;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, index) == cudaSuccess) d.max_mem_clock_mhz = khz / 1000;
+  d.mem_bus_width_bits = p.memoryBusWidth;
+  d.total_mem = p.totalGlobalMem;
+  int v = 0;
+  if (cudaDriverGetVersion(&v) == cudaSuccess) d.driver_version = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess) d.runtime_version = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+  return d;
+}
+
+DeviceInfo require_device(int index) {
+  std::string why;
+  int n = device_count(&why);
+  if (n == 0) throw NoGpuError(why);
+  if (index < 0 || index >= n)
+    throw NoGpuError(fmt::format("GPU {} does not exist (this machine has {})", index, n));
+  return device_info(index);
+}
+
+std::vector<std::string> known_archs() { return {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}; }
+
+gt_device arch_limits(std::string_view arch) {
+  gt_device l{};
+  l.warp_size = 32;
+  l.max_threads_per_block = 1024;
+  l.regs_per_block = 65536;
+  l.regs_per_sm = 65536;
+  l.smem_per_block = 48 * 1024;
+  l.has_device = 0;
+  // Per-architecture limits from the CUDA C++ Programming Guide's table of compute
+  // capabilities. SM count and L2 are those of the architecture's flagship part.
+  if (arch == "sm_70") { l.cc_major = 7; l.cc_minor = 0; l.max_threads_per_sm = 2048; l.max_blocks_per_sm = 32; l.smem_per_block_optin = 96 * 1024; l.smem_per_sm = 96 * 1024; l.sm_count = 80; l.l2_bytes = 6 << 20; }
+  else if (arch == "sm_75") { l.cc_major = 7; l.cc_minor = 5; l.max_threads_per_sm = 1024; l.max_blocks_per_sm = 16; l.smem_per_block_optin = 64 * 1024; l.smem_per_sm = 64 * 1024; l.sm_count = 40; l.l2_bytes = 4 << 20; }
+  else if (arch == "sm_80") { l.cc_major = 8; l.cc_minor = 0; l.max_threads_per_sm = 2048; l.max_blocks_per_sm = 32; l.smem_per_block_optin = 163 * 1024; l.smem_per_sm = 164 * 1024; l.sm_count = 108; l.l2_bytes = 40 << 20; }
+  else if (arch == "sm_86") { l.cc_major = 8; l.cc_minor = 6; l.max_threads_per_sm = 1536; l.max_blocks_per_sm = 16; l.smem_per_block_optin = 99 * 1024; l.smem_per_sm = 100 * 1024; l.sm_count = 84; l.l2_bytes = 6 << 20; }
+  else if (arch == "sm_89") { l.cc_major = 8; l.cc_minor = 9; l.max_threads_per_sm = 1536; l.max_blocks_per_sm = 24; l.smem_per_block_optin = 99 * 1024; l.smem_per_sm = 100 * 1024; l.sm_count = 128; l.l2_bytes = 72 << 20; }
+  else if (arch == "sm_90") { l.cc_major = 9; l.cc_minor = 0; l.max_threads_per_sm = 2048; l.max_blocks_per_sm = 32; l.smem_per_block_optin = 227 * 1024; l.smem_per_sm = 228 * 1024; l.sm_count = 132; l.l2_bytes = 50 << 20; }
+  else if (arch == "sm_100") { l.cc_major = 10; l.cc_minor = 0; l.max_threads_per_sm = 2048; l.max_blocks_per_sm = 32; l.smem_per_block_optin = 227 * 1024; l.smem_per_sm = 228 * 1024; l.sm_count = 148; l.l2_bytes = 126 << 20; }
+  else if (arch == "sm_120") { l.cc_major = 12; l.cc_minor = 0; l.max_threads_per_sm = 1536; l.max_blocks_per_sm = 32; l.smem_per_block_optin = 99 * 1024; l.smem_per_sm = 100 * 1024; l.sm_count = 170; l.l2_bytes = 96 << 20; }
+  else {
+    std::string known;
+    for (auto& a : known_archs()) known += (known.empty() ? "" : ", ") + a;
+    throw InputError(fmt::format("--arch: unknown architecture '{}' (known: {})", arch, known));
+  }
+  return l;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : n_(bytes) {
+  if (bytes == 0) return;
+  cudaError_t e = cudaMalloc(&p_, bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    p_ = nullptr;
+    throw RuntimeFailure(fmt::format("cudaMalloc of {:.1f} MiB failed: {}", double(bytes) / (1 << 20), cudaGetErrorString(e)));
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) cudaFree(p_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = o.p_;
+    n_ = o.n_;
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  return *this;
+}
+
+LoadedKernel::LoadedKernel(const std::string& cubin, const std::string& kernel_name, unsigned dynamic_smem) {
+  cuda_check(cudaLibraryLoadData(&lib_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+             "loading the cubin (cudaLibraryLoadData)");
+  cudaError_t e = cudaLibraryGetKernel(&kernel_, lib_, kernel_name.c_str());
+  if (e != cudaSuccess) {
+    cudaLibraryUnload(lib_);
+    lib_ = nullptr;
+    cuda_check(e, "finding kernel " + kernel_name);
+  }
+  if (dynamic_smem > 48 * 1024) {
+    e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel_), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(dynamic_smem));
+    if (e != cudaSuccess) {
+      cudaLibraryUnload(lib_);
+      lib_ = nullptr;
+      cuda_check(e, fmt::format("allowing {} bytes of dynamic shared memory", dynamic_smem));
+    }
+  }
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (lib_) cudaLibraryUnload(lib_);
+}
+
+cudaError_t LoadedKernel::launch(const uint32_t grid[3], const uint32_t block[3], unsigned smem, cudaStream_t s,
+                                 const void* a, const void* b, void* c, const Problem& p) const {
+  int M = int(p.m), N = int(p.n), K = int(p.k), lda = int(p.lda), ldb = int(p.ldb), ldc = int(p.ldc);
+  void* args[] = {&a, &b, &c, &M, &N, &K, &lda, &ldb, &ldc};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(grid[0], grid[1], grid[2]),
+                          dim3(block[0], block[1], block[2]), args, smem, s);
+}
+
+std::pair<size_t, size_t> memory_info() {
+  size_t f = 0, t = 0;
+  cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+  return {f, t};
+}
+
+}  // namespace gt

@@ -1,0 +1,258 @@
+#include "gpu_kernels.hpp"
+
+#include "device.hpp"
+#include "errors.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstring>
+#include <string>
+
+namespace gt {
+
+const char* to_string(Distribution d) {
+  switch (d) {
+    case Distribution::normal: return "normal";
+    case Distribution::uniform: return "uniform";
+    case Distribution::zeros: return "zeros";
+  }
+  return "?";
+}
+
+Distribution parse_distribution(const char* s) {
+  if (!std::strcmp(s, "normal")) return Distribution::normal;
+  if (!std::strcmp(s, "uniform")) return Distribution::uniform;
+  if (!std::strcmp(s, "zeros")) return Distribution::zeros;
+  throw InputError(std::string("--dist: unknown distribution '") + s + "' (expected normal, uniform or zeros)");
+}
+
+namespace {
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+__device__ __forceinline__ double unit_open(uint64_t h) { return (double(h >> 11) + 0.5) * 0x1.0p-53; }
+
+__device__ __forceinline__ void put(float* p, size_t i, double v) { p[i] = float(v); }
+__device__ __forceinline__ void put(__half* p, size_t i, double v) { p[i] = __float2half_rn(float(v)); }
+__device__ __forceinline__ void put(__nv_bfloat16* p, size_t i, double v) { p[i] = __float2bfloat16_rn(float(v)); }
+
+__device__ __forceinline__ double get(const float* p, size_t i) { return p[i]; }
+__device__ __forceinline__ double get(const __half* p, size_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ double get(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+
+template <class T>
+__global__ void k_fill(T* p, size_t n, uint64_t seed, int dist) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    double v = 0;
+    if (dist == 0) {  // Box-Muller from two hashed uniforms
+      uint64_t h1 = splitmix64(seed ^ splitmix64(2 * i)), h2 = splitmix64(seed ^ splitmix64(2 * i + 1));
+      v = sqrt(-2.0 * log(unit_open(h1))) * cospi(2.0 * unit_open(h2));
+    } else if (dist == 1) {
+      v = 2.0 * unit_open(splitmix64(seed ^ splitmix64(i))) - 1.0;
+    }
+    put(p, i, v);
+  }
+}
+
+template <class T>
+__global__ void k_nan(T* p, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    put(p, i, __longlong_as_double(0x7ff8000000000000ll));
+}
+
+// float64 reference: 64×64 tile per block, 16-deep K slices, 256 threads, 4×4 outputs each
+// (rows ty + 16i, columns tx + 16j so shared-memory reads spread over the banks).
+template <class T>
+__global__ void __launch_bounds__(256) k_ref_gemm(const T* A, const T* B, double* C, int M, int N, int K,
+                                                  long long lda, long long ldb, int at, int bt) {
+  __shared__ double As[16][65];
+  __shared__ double Bs[16][65];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  double acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int i = tid; i < 16 * 64; i += 256) {
+      // Consecutive threads walk the contiguous dimension of each operand.
+      int kk = at ? i / 64 : i % 16, mm = at ? i % 64 : i / 16;
+      int gm = m0 + mm, gk = k0 + kk;
+      As[kk][mm] = (gm < M && gk < K) ? get(A, at ? size_t(gk) * lda + gm : size_t(gm) * lda + gk) : 0.0;
+      kk = bt ? i % 16 : i / 64;
+      int nn = bt ? i / 16 : i % 64;
+      int gn = n0 + nn;
+      gk = k0 + kk;
+      Bs[kk][nn] = (gn < N && gk < K) ? get(B, bt ? size_t(gn) * ldb + gk : size_t(gk) * ldb + gn) : 0.0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) {
+      double a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = As[kk][ty + 16 * i];
+        b[i] = Bs[kk][tx + 16 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      int r = m0 + ty + 16 * i, c = n0 + tx + 16 * j;
+      if (r < M && c < N) C[size_t(r) * N + c] = acc[i][j];
+    }
+}
+
+__device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
+  // For non-negative doubles the bit patterns order like the values.
+  atomicMax(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(__double_as_longlong(v)));
+}
+
+template <class T>
+__global__ void k_compare(const T* C, long long ldc, const double* R, int M, int N, double* out,
+                          unsigned long long* nonfinite) {
+  double sq = 0, sr = 0, md = 0, mr = 0;
+  unsigned long long bad = 0;
+  size_t total = size_t(M) * N;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+    size_t r = i / N, c = i % N;
+    double x = get(C, r * ldc + c), ref = R[i];
+    if (!isfinite(x)) {
+      ++bad;
+      continue;
+    }
+    double d = x - ref;
+    sq += d * d;
+    sr += ref * ref;
+    md = fmax(md, fabs(d));
+    mr = fmax(mr, fabs(ref));
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    sq += __shfl_down_sync(0xffffffffu, sq, o);
+    sr += __shfl_down_sync(0xffffffffu, sr, o);
+    md = fmax(md, __shfl_down_sync(0xffffffffu, md, o));
+    mr = fmax(mr, __shfl_down_sync(0xffffffffu, mr, o));
+    bad += __shfl_down_sync(0xffffffffu, bad, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&out[0], sq);
+    atomicAdd(&out[1], sr);
+    atomic_max_nonneg(&out[2], md);
+    atomic_max_nonneg(&out[3], mr);
+    atomicAdd(nonfinite, bad);
+  }
+}
+
+__global__ void k_fma_peak(float* out, int iters) {
+  float a0 = 1e-6f * threadIdx.x, a1 = a0 + 0.1f, a2 = a0 + 0.2f, a3 = a0 + 0.3f, a4 = a0 + 0.4f, a5 = a0 + 0.5f,
+        a6 = a0 + 0.6f, a7 = a0 + 0.7f;
+  const float b = 0.99999f, c = 1e-5f;
+#pragma unroll 4
+  for (int k = 0; k < iters; ++k) {
+    a0 = fmaf(a0, b, c); a1 = fmaf(a1, b, c); a2 = fmaf(a2, b, c); a3 = fmaf(a3, b, c);
+    a4 = fmaf(a4, b, c); a5 = fmaf(a5, b, c); a6 = fmaf(a6, b, c); a7 = fmaf(a7, b, c);
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}
+
+__global__ void k_stream_read(const float4* __restrict__ x, long long n4, float* sink) {
+  long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+  float acc = 0.f;
+#pragma unroll 4
+  for (long long i = tid; i < n4; i += nth) {
+    float4 v = x[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 1234.5f) sink[0] = acc;
+}
+
+int grid_for(size_t n) {
+  size_t b = (n + 255) / 256;
+  return int(b > 65536 ? 65536 : (b == 0 ? 1 : b));
+}
+
+}  // namespace
+
+void fill_random(void* p, DType t, size_t count, uint64_t seed, Distribution d, cudaStream_t s) {
+  int g = grid_for(count);
+  switch (storage_of(t)) {
+    case DType::f16: k_fill<<<g, 256, 0, s>>>(static_cast<__half*>(p), count, seed, int(d)); break;
+    case DType::bf16: k_fill<<<g, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), count, seed, int(d)); break;
+    default: k_fill<<<g, 256, 0, s>>>(static_cast<float*>(p), count, seed, int(d)); break;
+  }
+  cuda_check(cudaGetLastError(), "fill_random");
+}
+
+void fill_nan(void* p, DType t, size_t count, cudaStream_t s) {
+  int g = grid_for(count);
+  switch (storage_of(t)) {
+    case DType::f16: k_nan<<<g, 256, 0, s>>>(static_cast<__half*>(p), count); break;
+    case DType::bf16: k_nan<<<g, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), count); break;
+    default: k_nan<<<g, 256, 0, s>>>(static_cast<float*>(p), count); break;
+  }
+  cuda_check(cudaGetLastError(), "fill_nan");
+}
+
+void reference_gemm(const Problem& p, const void* a, const void* b, double* c_ref, cudaStream_t s) {
+  dim3 grid(unsigned((p.n + 63) / 64), unsigned((p.m + 63) / 64));
+  if (grid.y > 65535) throw RuntimeFailure("reference GEMM: M too large for the reference kernel's grid");
+  int M = int(p.m), N = int(p.n), K = int(p.k), at = p.a_trans(), bt = p.b_trans();
+  switch (storage_of(p.in)) {
+    case DType::f16:
+      k_ref_gemm<<<grid, 256, 0, s>>>(static_cast<const __half*>(a), static_cast<const __half*>(b), c_ref, M, N, K, p.lda, p.ldb, at, bt);
+      break;
+    case DType::bf16:
+      k_ref_gemm<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), c_ref, M, N, K, p.lda, p.ldb, at, bt);
+      break;
+    default:
+      k_ref_gemm<<<grid, 256, 0, s>>>(static_cast<const float*>(a), static_cast<const float*>(b), c_ref, M, N, K, p.lda, p.ldb, at, bt);
+      break;
+  }
+  cuda_check(cudaGetLastError(), "reference_gemm");
+}
+
+ErrorSums compare_to_reference(const Problem& p, const void* c, const double* c_ref, void* scratch, cudaStream_t s) {
+  auto* out = static_cast<double*>(scratch);
+  auto* bad = reinterpret_cast<unsigned long long*>(out + 4);
+  cuda_check(cudaMemsetAsync(scratch, 0, 5 * sizeof(double), s), "compare: clear");
+  int g = grid_for(size_t(p.m) * size_t(p.n));
+  if (g > 4096) g = 4096;
+  switch (storage_of(p.out)) {
+    case DType::f16: k_compare<<<g, 256, 0, s>>>(static_cast<const __half*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad); break;
+    case DType::bf16: k_compare<<<g, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad); break;
+    default: k_compare<<<g, 256, 0, s>>>(static_cast<const float*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad); break;
+  }
+  cuda_check(cudaGetLastError(), "compare");
+  double host[5];
+  cuda_check(cudaMemcpyAsync(host, scratch, sizeof host, cudaMemcpyDeviceToHost, s), "compare: copy back");
+  cuda_check(cudaStreamSynchronize(s), "compare: synchronise");
+  ErrorSums e;
+  e.sum_sq_diff = host[0];
+  e.sum_sq_ref = host[1];
+  e.max_abs_diff = host[2];
+  e.max_abs_ref = host[3];
+  std::memcpy(&e.nonfinite, &host[4], sizeof e.nonfinite);
+  return e;
+}
+
+void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s) {
+  k_fma_peak<<<blocks, threads_per_block, 0, s>>>(out, iters);
+  cuda_check(cudaGetLastError(), "fma_peak");
+}
+
+void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s) {
+  k_stream_read<<<blocks, 256, 0, s>>>(static_cast<const float4*>(x), (long long)(bytes / 16), sink);
+  cuda_check(cudaGetLastError(), "stream_read");
+}
+
+}  // namespace gt

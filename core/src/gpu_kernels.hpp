@@ -1,0 +1,38 @@
+// Kernels core compiles ahead of time with nvcc: input generation, NaN poisoning, the float64
+// reference GEMM, error reduction, and the roof kernels. Host-side wrappers only here.
+#pragma once
+
+#include "problem.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gt {
+
+enum class Distribution : int { normal = 0, uniform = 1, zeros = 2 };
+const char* to_string(Distribution d);
+Distribution parse_distribution(const char* s);  // InputError when unknown
+
+// count elements of type t: iid N(0,1), U(-1,1) or zeros, from a counter-based hash of
+// (seed, index) so the same seed gives the same data on every GPU.
+void fill_random(void* p, DType t, size_t count, uint64_t seed, Distribution d, cudaStream_t s);
+// Every element NaN: an element a kernel forgets to write fails verification.
+void fill_nan(void* p, DType t, size_t count, cudaStream_t s);
+// C_ref (M×N, row-major, ld = N) = A·B in float64 from A and B as the problem stores them.
+void reference_gemm(const Problem& p, const void* a, const void* b, double* c_ref, cudaStream_t s);
+
+struct ErrorSums {
+  double sum_sq_diff = 0, sum_sq_ref = 0, max_abs_diff = 0, max_abs_ref = 0;
+  unsigned long long nonfinite = 0;
+};
+// Reduces C (as the problem stores it) against C_ref. `scratch` holds at least 64 bytes.
+ErrorSums compare_to_reference(const Problem& p, const void* c, const double* c_ref, void* scratch, cudaStream_t s);
+
+// Roof kernels. fma_peak: each of `threads` threads runs `iters` iterations of 8 independent
+// FMAs (16 FLOP each). stream_read: reads n bytes (multiple of 16) once.
+void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s);
+void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s);
+
+}  // namespace gt

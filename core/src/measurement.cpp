@@ -1,0 +1,135 @@
+#include "measurement.hpp"
+
+#include "errors.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gt {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::cannot_implement: return "cannot_implement";
+    case Status::resources: return "resources";
+    case Status::compile_failed: return "compile_failed";
+    case Status::verify_failed: return "verify_failed";
+    case Status::runtime_fault: return "runtime_fault";
+    case Status::timeout: return "timeout";
+  }
+  return "?";
+}
+
+Status parse_status(const std::string& s) {
+  for (Status x : {Status::ok, Status::cannot_implement, Status::resources, Status::compile_failed,
+                   Status::verify_failed, Status::runtime_fault, Status::timeout})
+    if (s == to_string(x)) return x;
+  throw RuntimeFailure("unknown measurement status '" + s + "'");
+}
+
+static double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return kNaN;
+  double pos = q * double(sorted.size() - 1);
+  size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
+}
+
+Stats summarize(std::vector<double> x) {
+  Stats s;
+  s.count = int64_t(x.size());
+  if (x.empty()) return s;
+  std::sort(x.begin(), x.end());
+  s.min = x.front();
+  s.max = x.back();
+  s.median = quantile(x, 0.5);
+  s.p10 = quantile(x, 0.1);
+  s.p90 = quantile(x, 0.9);
+  double sum = 0;
+  for (double v : x) sum += v;
+  s.mean = sum / double(x.size());
+  double n = double(x.size());
+  double half = 1.96 * std::sqrt(n) / 2.0;
+  long lo = long(std::floor(n / 2.0 - half)), hi = long(std::ceil(n / 2.0 + half));
+  lo = std::clamp(lo, 0L, long(x.size()) - 1);
+  hi = std::clamp(hi, 0L, long(x.size()) - 1);
+  s.ci_low = x[size_t(lo)];
+  s.ci_high = x[size_t(hi)];
+  return s;
+}
+
+bool tie(const Stats& a, const Stats& b) { return !(a.ci_high < b.ci_low || b.ci_high < a.ci_low); }
+
+// JSON cannot hold NaN: unknown numbers are written as null and read back as NaN.
+static nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+static double num(const nlohmann::json& j, const char* k) {
+  auto it = j.find(k);
+  return (it == j.end() || it->is_null()) ? kNaN : it->get<double>();
+}
+
+void to_json(nlohmann::json& j, const Stats& s) {
+  j = {{"count", s.count}, {"median", num(s.median)}, {"mean", num(s.mean)}, {"min", num(s.min)},
+       {"max", num(s.max)}, {"p10", num(s.p10)}, {"p90", num(s.p90)}, {"ci_low", num(s.ci_low)},
+       {"ci_high", num(s.ci_high)}};
+}
+
+void from_json(const nlohmann::json& j, Stats& s) {
+  s.count = j.value("count", int64_t(0));
+  s.median = num(j, "median");
+  s.mean = num(j, "mean");
+  s.min = num(j, "min");
+  s.max = num(j, "max");
+  s.p10 = num(j, "p10");
+  s.p90 = num(j, "p90");
+  s.ci_low = num(j, "ci_low");
+  s.ci_high = num(j, "ci_high");
+}
+
+void to_json(nlohmann::json& j, const Measurement& m) {
+  j = {{"status", to_string(m.status)},
+       {"message", m.message},
+       {"time_us", m.time},
+       {"err_rel_fro", num(m.err_rel_fro)},
+       {"err_max_norm", num(m.err_max_norm)},
+       {"sm_clock_mhz", num(m.sensors.sm_clock_mhz)},
+       {"mem_clock_mhz", num(m.sensors.mem_clock_mhz)},
+       {"power_w", num(m.sensors.power_w)},
+       {"temp_c", num(m.sensors.temp_c)},
+       {"power_limit_w", num(m.sensors.power_limit_w)},
+       {"throttle", m.throttle},
+       {"registers", m.res.registers},
+       {"spill_stores", m.res.spill_stores},
+       {"spill_loads", m.res.spill_loads},
+       {"stack_bytes", m.res.stack_bytes},
+       {"static_smem", m.res.static_smem},
+       {"compile_s", m.compile_s},
+       {"from_cache", m.compiled_from_cache},
+       {"measure_s", m.measure_s},
+       {"quick", m.quick}};
+}
+
+void from_json(const nlohmann::json& j, Measurement& m) {
+  m.status = parse_status(j.at("status").get<std::string>());
+  m.message = j.value("message", std::string());
+  if (j.contains("time_us")) m.time = j.at("time_us").get<Stats>();
+  m.err_rel_fro = num(j, "err_rel_fro");
+  m.err_max_norm = num(j, "err_max_norm");
+  m.sensors.sm_clock_mhz = num(j, "sm_clock_mhz");
+  m.sensors.mem_clock_mhz = num(j, "mem_clock_mhz");
+  m.sensors.power_w = num(j, "power_w");
+  m.sensors.temp_c = num(j, "temp_c");
+  m.sensors.power_limit_w = num(j, "power_limit_w");
+  m.throttle = j.value("throttle", std::string());
+  m.res.registers = j.value("registers", -1);
+  m.res.spill_stores = j.value("spill_stores", -1);
+  m.res.spill_loads = j.value("spill_loads", -1);
+  m.res.stack_bytes = j.value("stack_bytes", -1);
+  m.res.static_smem = j.value("static_smem", -1);
+  m.compile_s = j.value("compile_s", 0.0);
+  m.compiled_from_cache = j.value("from_cache", false);
+  m.measure_s = j.value("measure_s", 0.0);
+  m.quick = j.value("quick", false);
+}
+
+}  // namespace gt

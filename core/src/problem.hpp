@@ -1,0 +1,68 @@
+// The problem key: what a tuned result is valid for.
+#pragma once
+
+#include <gemmtune/plugin_abi.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gt {
+
+enum class DType : int32_t { f32 = GT_F32, tf32 = GT_TF32, f16 = GT_F16, bf16 = GT_BF16 };
+enum class Layout : int32_t { nn = GT_NN, nt = GT_NT, tn = GT_TN, tt = GT_TT };
+
+// Every dimension and leading dimension is at most this (kernels take int32 sizes and
+// compute element offsets in 64 bits). Larger shapes are refused with an InputError.
+inline constexpr int64_t kMaxDim = 2147483647;
+
+const char* to_string(DType);
+const char* to_string(Layout);
+size_t size_of(DType);
+DType parse_dtype(std::string_view s, std::string_view where = "--dtype");
+Layout parse_layout(std::string_view s, std::string_view where = "--layout");
+// "MxNxK" with M, N, K in [1, kMaxDim]; InputError naming `where` otherwise.
+std::array<int64_t, 3> parse_shape(std::string_view s, std::string_view where = "--shape");
+// The storage type of a result: tf32 is fp32 data.
+DType storage_of(DType d);
+
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  DType in = DType::f32;
+  DType out = DType::f32;
+  Layout layout = Layout::nn;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // elements
+  int32_t align = 16;                 // bytes: 1, 2, 4, 8 or 16
+
+  // A problem with tight leading dimensions and buffers from cudaMalloc (256-byte aligned).
+  static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout layout);
+  // The default output type for an input type (tf32 -> f32, others -> themselves).
+  static DType default_out(DType in) { return in == DType::tf32 ? DType::f32 : in; }
+
+  bool a_trans() const { return layout == Layout::tn || layout == Layout::tt; }
+  bool b_trans() const { return layout == Layout::nt || layout == Layout::tt; }
+  // Rows x cols of A and B as stored.
+  int64_t a_rows() const { return a_trans() ? k : m; }
+  int64_t a_cols() const { return a_trans() ? m : k; }
+  int64_t b_rows() const { return b_trans() ? n : k; }
+  int64_t b_cols() const { return b_trans() ? k : n; }
+  size_t bytes_a() const { return size_t(a_rows()) * size_t(lda) * size_of(in); }
+  size_t bytes_b() const { return size_t(b_rows()) * size_t(ldb) * size_of(in); }
+  size_t bytes_c() const { return size_t(m) * size_t(ldc) * size_of(out); }
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  // Fewest bytes moved: each input read once, the output written once.
+  double min_bytes() const { return double(bytes_a() + bytes_b() + bytes_c()); }
+
+  std::string shape() const;  // "MxNxK"
+  // "4096x4096x4096 f16>f16 nn a16": the key without the device.
+  std::string key() const;
+  gt_problem abi() const;
+  void validate() const;  // InputError on inconsistent fields
+};
+
+// Largest power of two (bytes, at most 16) dividing every ld * element size and every
+// base pointer (pass 0 for pointers not known yet: cudaMalloc aligns to 256).
+int32_t alignment_of(const Problem& p, uintptr_t a = 0, uintptr_t b = 0, uintptr_t c = 0);
+
+}  // namespace gt

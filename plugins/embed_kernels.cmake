@@ -1,0 +1,18 @@
+# Writes OUT, a C++ header holding each file of KERNELS ('|'-separated) as a string
+# constant named k_<file stem>, for NVRTC to compile at run time.
+string(REPLACE "|" ";" files "${KERNELS}")
+set(text "// generated from the kernel sources of this plugin; do not edit\n#pragma once\n")
+foreach(f ${files})
+  get_filename_component(stem ${f} NAME_WE)
+  get_filename_component(fname ${f} NAME)
+  file(READ ${f} content)
+  string(FIND "${content}" ")GTSRC\"" bad)
+  if(NOT bad EQUAL -1)
+    message(FATAL_ERROR "${f} contains the raw-string delimiter )GTSRC\"")
+  endif()
+  string(APPEND text "static const char k_${stem}[] = R\"GTSRC(${content})GTSRC\";\n")
+  string(APPEND text "static const char k_${stem}_name[] = \"${fname}\";\n")
+endforeach()
+file(WRITE ${OUT}.tmp "${text}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
+file(REMOVE ${OUT}.tmp)

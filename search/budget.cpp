@@ -1,0 +1,31 @@
+#include "budget.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gt::search {
+
+bool Budget::exhausted(const Progress& p) const { return !reason(p).empty(); }
+
+std::string Budget::reason(const Progress& p) const {
+  if (p.evaluations >= max_evaluations) return fmt::format("{} evaluations", max_evaluations);
+  if (p.seconds >= max_seconds) return fmt::format("{:g} s", max_seconds);
+  if (p.valid_space > 0 && max_fraction < 1.0 &&
+      double(p.evaluations) >= std::ceil(max_fraction * double(p.valid_space)))
+    return fmt::format("{:g} % of the valid space", 100 * max_fraction);
+  if (p.since_improvement >= patience) return fmt::format("no improvement in {} evaluations", patience);
+  return "";
+}
+
+std::string Budget::describe() const {
+  std::string s;
+  auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
+  if (max_evaluations != std::numeric_limits<uint64_t>::max()) add(fmt::format("{} evaluations", max_evaluations));
+  if (std::isfinite(max_seconds)) add(fmt::format("{:g} s", max_seconds));
+  if (max_fraction < 1.0) add(fmt::format("{:g} % of the space", 100 * max_fraction));
+  if (patience != std::numeric_limits<uint64_t>::max()) add(fmt::format("patience {}", patience));
+  return s.empty() ? "the whole space" : s;
+}
+
+}  // namespace gt::search

@@ -1,0 +1,21 @@
+#include "strategy.hpp"
+
+#include "errors.hpp"
+#include "strategy_basic.hpp"
+
+#include <fmt/format.h>
+
+namespace gt::search {
+
+std::vector<std::string> strategy_names() { return {"exhaustive", "random"}; }
+
+std::unique_ptr<Strategy> make_strategy(std::string_view name, const Space& space, uint64_t seed,
+                                        std::vector<Config> first) {
+  if (name == "exhaustive") return std::make_unique<Exhaustive>(space, std::move(first));
+  if (name == "random") return std::make_unique<RandomSearch>(space, seed, std::move(first));
+  std::string known;
+  for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(fmt::format("--strategy: unknown strategy '{}' (known: {})", name, known));
+}
+
+}  // namespace gt::search

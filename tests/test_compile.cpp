@@ -1,0 +1,87 @@
+// NVRTC needs no GPU: every candidate compiles here, and a second pass comes from the cache.
+#include "evaluate.hpp"
+#include "plugin.hpp"
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gt;
+
+TEST_CASE("every naive candidate compiles for sm_90, and again from the cache", "[compile]") {
+  auto reg = PluginRegistry::load({test::plugin_dir()});
+  const Family& naive = reg.get("naive");
+  test::TempDir tmp;
+  CubinCache cache(tmp.path);
+  Compiler compiler(&cache);
+  gt_device d = arch_limits("sm_90");
+  for (auto dt : {DType::f32, DType::tf32, DType::f16, DType::bf16}) {
+    for (auto lay : {Layout::nn, Layout::tt}) {
+      Problem p = Problem::make(512, 512, 512, dt, Problem::default_out(dt), lay);
+      Space s = naive.space(p, d);
+      CompilePool pool(compiler, 2);
+      std::vector<std::shared_future<CompileResult>> fut;
+      for (uint64_t i = 0; i < s.raw_size(); ++i) {
+        Config c = s.at(i);
+        if (!s.valid(c)) continue;
+        auto req = compile_request(naive, p, c, d, "sm_90", nullptr, nullptr);
+        REQUIRE(req);
+        fut.push_back(pool.submit(*req));
+      }
+      REQUIRE(fut.size() == s.count_valid());
+      for (auto& f : fut) {
+        const CompileResult& r = f.get();
+        INFO(r.log);
+        REQUIRE(r.ok);
+        CHECK_FALSE(r.from_cache);
+        CHECK(r.res.registers > 0);
+        CHECK(r.res.spill_stores == 0);
+      }
+    }
+  }
+  // Second pass: everything from the cache, nothing compiled.
+  Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  Space s = naive.space(p, d);
+  auto req = compile_request(naive, p, s.default_config(), d, "sm_90", nullptr, nullptr);
+  REQUIRE(req);
+  CompileResult again = compiler.compile(*req);
+  CHECK(again.ok);
+  CHECK(again.from_cache);
+  CHECK(again.res.registers > 0);
+  // Another architecture is another key.
+  req->arch = "sm_80";
+  CompileResult other = compiler.compile(*req);
+  CHECK(other.ok);
+  CHECK_FALSE(other.from_cache);
+}
+
+TEST_CASE("a compile error keeps the log", "[compile]") {
+  test::TempDir tmp;
+  CubinCache cache(tmp.path);
+  Compiler compiler(&cache);
+  CompileRequest r;
+  r.source = "extern \"C\" __global__ void k() { this is not cuda; }";
+  r.source_name = "broken.cu";
+  r.kernel_name = "k";
+  r.family = "test";
+  r.family_version = "1";
+  CompileResult res = compiler.compile(r);
+  CHECK_FALSE(res.ok);
+  CHECK_THAT(res.log, Catch::Contains("broken.cu"));
+  CHECK_THAT(res.log, Catch::Contains("error"));
+  CompileResult again = compiler.compile(r);
+  CHECK_FALSE(again.ok);
+  CHECK(again.from_cache);
+  CHECK(again.log == res.log);
+}
+
+TEST_CASE("ptxas resource reports are parsed", "[compile]") {
+  auto r = parse_resources(
+      "ptxas info    : Function properties for k\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 33792 bytes smem, 400 bytes cmem[0]\n");
+  CHECK(r.registers == 168);
+  CHECK(r.stack_bytes == 16);
+  CHECK(r.spill_stores == 8);
+  CHECK(r.spill_loads == 4);
+  CHECK(r.static_smem == 33792);
+}

@@ -1,0 +1,40 @@
+// The naive family on the GPU: verified against float64 at aligned and odd shapes, every
+// dtype and layout, both thread mappings.
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gt;
+
+TEST_CASE("naive is correct at every dtype, layout and odd shape", "[gpu][naive]") {
+  GT_REQUIRE_GPU();
+  const Family& naive = test::plugins().get("naive");
+  gt_device d = device_info(0).limits;
+  std::vector<std::array<int64_t, 3>> shapes = {{1024, 1024, 1024}, {1, 1, 1}, {7, 13, 17}, {1000, 3000, 7}, {4097, 4097, 4097}};
+  for (auto sh : shapes)
+    for (auto dt : {DType::f32, DType::tf32, DType::f16, DType::bf16})
+      for (auto lay : {Layout::nn, Layout::nt, Layout::tn, Layout::tt}) {
+        Problem p = Problem::make(sh[0], sh[1], sh[2], dt, Problem::default_out(dt), lay);
+        Space s = naive.space(p, d);
+        Config c = s.default_config();
+        if (sh[0] == 1000) c = *s.parse("map=uncoalesced,bx=64,by=4", nullptr);
+        Measurement m = test::gpu_check(naive, p, c);
+        INFO(p.key() << " " << s.name(c) << ": " << to_string(m.status) << " " << m.message);
+        CHECK(m.status == Status::ok);
+        CHECK(m.err_rel_fro <= tolerance_for(p).rel_fro);
+      }
+}
+
+TEST_CASE("a naive run is timed with statistics that make sense", "[gpu][naive]") {
+  GT_REQUIRE_GPU();
+  const Family& naive = test::plugins().get("naive");
+  Problem p = Problem::make(1024, 1024, 1024, DType::f32, DType::f32, Layout::nn);
+  Space s = naive.space(p, device_info(0).limits);
+  Measurement m = test::gpu_check(naive, p, s.default_config(), true);
+  REQUIRE(m.status == Status::ok);
+  CHECK(m.time.count >= 5);
+  CHECK(m.time.min <= m.time.median);
+  CHECK(m.time.median <= m.time.max);
+  CHECK(m.time.p10 <= m.time.p90);
+  CHECK(m.time.median > 1.0);  // 2 GFLOP cannot take under a microsecond
+}

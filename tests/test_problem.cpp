@@ -1,0 +1,61 @@
+#include "errors.hpp"
+#include "problem.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gt;
+
+TEST_CASE("shapes parse and bad shapes are refused with the reason", "[problem]") {
+  auto d = parse_shape("4096x2048x7");
+  CHECK(d[0] == 4096);
+  CHECK(d[1] == 2048);
+  CHECK(d[2] == 7);
+  CHECK(parse_shape("1X1X1")[2] == 1);
+  auto msg = [](const char* s) {
+    try {
+      parse_shape(s);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(msg("0x4x4"), Catch::Contains("M is 0"));
+  CHECK_THAT(msg("4x-4x4"), Catch::Contains("N = -4 is negative"));
+  CHECK_THAT(msg("4xabcx4"), Catch::Contains("not a whole number"));
+  CHECK_THAT(msg("4x4"), Catch::Contains("not a shape"));
+  CHECK_THAT(msg("4x4x4x4"), Catch::Contains("not a whole number"));
+  CHECK_THAT(msg("4x4x2147483648"), Catch::Contains("too large"));
+  CHECK_THAT(msg("4x4x99999999999999999999999"), Catch::Contains("too large"));
+  CHECK_THAT(msg("4x4x"), Catch::Contains("K is empty"));
+  CHECK(msg("2147483647x1x1") == "accepted");
+}
+
+TEST_CASE("dtype and layout names", "[problem]") {
+  CHECK(parse_dtype("bf16") == DType::bf16);
+  CHECK(parse_layout("tn") == Layout::tn);
+  CHECK_THROWS_AS(parse_dtype("fp8"), InputError);
+  CHECK_THROWS_WITH(parse_layout("xx"), Catch::Contains("unknown layout 'xx'"));
+}
+
+TEST_CASE("tight leading dimensions follow the layout", "[problem]") {
+  Problem p = Problem::make(100, 200, 300, DType::f16, DType::f16, Layout::tn);
+  CHECK(p.lda == 100);  // A stored K×M
+  CHECK(p.ldb == 200);  // B stored K×N
+  CHECK(p.ldc == 200);
+  CHECK(p.bytes_a() == 300u * 100 * 2);
+  Problem q = Problem::make(100, 200, 300, DType::f32, DType::f32, Layout::nt);
+  CHECK(q.lda == 300);
+  CHECK(q.ldb == 300);  // B stored N×K
+  CHECK(q.flops() == 2.0 * 100 * 200 * 300);
+}
+
+TEST_CASE("alignment is the largest power of two dividing every ld*size and pointer", "[problem]") {
+  CHECK(Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn).align == 16);
+  CHECK(Problem::make(4097, 4097, 4097, DType::f16, DType::f16, Layout::nn).align == 2);
+  CHECK(Problem::make(4100, 4100, 4100, DType::f16, DType::f16, Layout::nn).align == 8);
+  CHECK(Problem::make(4097, 4097, 4097, DType::f32, DType::f32, Layout::nn).align == 4);
+  CHECK(Problem::make(4096, 4096, 4098, DType::f16, DType::f16, Layout::nn).align == 4);  // lda = K
+  Problem p = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
+  CHECK(alignment_of(p, 0x1000, 0x1008, 0x2000) == 8);
+  CHECK(p.key() == "64x64x64 f32>f32 nn a16");
+}

@@ -1,0 +1,73 @@
+#include "test_util.hpp"
+
+#include "device.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <sys/wait.h>
+
+namespace gt::test {
+namespace fs = std::filesystem;
+
+static std::atomic<int> g_skips{0};
+
+bool have_gpu() { return device_count() > 0; }
+std::string no_gpu_reason() {
+  std::string why;
+  device_count(&why);
+  return why.empty() ? "a GPU is present" : why;
+}
+int gpu_skips() { return g_skips.load(); }
+void count_gpu_skip() { ++g_skips; }
+
+fs::path plugin_dir() { return GEMMTUNE_PLUGIN_DIR; }
+fs::path test_plugin_dir() { return GEMMTUNE_TEST_PLUGIN_DIR; }
+fs::path gemmtune_binary() { return GEMMTUNE_BINARY; }
+fs::path source_dir() { return GEMMTUNE_SOURCE_DIR; }
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path = fs::temp_directory_path() / ("gemmtune-test-" + std::to_string(rd()) + std::to_string(rd()));
+  fs::create_directories(path);
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+CommandResult run_command(const std::string& cmdline) {
+  CommandResult r{-1, {}};
+  FILE* f = popen((cmdline + " 2>&1").c_str(), "r");
+  if (!f) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(f);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+}  // namespace gt::test
+
+namespace gt::test {
+
+const PluginRegistry& plugins() {
+  static PluginRegistry reg = PluginRegistry::load({plugin_dir()});
+  return reg;
+}
+
+Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it) {
+  static std::random_device rd;
+  DeviceInfo dev = device_info(0);
+  ProblemBench bench(p, dev, Distribution::normal, (uint64_t(rd()) << 32) | rd(), size_t(256) << 20);
+  static CubinCache cache(fs::temp_directory_path() / "gemmtune-test-cubins");
+  Compiler compiler(&cache);
+  EvaluateOptions o;
+  o.time_it = time_it;
+  o.quick = true;
+  return evaluate(fam, p, c, dev, bench, compiler, nullptr, o).m;
+}
+
+}  // namespace gt::test

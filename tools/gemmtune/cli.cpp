@@ -1,0 +1,123 @@
+#include "cli.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <unistd.h>
+
+namespace gt::cli {
+namespace fs = std::filesystem;
+
+static fs::path xdg(const char* var, const char* fallback_under_home) {
+  if (const char* v = std::getenv(var); v && *v) return fs::path(v) / "gemmtune";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / fallback_under_home / "gemmtune";
+  return fs::temp_directory_path() / "gemmtune";
+}
+
+fs::path Globals::db_path() const {
+  if (!db.empty()) return db;
+  if (const char* e = std::getenv("GEMMTUNE_DB"); e && *e) return e;
+  return xdg("XDG_DATA_HOME", ".local/share") / "results.db";
+}
+
+fs::path Globals::cache_path() const {
+  if (!cache_dir.empty()) return cache_dir;
+  if (const char* e = std::getenv("GEMMTUNE_CACHE_DIR"); e && *e) return e;
+  return default_cache_dir();
+}
+
+const PluginRegistry& Globals::plugins() const {
+  static std::optional<PluginRegistry> reg;
+  if (!reg) {
+    reg = PluginRegistry::load(gt::plugin_dirs(plugin_dirs));
+    for (auto& s : reg->skipped())
+      fmt::print(stderr, "gemmtune: skipped plugin {}: {}\n", s.path.string(), s.reason);
+  }
+  return *reg;
+}
+
+Problem ProblemArgs::resolve(const std::string& default_shape) const {
+  std::string s = shape.empty() ? default_shape : shape;
+  if (s.empty()) throw InputError("--shape is required (MxNxK, e.g. 4096x4096x4096)");
+  auto d = parse_shape(s, "--shape");
+  DType in = parse_dtype(dtype, "--dtype");
+  DType out = out_dtype.empty() ? Problem::default_out(in) : parse_dtype(out_dtype, "--out-dtype");
+  if (out == DType::tf32) throw InputError("--out-dtype: tf32 is an input mode, not a storage type; use f32");
+  Layout l = parse_layout(layout, "--layout");
+  return Problem::make(d[0], d[1], d[2], in, out, l);
+}
+
+void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {
+  auto* o = app->add_option("--shape", a.shape,
+                            "MxNxK: C is MxN, the reduction is over K. Each dimension 1..2147483647 (kernels take "
+                            "32-bit sizes and index in 64 bits)");
+  if (shape_required) o->required();
+  app->add_option("--dtype", a.dtype, "input type: f32, tf32 (fp32 data on tensor cores), f16, bf16")
+      ->default_str("f32");
+  app->add_option("--out-dtype", a.out_dtype, "output type (default: the input type; tf32 -> f32)");
+  app->add_option("--layout", a.layout,
+                  "nn|nt|tn|tt: first letter A, second B; n = as written (A MxK, B KxN row-major), t = stored "
+                  "transposed")
+      ->default_str("nn");
+}
+
+static double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Progress::Progress(std::string what, uint64_t total, bool enabled)
+    : what_(std::move(what)), total_(total), enabled_(enabled), tty_(isatty(2)), t0_(now_s()) {}
+
+void Progress::update(uint64_t done, const std::string& note) {
+  if (!enabled_) return;
+  double t = now_s();
+  if (t - last_ < (tty_ ? 0.1 : 5.0) && done < total_) return;
+  last_ = t;
+  double el = t - t0_;
+  std::string eta = (done > 0 && total_ > done) ? " ~" + human_seconds(el / double(done) * double(total_ - done)) + " left" : "";
+  std::string line = fmt::format("{}: {}/{} ({:.0f} %) {}{}{}", what_, done, total_,
+                                 total_ ? 100.0 * double(done) / double(total_) : 100.0, human_seconds(el), eta,
+                                 note.empty() ? "" : "  " + note);
+  if (tty_)
+    fmt::print(stderr, "\r\033[K{}", line);
+  else
+    fmt::print(stderr, "{}\n", line);
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (enabled_ && tty_) fmt::print(stderr, "\r\033[K");
+}
+
+std::string human_seconds(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.1f} ms", s * 1e3);
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.1f} h", s / 3600);
+}
+
+void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+DeviceInfo gpu_or_exit(int index) { return require_device(index); }
+
+gt_device limits_for(const std::string& arch, std::string* arch_used) {
+  if (!arch.empty()) {
+    if (arch_used) *arch_used = arch;
+    if (device_count() > 0) {
+      DeviceInfo d = device_info(0);
+      if (d.arch() == arch) return d.limits;
+    }
+    return arch_limits(arch);
+  }
+  if (device_count() > 0) {
+    DeviceInfo d = device_info(0);
+    if (arch_used) *arch_used = d.arch();
+    return d.limits;
+  }
+  if (arch_used) *arch_used = "sm_90";
+  return arch_limits("sm_90");
+}
+
+}  // namespace gt::cli

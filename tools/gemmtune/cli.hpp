@@ -1,0 +1,83 @@
+// Shared pieces of the gemmtune command line: global options, problem options, output.
+#pragma once
+
+#include "compiler.hpp"
+#include "device.hpp"
+#include "errors.hpp"
+#include "plugin.hpp"
+#include "problem.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gt::cli {
+
+struct Globals {
+  std::vector<std::string> plugin_dirs;
+  std::string db;
+  std::string cache_dir;
+  bool json = false;
+  bool quiet = false;
+
+  std::filesystem::path db_path() const;
+  std::filesystem::path cache_path() const;
+  // Loads plugins; reports skipped ones on stderr (once).
+  const PluginRegistry& plugins() const;
+  CubinCache cache() const { return CubinCache(cache_path()); }
+};
+
+struct ProblemArgs {
+  std::string shape;
+  std::string dtype = "f32";
+  std::string out_dtype;
+  std::string layout = "nn";
+  bool given() const { return !shape.empty(); }
+  // InputError naming the flag on bad input.
+  Problem resolve(const std::string& default_shape = "") const;
+};
+
+void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required = false);
+
+// A command registers itself: it adds a subcommand and returns the function that runs it
+// (an exit code). Everything is validated before any GPU work.
+using Runner = std::function<int()>;
+struct Command {
+  CLI::App* app;
+  Runner run;
+};
+Command add_devices(CLI::App& app, Globals& g);
+Command add_list(CLI::App& app, Globals& g);
+Command add_compile(CLI::App& app, Globals& g);
+Command add_run(CLI::App& app, Globals& g);
+Command add_worker(CLI::App& app, Globals& g);
+Command add_tune(CLI::App& app, Globals& g);
+
+// Progress on stderr for long work (only when stderr is a terminal, or forced).
+class Progress {
+ public:
+  Progress(std::string what, uint64_t total, bool enabled);
+  void update(uint64_t done, const std::string& note = "");
+  void finish();
+
+ private:
+  std::string what_;
+  uint64_t total_;
+  bool enabled_, tty_;
+  double t0_, last_ = -1;
+};
+
+std::string human_seconds(double s);
+void print_json(const nlohmann::json& j);
+// The device to measure on, or NoGpuError (exit 3) with the reason.
+DeviceInfo gpu_or_exit(int index);
+// Device limits for constraints: the GPU's when there is one, else the named arch's.
+gt_device limits_for(const std::string& arch, std::string* arch_used);
+
+}  // namespace gt::cli

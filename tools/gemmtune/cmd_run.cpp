@@ -1,0 +1,99 @@
+// gemmtune run: verify one config against float64, then time it in settled steady state.
+#include "cli.hpp"
+#include "evaluate.hpp"
+
+#include <random>
+
+namespace gt::cli {
+
+Command add_run(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand("run", "verifies one config (default: the family's default) against float64, then "
+                                        "times it; prints time, TFLOP/s, error (needs a GPU)");
+  static std::string family, params, dist = "normal";
+  static ProblemArgs pa;
+  static int device = 0;
+  static uint64_t seed = 0;
+  static bool quick = false, verify_only = false;
+  static double settle = 0.5;
+  sub->add_option("--family", family, "kernel family")->required();
+  sub->add_option("--params", params, "K=V,K=V (others keep their defaults) or a canonical config name");
+  sub->add_option("--device", device, "GPU index")->default_val(0);
+  sub->add_option("--dist", dist, "input distribution: normal (default), uniform, zeros (misleading: zeros run "
+                                  "faster and hide unwritten outputs)");
+  sub->add_option("--seed", seed, "input seed (default: random, printed)");
+  sub->add_option("--settle", settle, "seconds at most to settle the clock before timing")->default_val(0.5);
+  sub->add_flag("--quick", quick, "fewer samples (exploration)");
+  sub->add_flag("--verify-only", verify_only, "verify, do not time");
+  add_problem_options(sub, pa, true);
+  return {sub, [&g] {
+            Problem p = pa.resolve();
+            Distribution d = parse_distribution(dist.c_str());
+            const Family& fam = g.plugins().get(family);
+            // Validate the config against the architecture's limits before asking for a GPU.
+            std::string why_none;
+            bool have_gpu = device_count(&why_none) > 0;
+            DeviceInfo dev;
+            gt_device lim = arch_limits("sm_90");
+            if (have_gpu) {
+              dev = gpu_or_exit(device);
+              lim = dev.limits;
+            }
+            Space space = fam.space(p, lim);
+            Config c = space.default_config();
+            if (!params.empty()) {
+              std::string err;
+              auto parsed = space.parse(params, &err);
+              if (!parsed) throw InputError("--params: " + err);
+              c = *parsed;
+            }
+            if (!have_gpu) throw NoGpuError(why_none);
+            if (seed == 0) seed = std::random_device{}() | 1;
+            if (d == Distribution::zeros)
+              fmt::print(stderr, "warning: zero inputs run faster than real data and hide unwritten outputs\n");
+            ProblemBench bench(p, dev, d, seed);
+            CubinCache cache = g.cache();
+            Compiler compiler(&cache);
+            EvaluateOptions o;
+            o.quick = quick;
+            o.time_it = !verify_only;
+            o.settle_s = settle;
+            Evaluation ev = evaluate(fam, p, c, dev, bench, compiler, nullptr, o);
+            const Measurement& m = ev.m;
+            std::string name = space.name(c);
+            if (g.json) {
+              nlohmann::json j = m;
+              j["config"] = name;
+              j["problem"] = p.key();
+              j["device"] = dev.name;
+              j["tflops"] = m.status == Status::ok && !verify_only ? nlohmann::json(m.tflops(p.flops())) : nlohmann::json();
+              j["input_dist"] = to_string(d);
+              j["input_seed"] = seed;
+              j["rotating_sets"] = bench.rotation();
+              print_json(j);
+            } else {
+              fmt::print("{} on {} ({})\n", name, dev.name, p.key());
+              std::string desc = fam.describe(p, c);
+              if (!desc.empty()) fmt::print("  {}\n", desc);
+              if (m.res.registers >= 0)
+                fmt::print("  {} registers, {} B static shared memory, {} B spilled; compile {}\n", m.res.registers,
+                           m.res.static_smem, m.res.spill_stores, m.compiled_from_cache ? "from cache" : human_seconds(m.compile_s));
+              if (m.status != Status::ok) {
+                fmt::print("  {}: {}\n", to_string(m.status), m.message);
+              } else {
+                fmt::print("  verified: relative Frobenius error {:.2e}, normalised max error {:.2e} (inputs {}, seed {})\n",
+                           m.err_rel_fro, m.err_max_norm, to_string(d), seed);
+                if (!verify_only) {
+                  fmt::print("  time: median {:.3f} us  (min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
+                             m.time.median, m.time.min, m.time.p10, m.time.p90, m.time.max, m.time.count, 100 * m.time.ci_rel());
+                  fmt::print("  {:.2f} TFLOP/s; {} rotating input sets\n", m.tflops(p.flops()), bench.rotation());
+                  auto f = [](double v, const char* unit) { return std::isfinite(v) ? fmt::format("{:.0f} {}", v, unit) : std::string("unknown"); };
+                  fmt::print("  while timing: SM clock {}, power {}, temperature {}, throttle: {}\n", f(m.sensors.sm_clock_mhz, "MHz"),
+                             f(m.sensors.power_w, "W"), f(m.sensors.temp_c, "C"), m.throttle.empty() ? "unknown" : m.throttle);
+                }
+              }
+            }
+            return m.status == Status::ok ? 0 : 1;
+          }};
+}
+
+}  // namespace gt::cli

@@ -1,0 +1,52 @@
+// gemmtune: a plugin-based GEMM kernel autotuner. The command contract is shared/cli.md;
+// exit codes: 0 success, 1 run-time failure, 2 bad input or usage, 3 no GPU.
+#include "cli.hpp"
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace gt;
+  using namespace gt::cli;
+  CLI::App app{"gemmtune: tune GEMM kernels per shape on NVIDIA GPUs, compare with cuBLASLt, export lookup tables.\n"
+               "Exit codes: 0 success, 1 run-time failure, 2 bad input or usage, 3 no GPU found."};
+  app.set_version_flag("--version", "gemmtune 0.1.0 (plugin ABI v" + std::to_string(GT_ABI_VERSION) + ")");
+  app.require_subcommand(1);
+  app.fallthrough();
+  Globals g;
+  app.add_option("--plugin-dir", g.plugin_dirs,
+                 "directory to load plugins from (repeatable; else GEMMTUNE_PLUGIN_PATH, colon-separated; else the "
+                 "'plugins' folder beside the gemmtune binary). The current directory is never searched unless named.");
+  app.add_option("--db", g.db, "results store (SQLite); also GEMMTUNE_DB; default $XDG_DATA_HOME/gemmtune/results.db");
+  app.add_option("--cache-dir", g.cache_dir,
+                 "compiled-kernel cache; also GEMMTUNE_CACHE_DIR; default $XDG_CACHE_HOME/gemmtune");
+  app.add_flag("--json", g.json, "machine-readable output where a command prints a table");
+  app.add_flag("--quiet", g.quiet, "no progress display");
+
+  std::vector<Command> commands = {add_devices(app, g), add_list(app, g), add_compile(app, g), add_run(app, g)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    for (auto& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const InputError& e) {
+    fmt::print(stderr, "gemmtune: error: {}\n", e.what());
+    return 2;
+  } catch (const NoGpuError& e) {
+    fmt::print(stderr, "gemmtune: {}\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "gemmtune: failed: {}\n", e.what());
+    return 1;
+  }
+  return 2;
+}
