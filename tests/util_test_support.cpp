@@ -2,6 +2,9 @@
 
 #include "device.hpp"
 
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <cstdlib>
+
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -22,10 +25,20 @@ std::string no_gpu_reason() {
 int gpu_skips() { return g_skips.load(); }
 void count_gpu_skip() { ++g_skips; }
 
-fs::path plugin_dir() { return GEMMTUNE_PLUGIN_DIR; }
-fs::path test_plugin_dir() { return GEMMTUNE_TEST_PLUGIN_DIR; }
-fs::path gemmtune_binary() { return GEMMTUNE_BINARY; }
-fs::path source_dir() { return GEMMTUNE_SOURCE_DIR; }
+// Paths relative to the test binary (build/tests/gemmtune_tests), so a build carried to
+// another machine (the GPU machine) finds its plugins wherever it lands; the compiled-in
+// paths are the fallback.
+static fs::path exe_dir() { return fs::path(boost::dll::program_location().parent_path().string()); }
+static fs::path pick(const fs::path& relative, const char* compiled_in) {
+  return fs::exists(relative) ? relative : fs::path(compiled_in);
+}
+fs::path plugin_dir() { return pick(exe_dir() / ".." / "plugins", GEMMTUNE_PLUGIN_DIR); }
+fs::path test_plugin_dir() { return pick(exe_dir() / "test_plugins", GEMMTUNE_TEST_PLUGIN_DIR); }
+fs::path gemmtune_binary() { return pick(exe_dir() / ".." / "gemmtune", GEMMTUNE_BINARY); }
+fs::path source_dir() {
+  if (const char* s = std::getenv("GEMMTUNE_SOURCE_DIR"); s && *s) return s;
+  return GEMMTUNE_SOURCE_DIR;
+}
 
 TempDir::TempDir() {
   std::random_device rd;

@@ -78,8 +78,10 @@ void ProblemBench::check_launch(cudaError_t e, const char* what) {
 VerifyResult ProblemBench::verify(const LaunchFn& fn) {
   VerifyResult v;
   fill_nan(sets_[0].c.get(), p_.out, p_.bytes_c() / size_of(p_.out), stream_);
+  auto t0 = Clock::now();
   check_launch(fn(sets_[0].a.get(), sets_[0].b.get(), sets_[0].c.get(), stream_), "launch");
   check_launch(cudaStreamSynchronize(stream_), "running the candidate");
+  if (on_call) on_call(since(t0));
   ErrorSums e = compare_to_reference(p_, sets_[0].c.get(), static_cast<const double*>(ref_.get()), scratch_.get(), stream_);
   Tolerance tol = tolerance_for(p_);
   v.nonfinite = e.nonfinite;
@@ -108,6 +110,7 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
     int s = i++ % rotation();
     check_launch(fn(sets_[size_t(s)].a.get(), sets_[size_t(s)].b.get(), sets_[size_t(s)].c.get(), stream_), "launch");
     check_launch(cudaStreamSynchronize(stream_), "settling the clock");
+    if (on_call) on_call(0);
     if (!nvml.available()) {
       if (since(t0) >= std::min(cap_s, 0.25)) break;  // the lab's fixed settle time
       continue;
@@ -137,13 +140,16 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     if (timed) check_launch(cudaEventRecord(e0_, stream_), "cudaEventRecord");
     check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
     if (!timed) {
+      auto c0 = Clock::now();
       check_launch(cudaStreamSynchronize(stream_), "warm-up");
+      if (on_call) on_call(since(c0));
       return 0;
     }
     check_launch(cudaEventRecord(e1_, stream_), "cudaEventRecord");
     check_launch(cudaEventSynchronize(e1_), "running the candidate");
     float ms = 0;
     check_launch(cudaEventElapsedTime(&ms, e0_, e1_), "cudaEventElapsedTime");
+    if (on_call) on_call(double(ms) * 1e-3);
     return double(ms) * 1000.0;
   };
   // Warm-up: continuous calls, one at a time (queueing thousands would heat the card
@@ -173,6 +179,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
       if (n % 5 == 0 && summarize(samples).ci_rel() <= o.target_ci) break;
     }
   }
+  t.samples = samples;
   t.time = summarize(std::move(samples));
   auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
   t.sensors.sm_clock_mhz = med(clocks);

@@ -56,6 +56,7 @@ struct Timed {
   GpuSensors sensors;  // medians of readings taken while sampling
   std::string throttle;
   double wall_s = 0;
+  std::vector<double> samples;  // every timed call, in order (µs)
 };
 
 class ProblemBench {
@@ -82,6 +83,11 @@ class ProblemBench {
   // Run fn continuously until the SM clock is stable (NVML) or cap_s passes.
   // Returns seconds spent and the clock it settled at (NaN without NVML).
   std::pair<double, double> settle(const LaunchFn& fn, double cap_s);
+
+  // Called after every completed call (verification, warm-up, samples) with its wall
+  // seconds: the measurement worker turns it into heartbeats so a hang can be told from a
+  // slow kernel.
+  std::function<void(double)> on_call;
 
   const void* a(int set = 0) const { return sets_.at(size_t(set)).a.get(); }
   const void* b(int set = 0) const { return sets_.at(size_t(set)).b.get(); }

@@ -197,3 +197,36 @@ std::pair<size_t, size_t> memory_info() {
 }
 
 }  // namespace gt
+
+#include <nlohmann/json.hpp>
+namespace gt {
+void to_json(nlohmann::json& j, const DeviceInfo& d) {
+  const gt_device& l = d.limits;
+  j = {{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
+       {"max_sm_clock_mhz", d.max_sm_clock_mhz}, {"max_mem_clock_mhz", d.max_mem_clock_mhz},
+       {"mem_bus_width_bits", d.mem_bus_width_bits}, {"total_mem", d.total_mem},
+       {"driver_version", d.driver_version}, {"runtime_version", d.runtime_version},
+       {"limits", {l.cc_major, l.cc_minor, l.sm_count, l.warp_size, l.max_threads_per_block, l.max_threads_per_sm,
+                   l.max_blocks_per_sm, l.regs_per_block, l.regs_per_sm, l.smem_per_block, l.smem_per_block_optin,
+                   l.smem_per_sm, l.l2_bytes, l.global_mem_bytes, l.has_device}}};
+}
+void from_json(const nlohmann::json& j, DeviceInfo& d) {
+  d.index = j.at("index");
+  d.name = j.at("name");
+  d.uuid = j.at("uuid");
+  d.pci_bus_id = j.value("pci_bus_id", "");
+  d.max_sm_clock_mhz = j.value("max_sm_clock_mhz", 0);
+  d.max_mem_clock_mhz = j.value("max_mem_clock_mhz", 0);
+  d.mem_bus_width_bits = j.value("mem_bus_width_bits", 0);
+  d.total_mem = j.value("total_mem", size_t(0));
+  d.driver_version = j.value("driver_version", "");
+  d.runtime_version = j.value("runtime_version", "");
+  auto& a = j.at("limits");
+  gt_device& l = d.limits;
+  l = gt_device{};
+  l.cc_major = a.at(0); l.cc_minor = a.at(1); l.sm_count = a.at(2); l.warp_size = a.at(3);
+  l.max_threads_per_block = a.at(4); l.max_threads_per_sm = a.at(5); l.max_blocks_per_sm = a.at(6);
+  l.regs_per_block = a.at(7); l.regs_per_sm = a.at(8); l.smem_per_block = a.at(9); l.smem_per_block_optin = a.at(10);
+  l.smem_per_sm = a.at(11); l.l2_bytes = a.at(12); l.global_mem_bytes = a.at(13); l.has_device = a.at(14);
+}
+}  // namespace gt

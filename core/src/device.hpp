@@ -81,3 +81,9 @@ class LoadedKernel {
 std::pair<size_t, size_t> memory_info();
 
 }  // namespace gt
+
+#include <nlohmann/json_fwd.hpp>
+namespace gt {
+void to_json(nlohmann::json& j, const DeviceInfo& d);
+void from_json(const nlohmann::json& j, DeviceInfo& d);
+}  // namespace gt

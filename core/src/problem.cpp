@@ -131,3 +131,30 @@ int32_t alignment_of(const Problem& p, uintptr_t a, uintptr_t b, uintptr_t c) {
 }
 
 }  // namespace gt
+
+#include <nlohmann/json.hpp>
+namespace gt {
+void to_json(nlohmann::json& j, const Problem& p) {
+  j = {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"in", to_string(p.in)}, {"out", to_string(p.out)},
+       {"layout", to_string(p.layout)}, {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc}, {"align", p.align}};
+}
+void from_json(const nlohmann::json& j, Problem& p) {
+  try {
+    Problem q = Problem::make(j.at("m").get<int64_t>(), j.at("n").get<int64_t>(), j.at("k").get<int64_t>(),
+                              parse_dtype(j.at("in").get<std::string>(), "problem.in"),
+                              parse_dtype(j.at("out").get<std::string>(), "problem.out"),
+                              parse_layout(j.at("layout").get<std::string>(), "problem.layout"));
+    if (j.contains("lda")) {
+      q.lda = j.at("lda").get<int64_t>();
+      q.ldb = j.at("ldb").get<int64_t>();
+      q.ldc = j.at("ldc").get<int64_t>();
+      q.align = alignment_of(q);
+    }
+    if (j.contains("align")) q.align = std::min(q.align, j.at("align").get<int32_t>());
+    q.validate();
+    p = q;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("problem: ") + e.what());
+  }
+}
+}  // namespace gt

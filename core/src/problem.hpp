@@ -66,3 +66,9 @@ struct Problem {
 int32_t alignment_of(const Problem& p, uintptr_t a = 0, uintptr_t b = 0, uintptr_t c = 0);
 
 }  // namespace gt
+
+#include <nlohmann/json_fwd.hpp>
+namespace gt {
+void to_json(nlohmann::json& j, const Problem& p);
+void from_json(const nlohmann::json& j, Problem& p);  // InputError on bad fields
+}  // namespace gt

@@ -9,6 +9,12 @@
 namespace gt::cli {
 namespace fs = std::filesystem;
 
+std::vector<std::pair<int, CommandFactory>>& command_registry() {
+  static std::vector<std::pair<int, CommandFactory>> r;
+  return r;
+}
+Registrar::Registrar(int order, CommandFactory f) { command_registry().emplace_back(order, f); }
+
 static fs::path xdg(const char* var, const char* fallback_under_home) {
   if (const char* v = std::getenv(var); v && *v) return fs::path(v) / "gemmtune";
   if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / fallback_under_home / "gemmtune";

@@ -52,12 +52,14 @@ struct Command {
   CLI::App* app;
   Runner run;
 };
-Command add_devices(CLI::App& app, Globals& g);
-Command add_list(CLI::App& app, Globals& g);
-Command add_compile(CLI::App& app, Globals& g);
-Command add_run(CLI::App& app, Globals& g);
-Command add_worker(CLI::App& app, Globals& g);
-Command add_tune(CLI::App& app, Globals& g);
+using CommandFactory = Command (*)(CLI::App& app, Globals& g);
+
+// Each cmd_*.cpp registers its command with a static Registrar; `order` sorts --help.
+// A new command is a new file: main.cpp does not change.
+struct Registrar {
+  Registrar(int order, CommandFactory f);
+};
+std::vector<std::pair<int, CommandFactory>>& command_registry();
 
 // Progress on stderr for long work (only when stderr is a terminal, or forced).
 class Progress {

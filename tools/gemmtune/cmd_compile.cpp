@@ -6,7 +6,10 @@
 
 namespace gt::cli {
 
-Command add_compile(CLI::App& app, Globals& g) {
+static Command add_compile(CLI::App& app, Globals& g);
+static Registrar reg_compile(30, add_compile);
+
+static Command add_compile(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("compile", "NVRTC-compiles every valid candidate; prints compiled / from cache / "
                                             "failed counts and the first failures with their log (no GPU needed). "
                                             "Exit 1 when any candidate failed to compile.");

@@ -4,7 +4,10 @@
 
 namespace gt::cli {
 
-Command add_devices(CLI::App& app, Globals& g) {
+static Command add_devices(CLI::App& app, Globals& g);
+static Registrar reg_devices(10, add_devices);
+
+static Command add_devices(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("devices", "GPUs with name, compute capability, SMs, memory, L2, clocks, and the "
                                             "driver / runtime / NVRTC versions (needs a GPU)");
   return {sub, [&g] {

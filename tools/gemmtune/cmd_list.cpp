@@ -3,7 +3,10 @@
 
 namespace gt::cli {
 
-Command add_list(CLI::App& app, Globals& g) {
+static Command add_list(CLI::App& app, Globals& g);
+static Registrar reg_list(20, add_list);
+
+static Command add_list(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("list", "families, their version, parameters and values, raw space size and, with a "
                                          "problem, the valid space size (no GPU needed)");
   static std::string family, arch;

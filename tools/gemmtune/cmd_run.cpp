@@ -6,7 +6,10 @@
 
 namespace gt::cli {
 
-Command add_run(CLI::App& app, Globals& g) {
+static Command add_run(CLI::App& app, Globals& g);
+static Registrar reg_run(40, add_run);
+
+static Command add_run(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("run", "verifies one config (default: the family's default) against float64, then "
                                         "times it; prints time, TFLOP/s, error (needs a GPU)");
   static std::string family, params, dist = "normal";

@@ -2,6 +2,7 @@
 // exit codes: 0 success, 1 run-time failure, 2 bad input or usage, 3 no GPU.
 #include "cli.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -22,7 +23,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", g.json, "machine-readable output where a command prints a table");
   app.add_flag("--quiet", g.quiet, "no progress display");
 
-  std::vector<Command> commands = {add_devices(app, g), add_list(app, g), add_compile(app, g), add_run(app, g)};
+  auto factories = command_registry();
+  std::sort(factories.begin(), factories.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<Command> commands;
+  for (auto& [order, make] : factories) commands.push_back(make(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

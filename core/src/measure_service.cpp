@@ -1,0 +1,99 @@
+#include "measure_service.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+namespace gt {
+
+MeasureService::MeasureService(const PluginRegistry& plugins, const CubinCache& cache, int device_index)
+    : plugins_(plugins), compiler_(&cache), dev_(require_device(device_index)) {
+  cuda_check(cudaSetDevice(device_index), "cudaSetDevice");
+}
+
+std::string MeasureService::describe() const { return fmt::format("GPU {} ({}), in-process", dev_.index, dev_.name); }
+
+void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed) {
+  runnables_.clear();
+  bench_.reset();
+  bench_ = std::make_unique<ProblemBench>(p, dev_, d, seed);
+  bench_->on_call = heartbeat;
+}
+
+Measurement MeasureService::measure(const Candidate& c, bool quick) {
+  if (!bench_) throw RuntimeFailure("measure before set_problem");
+  EvaluateOptions o;
+  o.quick = quick;
+  o.timing = timing;
+  Evaluation ev = evaluate(*c.plugin, bench_->problem(), c.config, dev_, *bench_, compiler_, nullptr, o);
+  if (ev.context_lost) context_lost_ = true;
+  return ev.m;
+}
+
+const Runnable& MeasureService::runnable(const Candidate& c) {
+  std::string key = c.plugin->name();
+  for (auto v : c.config) key += fmt::format(",{}", v);
+  for (auto it = runnables_.begin(); it != runnables_.end(); ++it)
+    if (it->first == key) {
+      runnables_.splice(runnables_.begin(), runnables_, it);
+      return *runnables_.front().second;
+    }
+  const Problem& p = bench_->problem();
+  std::unique_ptr<Runnable> r;
+  if (c.plugin->is_library()) {
+    std::string why;
+    auto op = c.plugin->create_op(p, c.config, &why);
+    if (!op) throw RuntimeFailure(c.plugin->name() + " cannot run this config: " + why);
+    r = Runnable::from_op(std::move(op), p);
+  } else {
+    KernelSpec spec;
+    std::string why;
+    auto req = compile_request(*c.plugin, p, c.config, dev_.limits, dev_.arch(), &spec, &why);
+    if (!req) throw RuntimeFailure(c.plugin->name() + " cannot build this config: " + why);
+    CompileResult cr = compiler_.compile(*req);
+    if (!cr.ok) throw RuntimeFailure(c.plugin->name() + ": compile failed:\n" + cr.log);
+    r = Runnable::from_kernel(spec, cr.cubin, p);
+  }
+  runnables_.emplace_front(key, std::move(r));
+  if (runnables_.size() > 16) runnables_.pop_back();
+  return *runnables_.front().second;
+}
+
+double MeasureService::settle(const Candidate& c, double cap_s) {
+  if (!bench_) throw RuntimeFailure("settle before set_problem");
+  try {
+    return bench_->settle(runnable(c).launch_fn(), cap_s).first;
+  } catch (const LaunchError& e) {
+    if (e.sticky) context_lost_ = true;
+    throw;
+  }
+}
+
+std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) {
+  if (!bench_) throw RuntimeFailure("retime before set_problem");
+  std::vector<std::vector<double>> samples(cs.size());
+  std::vector<size_t> order(cs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  // Each turn is short (a few samples): many alternations average out clock drift.
+  TimingOptions turn{0.005, 3, 50, 0.03, 0.0};
+  try {
+    for (int r = 0; r < rounds; ++r) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (size_t i : order) {
+        Timed t = bench_->time(runnable(cs[i]).launch_fn(), turn);
+        samples[i].insert(samples[i].end(), t.samples.begin(), t.samples.end());
+      }
+    }
+  } catch (const LaunchError& e) {
+    if (e.sticky) context_lost_ = true;
+    throw;
+  }
+  std::vector<Stats> out;
+  for (auto& s : samples) out.push_back(summarize(s));
+  return out;
+}
+
+}  // namespace gt

@@ -1,0 +1,40 @@
+// Measuring on this process's GPU: the implementation the worker process serves, and what
+// `--no-isolation` uses directly.
+#pragma once
+
+#include "bench.hpp"
+#include "compiler.hpp"
+#include "evaluate.hpp"
+#include "measurer.hpp"
+
+#include <list>
+#include <memory>
+
+namespace gt {
+
+class MeasureService : public Measurer {
+ public:
+  MeasureService(const PluginRegistry& plugins, const CubinCache& cache, int device_index);
+  std::string describe() const override;
+  const DeviceInfo& device() const override { return dev_; }
+  void set_problem(const Problem& p, Distribution d, uint64_t seed) override;
+  Measurement measure(const Candidate& c, bool quick) override;
+  double settle(const Candidate& c, double cap_s) override;
+  std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) override;
+
+  // True once a candidate left the CUDA context unusable: the worker must exit.
+  bool context_lost() const { return context_lost_; }
+  TimingOptions timing;  // for full measurements
+  std::function<void(double)> heartbeat;  // after every completed GPU call (see ProblemBench)
+
+ private:
+  const Runnable& runnable(const Candidate& c);  // built once, kept in a small LRU
+  const PluginRegistry& plugins_;
+  Compiler compiler_;
+  DeviceInfo dev_;
+  std::unique_ptr<ProblemBench> bench_;
+  std::list<std::pair<std::string, std::unique_ptr<Runnable>>> runnables_;
+  bool context_lost_ = false;
+};
+
+}  // namespace gt

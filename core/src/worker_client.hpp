@@ -1,0 +1,63 @@
+// Measuring in a child process. A candidate that faults poisons the CUDA context of its
+// whole process, and one that hangs never returns; so the GPU belongs to a worker process
+// (`gemmtune __worker`) that this client drives over pipes, one JSON object per line.
+// When the worker dies or goes silent, the candidate in flight is recorded as a runtime
+// fault or a timeout, the worker is restarted, and the tune goes on.
+#pragma once
+
+#include "measurer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace gt {
+
+struct WorkerLimits {
+  double hang_floor_s = 10;    // a silent worker is hung after at least this long...
+  double hang_factor = 50;     // ...or this many times its slowest call so far, whichever is longer
+  double absolute_cap_s = 600; // no single request may take longer than this
+  double setup_cap_s = 300;    // preparing a problem (buffers, float64 reference)
+};
+
+class WorkerClient : public Measurer {
+ public:
+  // argv: the worker command line (e.g. {"/path/gemmtune", "__worker", "--device", "0", ...}).
+  WorkerClient(std::vector<std::string> argv, const PluginRegistry& plugins, WorkerLimits limits = {});
+  ~WorkerClient() override;
+  std::string describe() const override;
+  const DeviceInfo& device() const override { return dev_; }
+  void set_problem(const Problem& p, Distribution d, uint64_t seed) override;
+  Measurement measure(const Candidate& c, bool quick) override;
+  double settle(const Candidate& c, double cap_s) override;
+  std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) override;
+  int restarts() const { return restarts_; }
+
+ private:
+  struct Died {
+    std::string why;
+    bool timeout;
+  };
+  void start();
+  void stop(bool kill);
+  void restart();
+  // Sends a request and waits for its reply, honouring heartbeats; throws Died.
+  nlohmann::json call(const nlohmann::json& req, double first_wait_s, double cap_s);
+  std::string exit_description();
+
+  std::vector<std::string> argv_;
+  const PluginRegistry& plugins_;
+  WorkerLimits limits_;
+  DeviceInfo dev_;
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  std::string buf_;
+  std::optional<nlohmann::json> problem_req_;  // re-sent after a restart
+  double flops_ = 0;
+  int restarts_ = 0;
+};
+
+}  // namespace gt

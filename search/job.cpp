@@ -1,0 +1,181 @@
+#include "job.hpp"
+
+#include "errors.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "default_job.h"
+
+namespace gt::search {
+
+std::string_view default_job_text() { return k_default_job; }
+
+namespace {
+
+struct Ctx {
+  std::string file;
+  std::string at(const toml::node& n) const {
+    auto& b = n.source().begin;
+    return fmt::format("{}:{}:{}", file, b.line, b.column);
+  }
+  [[noreturn]] void fail(const toml::node& n, const std::string& msg) const {
+    throw InputError(fmt::format("{}: {}", at(n), msg));
+  }
+  void only_keys(const toml::table& t, const std::set<std::string>& known, const std::string& where) const {
+    for (auto& [k, v] : t) {
+      if (!known.count(std::string(k.str()))) {
+        std::string list;
+        for (auto& x : known) list += (list.empty() ? "" : ", ") + x;
+        fail(v, fmt::format("unknown key '{}' in {} (known: {})", k.str(), where, list));
+      }
+    }
+  }
+  template <class T>
+  std::optional<T> get(const toml::table& t, const char* key, const char* type_name) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if constexpr (std::is_same_v<T, double>) {
+      if (auto v = n->value<double>()) return *v;  // integers convert too
+    } else if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, int>) {
+      if (n->is_integer()) {
+        int64_t v = *n->value<int64_t>();
+        if (v < 0) fail(*n, fmt::format("'{}' must not be negative", key));
+        return T(v);
+      }
+    } else {
+      if (auto v = n->value<T>()) return *v;
+    }
+    fail(*n, fmt::format("'{}' must be {}", key, type_name));
+  }
+  std::vector<std::string> strings(const toml::table& t, const char* key) const {
+    std::vector<std::string> out;
+    const toml::node* n = t.get(key);
+    if (!n) return out;
+    const toml::array* a = n->as_array();
+    if (!a) fail(*n, fmt::format("'{}' must be an array of strings", key));
+    for (auto& e : *a) {
+      auto s = e.value<std::string>();
+      if (!s) fail(e, fmt::format("'{}' must hold strings only", key));
+      out.push_back(*s);
+    }
+    return out;
+  }
+  std::vector<int64_t> ints(const toml::table& t, const char* key) const {
+    std::vector<int64_t> out;
+    const toml::node* n = t.get(key);
+    if (!n) return out;
+    const toml::array* a = n->as_array();
+    if (!a) fail(*n, fmt::format("'{}' must be an array of whole numbers", key));
+    for (auto& e : *a) {
+      auto v = e.value<int64_t>();
+      if (!e.is_integer() || !v) fail(e, fmt::format("'{}' must hold whole numbers only", key));
+      if (*v < 1) fail(e, fmt::format("'{}' = {}: every dimension must be at least 1", key, *v));
+      if (*v > kMaxDim) fail(e, fmt::format("'{}' = {} is too large (at most {})", key, *v, kMaxDim));
+      out.push_back(*v);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Job parse_job(std::string_view text, const std::string& source_name) {
+  Ctx ctx{source_name};
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    auto& b = e.source().begin;
+    throw InputError(fmt::format("{}:{}:{}: malformed TOML: {}", source_name, b.line, b.column, e.description()));
+  }
+  Job job;
+  job.source = source_name;
+  ctx.only_keys(root, {"name", "description", "tune", "problems"}, "the job");
+  job.name = ctx.get<std::string>(root, "name", "a string").value_or(std::filesystem::path(source_name).stem().string());
+  job.description = ctx.get<std::string>(root, "description", "a string").value_or("");
+  if (const toml::node* tn = root.get("tune")) {
+    const toml::table* t = tn->as_table();
+    if (!t) ctx.fail(*tn, "[tune] must be a table");
+    ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "dist", "families"},
+                  "[tune]");
+    JobSettings& s = job.settings;
+    s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
+    s.evaluations = ctx.get<uint64_t>(*t, "evaluations", "a whole number");
+    s.seconds = ctx.get<double>(*t, "seconds", "a number");
+    s.fraction = ctx.get<double>(*t, "fraction", "a number");
+    if (s.fraction && !(*s.fraction > 0 && *s.fraction <= 1)) ctx.fail(*t->get("fraction"), "'fraction' must be in (0, 1]");
+    s.patience = ctx.get<uint64_t>(*t, "patience", "a whole number");
+    s.seed = ctx.get<uint64_t>(*t, "seed", "a whole number");
+    s.quick = ctx.get<bool>(*t, "quick", "true or false");
+    s.finalists = ctx.get<int>(*t, "finalists", "a whole number");
+    s.dist = ctx.get<std::string>(*t, "dist", "a string");
+    if (s.dist) {
+      try {
+        parse_distribution(s.dist->c_str());
+      } catch (const InputError& e) {
+        ctx.fail(*t->get("dist"), e.what());
+      }
+    }
+    s.families = ctx.strings(*t, "families");
+  }
+  const toml::node* pn = root.get("problems");
+  if (!pn) throw InputError(fmt::format("{}: no [[problems]]: a job needs at least one problem set", source_name));
+  const toml::array* arr = pn->as_array();
+  if (!arr || !arr->is_array_of_tables()) ctx.fail(*pn, "'problems' must be an array of tables ([[problems]])");
+  std::set<std::string> seen;
+  for (auto& node : *arr) {
+    const toml::table& t = *node.as_table();
+    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "families"}, "[[problems]]");
+    std::vector<std::array<int64_t, 3>> shapes;
+    for (auto& s : ctx.strings(t, "shapes")) {
+      try {
+        shapes.push_back(parse_shape(s, ctx.at(*t.get("shapes")) + ": shapes"));
+      } catch (const InputError& e) {
+        throw;
+      }
+    }
+    bool has_mnk = t.get("m") || t.get("n") || t.get("k");
+    if (has_mnk) {
+      auto ms = ctx.ints(t, "m"), ns = ctx.ints(t, "n"), ks = ctx.ints(t, "k");
+      if (ms.empty() || ns.empty() || ks.empty()) ctx.fail(node, "m, n and k must all be given (each a list of sizes)");
+      for (auto m : ms)
+        for (auto n : ns)
+          for (auto k : ks) shapes.push_back({m, n, k});
+    }
+    if (shapes.empty()) ctx.fail(node, "a problem set needs 'shapes' or 'm', 'n' and 'k'");
+    auto dtypes = ctx.strings(t, "dtypes");
+    if (dtypes.empty()) dtypes = {"f32"};
+    auto layouts = ctx.strings(t, "layouts");
+    if (layouts.empty()) layouts = {"nn"};
+    auto out = ctx.get<std::string>(t, "out_dtype", "a string");
+    auto fams = ctx.strings(t, "families");
+    for (auto& d : dtypes) {
+      DType in = parse_dtype(d, ctx.at(*t.get("dtypes")) + ": dtypes");
+      DType od = out ? parse_dtype(*out, ctx.at(*t.get("out_dtype")) + ": out_dtype") : Problem::default_out(in);
+      if (od == DType::tf32) ctx.fail(*t.get("out_dtype"), "out_dtype tf32 is not a storage type; use f32");
+      for (auto& l : layouts) {
+        Layout lay = parse_layout(l, t.get("layouts") ? ctx.at(*t.get("layouts")) + ": layouts" : "layouts");
+        for (auto& s : shapes) {
+          Problem p = Problem::make(s[0], s[1], s[2], in, od, lay);
+          if (seen.insert(p.key()).second) job.problems.push_back({p, fams});
+        }
+      }
+    }
+  }
+  return job;
+}
+
+Job load_job(const std::filesystem::path& file) {
+  std::ifstream f(file);
+  if (!f) throw InputError(fmt::format("--config: cannot read '{}'", file.string()));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_job(ss.str(), file.string());
+}
+
+}  // namespace gt::search

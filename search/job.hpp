@@ -1,0 +1,52 @@
+// A tuning job: the problems to tune (a TOML file, or one problem from the command line)
+// and how to search them. Every error names the file, line, column and field, and is found
+// before any GPU work starts.
+#pragma once
+
+#include "budget.hpp"
+#include "gpu_kernels.hpp"
+#include "problem.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gt::search {
+
+struct JobProblem {
+  Problem problem;
+  std::vector<std::string> families;  // empty: the job's (or every) family
+};
+
+struct JobSettings {
+  std::optional<std::string> strategy;
+  std::optional<uint64_t> evaluations;
+  std::optional<double> seconds;
+  std::optional<double> fraction;
+  std::optional<uint64_t> patience;
+  std::optional<uint64_t> seed;
+  std::optional<bool> quick;
+  std::optional<int> finalists;
+  std::optional<std::string> dist;
+  std::vector<std::string> families;
+};
+
+struct Job {
+  std::string name;
+  std::string description;
+  std::string source;  // file name (or "<embedded default>")
+  JobSettings settings;
+  std::vector<JobProblem> problems;  // expanded and de-duplicated, in file order
+};
+
+// Parses a job; InputError "FILE:LINE:COL: ..." on malformed TOML, unknown keys, wrong
+// types, bad shapes / dtypes / layouts, empty problem lists.
+Job parse_job(std::string_view toml_text, const std::string& source_name);
+Job load_job(const std::filesystem::path& file);
+
+// The job the README's main command runs (configs/default.toml, compiled into the binary).
+std::string_view default_job_text();
+
+}  // namespace gt::search

@@ -1,0 +1,406 @@
+#include "tuner.hpp"
+
+#include "errors.hpp"
+#include "evaluate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <random>
+
+namespace gt::search {
+
+using Clock = std::chrono::steady_clock;
+static double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string describe(const TuneOptions& o) {
+  return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds", o.strategy,
+                     o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists, o.retime_rounds);
+}
+
+Tuner::Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
+             ProvenanceSource provenance, TuneOptions o)
+    : plugins_(plugins),
+      measurer_(measurer),
+      store_(store),
+      pool_(pool),
+      spaces_(std::move(spaces)),
+      provenance_(std::move(provenance)),
+      o_(std::move(o)) {}
+
+const Family* Tuner::plugin(const std::string& family) const { return plugins_ ? plugins_->find(family) : nullptr; }
+
+void Tuner::ensure_problem(const Problem& p) {
+  if (prepared_ && *prepared_ == p.key()) return;
+  measurer_.set_problem(p, o_.dist, o_.input_seed);
+  prepared_ = p.key();
+  settled_ = false;
+}
+
+int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov) {
+  if (!store_) return 0;
+  StoredRow r;
+  r.tune_id = o_.tune_id;
+  r.replay = measurer_.is_replay();
+  r.problem = p;
+  r.family = s.family();
+  r.config = c;
+  r.config_name = s.name(c);
+  r.config_hash = hex64(s.hash(c));
+  r.m = m;
+  r.prov = prov;
+  r.prov.mode = m.quick ? "quick" : "full";
+  return store_->insert(r);
+}
+
+static Status refusal_status(const std::string& why) {
+  for (const char* w : {"shared memory", "registers", "threads", "exceeds the device"})
+    if (why.find(w) != std::string::npos) return Status::resources;
+  return Status::cannot_implement;
+}
+
+namespace {
+struct Result {
+  Config config;
+  Measurement m;
+  int64_t row = 0;
+  std::string name;
+};
+}  // namespace
+
+FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
+  FamilyOutcome out;
+  out.family = family;
+  auto t0 = Clock::now();
+  const DeviceInfo& dev = measurer_.device();
+  Space space;
+  try {
+    space = spaces_(family, p);
+  } catch (const std::exception& e) {
+    out.skipped = e.what();
+    return out;
+  }
+  const Family* fam = plugin(family);
+  const bool source = fam && !fam->is_library();
+  const uint64_t raw = space.raw_size();
+  if (raw == 0) {
+    out.skipped = "its parameter space is empty for this problem";
+    return out;
+  }
+  if (raw <= 300000) {
+    out.valid_space = space.count_valid();
+    if (out.valid_space == 0) {
+      auto why = space.check(space.default_config());
+      out.skipped = "no valid config for this problem" + (why ? " (e.g. the default: " + *why + ")" : std::string());
+      return out;
+    }
+  }
+  std::string strategy_name = o_.strategy;
+  if (strategy_name == "auto") {
+    auto names = strategy_names();
+    bool have_bayes = std::find(names.begin(), names.end(), "bayes") != names.end();
+    strategy_name = (out.valid_space && out.valid_space <= o_.auto_exhaustive_below) || !have_bayes ? "exhaustive" : "bayes";
+    if (!have_bayes && out.valid_space > o_.auto_exhaustive_below) strategy_name = "random";
+  }
+  out.strategy = strategy_name;
+  std::vector<Config> first;
+  if (fam) first = fam->suggest(p, dev.limits, 32, space.dims());
+  first.push_back(space.default_config());
+  auto strategy = make_strategy(strategy_name, space, o_.seed, first);
+
+  Provenance prov_quick = provenance_(family, true), prov_full = provenance_(family, false);
+  const std::string fingerprint = prov_full.fingerprint();
+  if (store_) {
+    out.stale = uint64_t(store_->count_stale(p, dev.name, family, fingerprint));
+    if (out.stale && on_note)
+      on_note(fmt::format("{}: {} stored measurements were made with another toolchain or plugin source: "
+                          "they are stale and are measured again",
+                          family, out.stale));
+  }
+
+  Progress prog;
+  prog.valid_space = out.valid_space;
+  std::vector<Result> ok;
+  double best_us = kNaN;
+  std::string best_name;
+  std::mt19937_64 rng(o_.seed ^ stable_hash(p.key() + family));
+  const size_t lookahead = o_.lookahead ? o_.lookahead : (pool_ ? 2 * size_t(pool_->threads()) : 8);
+  uint64_t planned_total = out.valid_space;
+  if (o_.budget.max_evaluations < std::numeric_limits<uint64_t>::max())
+    planned_total = planned_total ? std::min(planned_total, o_.budget.max_evaluations) : o_.budget.max_evaluations;
+  if (o_.budget.max_fraction < 1.0 && out.valid_space)
+    planned_total = std::min<uint64_t>(planned_total, uint64_t(std::ceil(o_.budget.max_fraction * double(out.valid_space))));
+
+  auto observe = [&](const Config& c, const Measurement& m, int64_t row) {
+    ++prog.evaluations;
+    ++out.evaluated;
+    ++out.by_status[m.status];
+    bool good = m.status == Status::ok && std::isfinite(m.time.median);
+    strategy->observe(Observation{c, good, good ? m.time.median : 0.0});
+    if (good) {
+      ok.push_back({c, m, row, space.name(c)});
+      if (!(m.time.median >= best_us)) {
+        best_us = m.time.median;
+        best_name = ok.back().name;
+        prog.since_improvement = 0;
+      } else {
+        ++prog.since_improvement;
+      }
+    } else {
+      ++prog.since_improvement;
+    }
+    if (on_progress) {
+      double el = since(t0);
+      double left = planned_total > prog.evaluations ? el / double(prog.evaluations) * double(planned_total - prog.evaluations) : kNaN;
+      on_progress(TuneEvent{&p, family, prog.evaluations, planned_total, best_us, best_name, el, left});
+    }
+  };
+
+  struct Pending {
+    Config config;
+    std::optional<std::shared_future<CompileResult>> compile;
+  };
+  std::deque<Pending> queue;
+  bool exhausted = false;
+  auto remaining = [&]() -> uint64_t {
+    uint64_t used = prog.evaluations + queue.size();
+    uint64_t r = std::numeric_limits<uint64_t>::max();
+    if (o_.budget.max_evaluations < r) r = o_.budget.max_evaluations > used ? o_.budget.max_evaluations - used : 0;
+    if (o_.budget.max_fraction < 1.0 && out.valid_space) {
+      uint64_t cap = uint64_t(std::ceil(o_.budget.max_fraction * double(out.valid_space)));
+      r = std::min(r, cap > used ? cap - used : 0);
+    }
+    return r;
+  };
+  auto refill = [&] {
+    while (!exhausted && queue.size() < lookahead) {
+      prog.seconds = since(t0);
+      if (o_.budget.exhausted(prog) || (o_.stop && o_.stop->load())) return;
+      size_t want = std::min<uint64_t>(lookahead - queue.size(), remaining());
+      if (want == 0) return;
+      std::vector<Config> batch = strategy->propose(want);
+      if (batch.empty()) {
+        exhausted = true;
+        return;
+      }
+      // Each round in a freshly shuffled order, so a card warming up over the sweep cannot
+      // pass for an effect of the config.
+      std::shuffle(batch.begin(), batch.end(), rng);
+      for (auto& c : batch) {
+        if (store_ && o_.reuse) {
+          auto hit = store_->find_reusable(p, dev.name, family, hex64(space.hash(c)), fingerprint, !o_.quick_explore);
+          if (hit) {
+            ++out.reused;
+            observe(c, hit->m, hit->id);
+            continue;
+          }
+        }
+        Pending pe{c, std::nullopt};
+        if (source && pool_) {
+          std::string why;
+          auto req = compile_request(*fam, p, c, dev.limits, dev.arch(), nullptr, &why);
+          if (!req) {
+            Measurement m;
+            m.status = refusal_status(why);
+            m.message = why;
+            observe(c, m, record(p, space, c, m, prov_full));
+            continue;
+          }
+          pe.compile = pool_->submit(std::move(*req));
+        }
+        queue.push_back(std::move(pe));
+      }
+    }
+  };
+
+  refill();
+  while (!queue.empty()) {
+    prog.seconds = since(t0);
+    if (o_.stop && o_.stop->load()) {
+      out.stop_reason = "interrupted";
+      break;
+    }
+    if (o_.budget.exhausted(prog)) break;
+    Pending pe = std::move(queue.front());
+    queue.pop_front();
+    Measurement m;
+    m.quick = o_.quick_explore;
+    CompileResult cr;
+    bool runnable = true;
+    if (pe.compile) {
+      if (pe.compile->wait_for(std::chrono::duration<double>(o_.compile_timeout_s)) != std::future_status::ready) {
+        m.status = Status::timeout;
+        m.message = fmt::format("compilation took longer than {:g} s", o_.compile_timeout_s);
+        runnable = false;
+      } else {
+        cr = pe.compile->get();
+        m.res = cr.res;
+        m.compile_s = cr.seconds;
+        m.compiled_from_cache = cr.from_cache;
+        if (!cr.ok) {
+          m.status = Status::compile_failed;
+          m.message = cr.log;
+          runnable = false;
+        }
+      }
+    }
+    if (runnable) {
+      ensure_problem(p);
+      Candidate cand{family, fam, pe.config};
+      m = measurer_.measure(cand, o_.quick_explore);
+      if (m.status == Status::ok && !settled_) {
+        // Settle the clock on the first candidate that works, then measure it again: every
+        // number compared with another is taken in the same (sustained) state.
+        try {
+          measurer_.settle(cand, o_.settle_s);
+          settled_ = true;
+          m = measurer_.measure(cand, o_.quick_explore);
+        } catch (const RuntimeFailure& e) {
+          if (on_note) on_note(fmt::format("could not settle the clock: {}", e.what()));
+          settled_ = true;
+        }
+      }
+      if (pe.compile) {
+        m.compile_s = cr.seconds;
+        m.compiled_from_cache = cr.from_cache;
+        if (m.res.registers < 0) m.res = cr.res;
+      }
+    }
+    if (!m.compiled_from_cache) out.compile_s += m.compile_s;
+    out.measure_s += m.measure_s;
+    observe(pe.config, m, record(p, space, pe.config, m, m.quick ? prov_quick : prov_full));
+    refill();
+  }
+  prog.seconds = since(t0);
+  if (out.stop_reason.empty()) {
+    std::string r = o_.budget.reason(prog);
+    out.stop_reason = !r.empty() ? r : (exhausted ? "space exhausted" : "budget reached");
+  }
+
+  // Finalists: the fastest distinct configs, re-timed interleaved (A B C A B C ...).
+  std::sort(ok.begin(), ok.end(), [](const Result& a, const Result& b) {
+    return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
+  });
+  if (ok.empty()) {
+    out.seconds = since(t0);
+    return out;
+  }
+  std::vector<Result> fin;
+  for (auto& r : ok)
+    if (fin.size() < size_t(std::max(1, o_.finalists)) &&
+        std::none_of(fin.begin(), fin.end(), [&](const Result& f) { return f.name == r.name; }))
+      fin.push_back(r);
+  ResultKey key = ResultKey::of(dev.name, p);
+  bool all_reused = out.reused == out.evaluated;
+  std::optional<Winner> stored;
+  if (store_ && all_reused && o_.reuse) stored = store_->winner(key, family);
+  bool from_store = false;
+  if (stored) {
+    // A warm re-tune that measured nothing new: the winner settled last time stands.
+    for (auto& f : fin)
+      if (f.name == stored->config_name) {
+        if (auto row = store_->get(stored->row_id)) {
+          f.m = row->m;
+          f.row = row->id;
+          std::rotate(fin.begin(), std::find_if(fin.begin(), fin.end(), [&](const Result& x) { return x.name == f.name; }),
+                      std::find_if(fin.begin(), fin.end(), [&](const Result& x) { return x.name == f.name; }) + 1);
+          from_store = true;
+        }
+        break;
+      }
+  }
+  if (!from_store && !measurer_.is_replay() && !(o_.stop && o_.stop->load())) {
+    std::vector<Candidate> cs;
+    for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
+    try {
+      ensure_problem(p);
+      std::vector<Stats> st = measurer_.retime(cs, o_.retime_rounds, o_.seed);
+      for (size_t i = 0; i < fin.size(); ++i) {
+        fin[i].m.time = st[i];
+        fin[i].m.quick = false;
+        fin[i].m.message = fmt::format("finalist: re-timed interleaved with {} others over {} rounds", fin.size() - 1,
+                                       o_.retime_rounds);
+        fin[i].row = record(p, space, fin[i].config, fin[i].m, prov_full);
+      }
+      std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
+        return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
+      });
+    } catch (const RuntimeFailure& e) {
+      if (on_note) on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", family, e.what()));
+    }
+  }
+  out.best = fin[0].config;
+  out.best_name = fin[0].name;
+  out.best_m = fin[0].m;
+  out.best_row = fin[0].row;
+  if (fam) out.best_description = fam->describe(p, fin[0].config);
+  if (fin.size() > 1) {
+    out.tie = tie(fin[0].m.time, fin[1].m.time);
+    out.runner_up = fin[1].name;
+  }
+  if (store_ && out.best_row && !from_store)
+    store_->set_winner(key, family, out.best_name, out.best_row,
+                       out.tie ? "tie with " + out.runner_up + " (overlapping intervals); broken by median" : "");
+  out.seconds = since(t0);
+  return out;
+}
+
+ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& families) {
+  ProblemOutcome po;
+  po.problem = p;
+  auto t0 = Clock::now();
+  for (auto& f : families) {
+    if (o_.stop && o_.stop->load()) break;
+    try {
+      po.families.push_back(tune_family(p, f));
+    } catch (const RuntimeFailure& e) {
+      // The problem itself could not be prepared (e.g. not enough memory): no family can run.
+      FamilyOutcome fo;
+      fo.family = f;
+      fo.skipped = e.what();
+      po.families.push_back(fo);
+      if (!prepared_) break;
+    }
+  }
+  // The families' winners, against each other, interleaved.
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < po.families.size(); ++i)
+    if (po.families[i].best) idx.push_back(i);
+  if (idx.empty()) {
+    po.note = "no config passed";
+    po.seconds = since(t0);
+    return po;
+  }
+  bool all_reused = std::all_of(idx.begin(), idx.end(), [&](size_t i) { return po.families[i].reused == po.families[i].evaluated; });
+  if (idx.size() > 1 && !measurer_.is_replay() && !(all_reused && o_.reuse) && !(o_.stop && o_.stop->load())) {
+    std::vector<Candidate> cs;
+    for (size_t i : idx) cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best});
+    try {
+      ensure_problem(p);
+      std::vector<Stats> st = measurer_.retime(cs, o_.retime_rounds, o_.seed + 1);
+      for (size_t j = 0; j < idx.size(); ++j) po.families[idx[j]].best_m.time = st[j];
+    } catch (const RuntimeFailure& e) {
+      if (on_note) on_note(fmt::format("re-timing the families' winners failed ({})", e.what()));
+    }
+  }
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    const auto& x = po.families[a];
+    const auto& y = po.families[b];
+    return x.best_m.time.median != y.best_m.time.median ? x.best_m.time.median < y.best_m.time.median : x.family < y.family;
+  });
+  po.winner = int(idx[0]);
+  if (idx.size() > 1) {
+    po.tie = tie(po.families[idx[0]].best_m.time, po.families[idx[1]].best_m.time);
+    if (po.tie) po.note = "tie between " + po.families[idx[0]].family + " and " + po.families[idx[1]].family;
+  }
+  const FamilyOutcome& w = po.families[idx[0]];
+  if (store_ && w.best_row)
+    store_->set_winner(ResultKey::of(measurer_.device().name, p), kAllFamilies, w.best_name, w.best_row, po.note);
+  po.seconds = since(t0);
+  return po;
+}
+
+}  // namespace gt::search

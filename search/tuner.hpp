@@ -1,0 +1,113 @@
+// The tune loop: for one problem and each family,
+//   strategy proposes -> store answers what it already knows -> NVRTC compiles ahead on a
+//   thread pool -> the measurer verifies and times (in a shuffled order per round) -> the
+//   store records every outcome -> the strategy learns -> budget says when to stop;
+// then the family's finalists are re-timed interleaved, and the families' winners against
+// each other, and the winners are recorded.
+#pragma once
+
+#include "budget.hpp"
+#include "compiler.hpp"
+#include "measurer.hpp"
+#include "provenance.hpp"
+#include "store.hpp"
+#include "strategy.hpp"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gt::search {
+
+struct TuneOptions {
+  std::string strategy = "auto";  // "auto": exhaustive for small spaces, else the model-based one
+  Budget budget;                  // per (problem, family)
+  uint64_t seed = 1;              // strategy seed
+  bool quick_explore = true;      // explore with quick timings; finalists always get full ones
+  int finalists = 4;              // per family, re-timed interleaved
+  int retime_rounds = 8;
+  Distribution dist = Distribution::normal;
+  uint64_t input_seed = 1;
+  bool reuse = true;              // answer from the store what it already holds (warm re-tune)
+  double settle_s = 1.0;          // settle the clock before the first measurement of a problem
+  double compile_timeout_s = 120;
+  size_t lookahead = 0;           // compiles in flight ahead of the GPU (0: 2 per compile thread)
+  uint64_t auto_exhaustive_below = 400;  // "auto" searches spaces this small exhaustively
+  std::string tune_id;
+  const std::atomic<bool>* stop = nullptr;  // set by Ctrl-C: stop after the measurement in flight
+};
+
+struct FamilyOutcome {
+  std::string family;
+  std::string skipped;  // why the family was not tuned ("" when it was)
+  std::string strategy;
+  uint64_t valid_space = 0;  // 0: unknown (too large to count)
+  uint64_t evaluated = 0, reused = 0, stale = 0;
+  std::map<Status, uint64_t> by_status;
+  std::string stop_reason;
+  double seconds = 0, compile_s = 0, measure_s = 0;
+  std::optional<Config> best;
+  std::string best_name, best_description;
+  Measurement best_m;  // the best's measurement; time = its re-timed statistics
+  int64_t best_row = 0;  // its row in the store (0: not stored)
+  bool tie = false;    // the best could not be told apart from the runner-up
+  std::string runner_up;
+};
+
+struct ProblemOutcome {
+  Problem problem;
+  std::vector<FamilyOutcome> families;
+  int winner = -1;  // index into families, -1 when nothing passed
+  bool tie = false;
+  std::string note;
+  double seconds = 0;
+};
+
+// Progress of the current search: for a display.
+struct TuneEvent {
+  const Problem* problem;
+  std::string family;
+  uint64_t done, total;  // total: the budget's evaluations or the valid space (0: unknown)
+  double best_us;        // NaN until something passed
+  std::string best_name;
+  double elapsed_s, left_s;  // left_s: NaN when unknown
+};
+
+// Where the parameter space of a family comes from (a plugin, or a recording in replay).
+using SpaceSource = std::function<Space(const std::string& family, const Problem& p)>;
+// The provenance of measuring a family now (device, toolchain, plugin source, inputs, mode).
+using ProvenanceSource = std::function<Provenance(const std::string& family, bool quick)>;
+
+class Tuner {
+ public:
+  // store and pool may be null (no persistence / no source families to compile); plugins
+  // is null in replay.
+  Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
+        ProvenanceSource provenance, TuneOptions o);
+  ProblemOutcome tune(const Problem& p, const std::vector<std::string>& families);
+  std::function<void(const TuneEvent&)> on_progress;
+  std::function<void(const std::string&)> on_note;  // one-line notes (skips, restarts, stale rows)
+
+ private:
+  FamilyOutcome tune_family(const Problem& p, const std::string& family);
+  void ensure_problem(const Problem& p);
+  int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
+  const Family* plugin(const std::string& family) const;
+
+  const PluginRegistry* plugins_;
+  Measurer& measurer_;
+  Store* store_;
+  CompilePool* pool_;
+  SpaceSource spaces_;
+  ProvenanceSource provenance_;
+  TuneOptions o_;
+  std::optional<std::string> prepared_;  // key of the problem the measurer holds
+  bool settled_ = false;
+};
+
+std::string describe(const TuneOptions& o);
+
+}  // namespace gt::search

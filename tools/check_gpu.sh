@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole GPU check, from a build carried to the GPU machine (tools/pack_for_gpu.sh):
+# every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
+# smoke tune, and the benchmarks. Logs go to LOG_DIR (one file per step, and summary.txt).
+#   tools/check_gpu.sh LOG_DIR [BUILD_DIR]       (BUILD_DIR default: carry/build, else build)
+# Exit status: the number of failed steps (0: all passed).
+set -uo pipefail
+log=${1:?usage: tools/check_gpu.sh LOG_DIR [BUILD_DIR]}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${2:-}
+if [ -z "$build" ]; then
+  if [ -x "$root/carry/build/gemmtune" ]; then build=$root/carry/build; else build=$root/build; fi
+fi
+mkdir -p "$log"
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
+export GEMMTUNE_SOURCE_DIR=$root
+work=$(mktemp -d)
+export GEMMTUNE_DB=$work/results.db GEMMTUNE_CACHE_DIR=$work/cache
+gt=$build/gemmtune
+failed=0
+summary=$log/summary.txt
+: > "$summary"
+step() {  # step NAME COMMAND...
+  local name=$1; shift
+  local t0=$(date +%s%N)
+  "$@" > "$log/$name.log" 2>&1
+  local rc=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf '%-28s rc=%-3s %5d.%01d s\n' "$name" "$rc" $((ms / 1000)) $(((ms % 1000) / 100)) | tee -a "$summary"
+  [ $rc -ne 0 ] && failed=$((failed + 1))
+  return 0
+}
+step devices        "$gt" devices
+step gpu_tests      "$build/tests/gemmtune_tests" "[gpu]" --durations yes
+step run_naive      "$gt" run --family naive --shape 4096x4096x4096 --dtype f32
+step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive --budget 12
+for b in "$build"/tools/bench_*; do
+  [ -x "$b" ] || continue
+  step "$(basename "$b")" "$b"
+done
+echo "failed steps: $failed" | tee -a "$summary"
+rm -rf "$work"
+exit $failed

@@ -1,0 +1,108 @@
+// gemmtune __worker: the measurement worker (not for people). It owns the GPU and serves
+// requests from the tuning process on stdin, one JSON object per line, answering on
+// stdout; while a request runs it sends heartbeats so the parent can tell a slow kernel
+// from a hung one. A sticky CUDA error ends it after its answer: the parent restarts it.
+#include "cli.hpp"
+#include "measure_service.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <unistd.h>
+
+namespace gt::cli {
+
+namespace {
+struct Wire {
+  int fd;
+  void send(const nlohmann::json& j) const {
+    std::string s = j.dump() + "\n";
+    for (size_t off = 0; off < s.size();) {
+      ssize_t w = ::write(fd, s.data() + off, s.size() - off);
+      if (w <= 0) _exit(0);  // the parent is gone
+      off += size_t(w);
+    }
+  }
+};
+}  // namespace
+
+static Command add_worker(CLI::App& app, Globals& g);
+static Registrar reg_worker(1000, add_worker);
+
+static Command add_worker(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand("__worker", "");
+  sub->group("");  // hidden from --help
+  static int device = 0;
+  sub->add_option("--device", device);
+  return {sub, [&g] {
+            // Ctrl-C goes to the whole process group; the parent decides when to stop, after
+            // the measurement in flight.
+            std::signal(SIGINT, SIG_IGN);
+            // The protocol gets its own descriptor; anything else printing to stdout (a
+            // library) lands on stderr instead of corrupting it.
+            Wire wire{::dup(1)};
+            ::dup2(2, 1);
+            std::unique_ptr<MeasureService> svc;
+            try {
+              CubinCache cache = g.cache();
+              svc = std::make_unique<MeasureService>(g.plugins(), cache, device);
+            } catch (const NoGpuError& e) {
+              wire.send({{"ok", false}, {"error", e.what()}, {"no_gpu", true}});
+              return 3;
+            } catch (const std::exception& e) {
+              wire.send({{"ok", false}, {"error", e.what()}});
+              return 1;
+            }
+            using Clock = std::chrono::steady_clock;
+            auto last_beat = Clock::now();
+            double slowest_since_beat = 0;
+            svc->heartbeat = [&](double call_s) {
+              slowest_since_beat = std::max(slowest_since_beat, call_s);
+              if (Clock::now() - last_beat >= std::chrono::milliseconds(250)) {
+                wire.send({{"beat", slowest_since_beat}});
+                last_beat = Clock::now();
+                slowest_since_beat = 0;
+              }
+            };
+            auto candidate = [&](const nlohmann::json& j) {
+              const Family& f = g.plugins().get(j.at("family").get<std::string>());
+              return Candidate{f.name(), &f, j.at("config").get<Config>()};
+            };
+            std::string line;
+            while (std::getline(std::cin, line)) {
+              nlohmann::json req, rep;
+              try {
+                req = nlohmann::json::parse(line);
+                std::string op = req.at("op");
+                if (op == "info") {
+                  rep = {{"ok", true}, {"device", svc->device()}};
+                } else if (op == "problem") {
+                  svc->set_problem(req.at("problem").get<Problem>(),
+                                   parse_distribution(req.at("dist").get<std::string>().c_str()),
+                                   req.at("seed").get<uint64_t>());
+                  rep = {{"ok", true}};
+                } else if (op == "measure") {
+                  Measurement m = svc->measure(candidate(req), req.value("quick", false));
+                  rep = {{"ok", true}, {"measurement", m}, {"context_lost", svc->context_lost()}};
+                } else if (op == "settle") {
+                  double s = svc->settle(candidate(req), req.at("cap_s").get<double>());
+                  rep = {{"ok", true}, {"seconds", s}};
+                } else if (op == "retime") {
+                  std::vector<Candidate> cs;
+                  for (auto& c : req.at("candidates")) cs.push_back(candidate(c));
+                  rep = {{"ok", true},
+                         {"stats", svc->retime(cs, req.at("rounds").get<int>(), req.at("seed").get<uint64_t>())}};
+                } else {
+                  rep = {{"ok", false}, {"error", "unknown op " + op}};
+                }
+              } catch (const std::exception& e) {
+                rep = {{"ok", false}, {"error", e.what()}};
+              }
+              wire.send(rep);
+              if (svc->context_lost()) return 1;  // this context is unusable: let the parent restart us
+            }
+            return 0;
+          }};
+}
+
+}  // namespace gt::cli

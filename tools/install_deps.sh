@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages gemmtune builds with, where they are missing. The CUDA
+# toolkit (nvcc, NVRTC, cuBLASLt) is expected under /usr/local/cuda.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ libboost-dev libtomlplusplus-dev catch2 libcli11-dev libfmt-dev
+      nlohmann-json3-dev libsqlite3-dev libxxhash-dev libeigen3-dev python3-matplotlib)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "error: the CUDA toolkit (nvcc) was not found under /usr/local/cuda" >&2
+  exit 1
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Copies what the GPU machine needs from a build into carry/ (git-ignored), keeping the
+# build's layout: binaries, plugins, test plugins, benchmark tools. The GPU machine has the
+# CUDA runtime libraries and the driver but no Boost / TOML++ / SQLite / Catch2, so every
+# binary here links those statically or header-only.
+#   tools/pack_for_gpu.sh [BUILD_DIR]      (default: build)
+set -euo pipefail
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/carry/build
+rm -rf "$root/carry"
+mkdir -p "$out/tests" "$out/tools"
+cp "$build/gemmtune" "$out/"
+cp -r "$build/plugins" "$out/"
+cp "$build/tests/gemmtune_tests" "$out/tests/"
+[ -d "$build/tests/test_plugins" ] && cp -r "$build/tests/test_plugins" "$out/tests/"
+for f in "$build"/tools/bench_* "$build"/tools/example_*; do
+  [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$out/tools/"
+done
+strip --strip-debug "$out/gemmtune" "$out/tests/gemmtune_tests" "$out"/tools/* 2>/dev/null || true
+du -sh "$root/carry"
