@@ -67,6 +67,7 @@ class Progress {
   Progress(std::string what, uint64_t total, bool enabled);
   void update(uint64_t done, const std::string& note = "");
   void finish();
+  const std::string& what() const { return what_; }
 
  private:
   std::string what_;

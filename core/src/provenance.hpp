@@ -1,0 +1,73 @@
+// Where a measurement came from: the GPU, the toolchain, the kernel family's source, the
+// inputs and the mode. Stored with every row of the results store.
+//
+// The fingerprint is the part that decides reuse: a stored measurement is reused only when
+// its fingerprint equals the current one. It covers exactly what changes the result of
+// measuring the same config on the same problem (device model, driver, CUDA runtime,
+// NVRTC, the library a family calls, the family's version and source, the input
+// distribution, and gemmtune's measurement method). It leaves out what does not: which
+// card of that model (uuid), the host, the seed (every seed draws from the same
+// distribution), quick/full (the store decides that per row: Measurement::quick).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace gt {
+
+struct DeviceInfo;
+class Family;
+
+// gemmtune's own version (the CLI's --version prints the same).
+inline constexpr const char* kGemmtuneVersion = "0.1.0";
+
+// Version of the measurement method: verification tolerances, settling, timing statistics,
+// buffer rotation. Bump it when a change makes old measurements incomparable with new
+// ones; every stored row then becomes stale and is re-measured, never silently reused.
+inline constexpr int kMethodVersion = 1;
+
+struct Provenance {
+  // The GPU.
+  std::string device_name;  // "NVIDIA H200"
+  std::string device_uuid;  // "GPU-..."
+  std::string arch;         // "sm_90"
+  int sm_count = 0;
+  // The toolchain.
+  std::string driver;        // NVML driver string ("580.95.05"); "cuda X.Y" when NVML is absent
+  std::string cuda_runtime;  // "13.0"
+  std::string nvrtc;         // "13.0"
+  std::string library;       // a plugin's extra provenance ("cublasLt 130000"); "" for source families
+  std::string gemmtune_version = kGemmtuneVersion;
+  int method_version = kMethodVersion;
+  // The kernel family.
+  std::string family;
+  std::string family_version;
+  uint64_t source_hash = 0;  // the plugin's hash of its kernel sources
+  // The run.
+  std::string input_dist = "normal";
+  uint64_t input_seed = 0;
+  std::string mode = "full";  // "full" | "quick"
+  std::string host;           // hostname
+
+  // Hex of a stable hash of the reuse-relevant fields (see the top of this file). Equal
+  // fingerprints: a stored measurement may be reused.
+  std::string fingerprint() const;
+
+  // The provenance of measuring `fam` on `dev` now, in this process: NVML driver string,
+  // linked CUDA runtime, NVRTC version, the plugin's version/source hash/extra provenance,
+  // this host's name.
+  static Provenance collect(const DeviceInfo& dev, const Family& fam, const std::string& input_dist,
+                            uint64_t input_seed, bool quick);
+
+  bool operator==(const Provenance&) const = default;
+};
+
+// This machine's host name ("" when it cannot be read).
+std::string host_name();
+
+void to_json(nlohmann::json& j, const Provenance& p);
+void from_json(const nlohmann::json& j, Provenance& p);
+
+}  // namespace gt

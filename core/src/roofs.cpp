@@ -1,0 +1,100 @@
+#include "roofs.hpp"
+
+#include "bench.hpp"
+#include "gpu_kernels.hpp"
+#include "nvml.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace gt {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Runs `launch` back to back for `seconds` (after the same time to settle), synchronising
+// every few calls; returns seconds per call from CUDA events and the sensors meanwhile.
+template <class F>
+std::pair<double, GpuSensors> sustained(const DeviceInfo& dev, F launch, double seconds) {
+  cudaStream_t s;
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaEvent_t e0, e1;
+  cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
+  auto run_for = [&](double sec, bool timed) {
+    std::vector<double> clocks, power, temp;
+    if (timed) cuda_check(cudaEventRecord(e0, s), "cudaEventRecord");
+    auto t0 = Clock::now();
+    long n = 0;
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < sec) {
+      launch(s);
+      ++n;
+      if (n % 4 == 0) cuda_check(cudaStreamSynchronize(s), "roof run");
+      if (timed && n % 8 == 0) {
+        GpuSensors g = Nvml::get().read(dev.uuid);
+        clocks.push_back(g.sm_clock_mhz);
+        power.push_back(g.power_w);
+        temp.push_back(g.temp_c);
+      }
+    }
+    float ms = 0;
+    if (timed) {
+      cuda_check(cudaEventRecord(e1, s), "cudaEventRecord");
+      cuda_check(cudaEventSynchronize(e1), "roof run");
+      cuda_check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+    } else {
+      cuda_check(cudaStreamSynchronize(s), "roof run");
+    }
+    GpuSensors g;
+    auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
+    g.sm_clock_mhz = med(clocks);
+    g.power_w = med(power);
+    g.temp_c = med(temp);
+    return std::pair{double(ms) * 1e-3 / double(n), g};
+  };
+  run_for(seconds, false);  // settle
+  auto r = run_for(seconds, true);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(s);
+  return r;
+}
+}  // namespace
+
+Roof measure_fp32_roof(const DeviceInfo& dev, double seconds) {
+  cuda_check(cudaSetDevice(dev.index), "cudaSetDevice");
+  int per_sm = dev.limits.max_threads_per_sm / 256;
+  int blocks = dev.limits.sm_count * per_sm * 8;
+  int iters = 4096;
+  DeviceBuffer out(size_t(blocks) * 256 * sizeof(float));
+  auto [t, g] = sustained(dev, [&](cudaStream_t s) { launch_fma_peak(static_cast<float*>(out.get()), blocks, 256, iters, s); },
+                          seconds);
+  double flop = double(blocks) * 256 * iters * 16;
+  return {"fp32_fma", flop / t, "FLOP/s", fmt::format("{} blocks x 256 threads x {} iterations of 8 independent FMAs", blocks, iters), g};
+}
+
+Roof measure_read_roof(const DeviceInfo& dev, double seconds) {
+  cuda_check(cudaSetDevice(dev.index), "cudaSetDevice");
+  size_t bytes = std::max<size_t>(size_t(1) << 30, size_t(dev.limits.l2_bytes) * 16) & ~size_t(255);
+  DeviceBuffer x(bytes), sink(256);
+  fill_random(x.get(), DType::f32, bytes / 4, 7, Distribution::uniform, nullptr);
+  cuda_check(cudaDeviceSynchronize(), "fill");
+  int blocks = dev.limits.sm_count * (dev.limits.max_threads_per_sm / 256);
+  auto [t, g] = sustained(dev, [&](cudaStream_t s) { launch_stream_read(x.get(), bytes, static_cast<float*>(sink.get()), blocks, s); },
+                          seconds);
+  return {"mem_read", double(bytes) / t, "B/s", fmt::format("streaming 16-byte reads of {:.2f} GiB", double(bytes) / (1 << 30)), g};
+}
+
+Roof measure_copy_roof(const DeviceInfo& dev, double seconds) {
+  cuda_check(cudaSetDevice(dev.index), "cudaSetDevice");
+  size_t bytes = std::max<size_t>(size_t(1) << 30, size_t(dev.limits.l2_bytes) * 16) & ~size_t(255);
+  DeviceBuffer a(bytes), b(bytes);
+  cuda_check(cudaMemset(a.get(), 1, bytes), "memset");
+  auto [t, g] = sustained(dev, [&](cudaStream_t s) { cuda_check(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s), "copy"); },
+                          seconds);
+  return {"mem_copy", 2.0 * double(bytes) / t, "B/s",
+          fmt::format("cudaMemcpy device to device of {:.2f} GiB, counting bytes read plus written", double(bytes) / (1 << 30)), g};
+}
+
+}  // namespace gt

@@ -1,0 +1,27 @@
+// The device's roofs, measured (never the datasheet): the fp32 FMA peak, memory bandwidth
+// (a streaming read kernel and a device-to-device copy). The tensor roofs per dtype come
+// from the best cuBLASLt result at a large shape (measured by the `roofs` command through
+// the cublaslt plugin).
+#pragma once
+
+#include "device.hpp"
+#include "measurement.hpp"
+
+#include <string>
+
+namespace gt {
+
+struct Roof {
+  std::string name;   // "fp32_fma", "mem_read", "mem_copy", "tensor_f16", ...
+  double value = 0;   // FLOP/s or bytes/s
+  std::string unit;   // "FLOP/s" | "B/s"
+  std::string how;    // what was run
+  GpuSensors sensors; // while it ran
+};
+
+// Settled, sustained runs; each takes about `seconds`.
+Roof measure_fp32_roof(const DeviceInfo& dev, double seconds = 1.0);
+Roof measure_read_roof(const DeviceInfo& dev, double seconds = 0.5);
+Roof measure_copy_roof(const DeviceInfo& dev, double seconds = 0.5);
+
+}  // namespace gt

@@ -1,0 +1,234 @@
+// The results store: every measurement, failures included, with its provenance, in one
+// SQLite file; the winners the tuner settled on; merging stores from several machines.
+//
+// Crash safety and concurrency. The database runs in WAL mode with synchronous=FULL, and
+// every insert is its own transaction (BEGIN IMMEDIATE ... COMMIT):
+//  - a SIGKILL (or any crash of the process) loses at most the measurement in flight: a
+//    commit is in the WAL before insert() returns, and SQLite recovers the WAL on the next
+//    open. synchronous=NORMAL would already give that; FULL also fsyncs the WAL on every
+//    commit, so a row survives a power loss or kernel panic too. That costs one fsync
+//    (milliseconds) per measurement, which takes seconds of GPU time anyway.
+//  - several processes may write one store at once: writers queue on SQLite's lock with
+//    a busy timeout of kBusyTimeoutMs; readers never block writers (WAL).
+// A Store object is safe to use from several threads (calls are serialised).
+//
+// Schema (v1; the file's `meta` table says which version, PRAGMA application_id marks it):
+//   meta(key, value)          application = gemmtune, schema_version = 1, created = UTC time
+//   results(...)              one row per measurement: identity (row_uuid), time, tune_id,
+//                             replay, the key (device_name m n k in_dtype out_dtype layout
+//                             align) + lda/ldb/ldc, family, config (JSON array), config_name,
+//                             config_hash, the Measurement's fields as columns (status,
+//                             message, quick, time_* in µs, err_*, sensors, resources, ...),
+//                             tflops (NULL unless ok), and every Provenance field plus its
+//                             fingerprint. Unknown numbers (NaN) are NULL.
+//   winners(...)              per key and family ("*" = over all families): the winning
+//                             config_name and the row_uuid of the measurement it won with.
+// The columns are plain, so sqlite3 / Python can read a store without gemmtune.
+#pragma once
+
+#include "measurement.hpp"
+#include "problem.hpp"
+#include "provenance.hpp"
+#include "space.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <compare>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gt {
+
+inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kBusyTimeoutMs = 60000;
+
+// What a result is valid for: the device model and the problem without its leading
+// dimensions (they enter through the alignment).
+struct ResultKey {
+  std::string device_name;
+  int64_t m = 0, n = 0, k = 0;
+  DType in = DType::f32;
+  DType out = DType::f32;
+  Layout layout = Layout::nn;
+  int32_t align = 16;
+
+  static ResultKey of(const std::string& device_name, const Problem& p);
+  // "NVIDIA H200 4096x4096x4096 f16>f16 nn a16"
+  std::string text() const;
+  auto operator<=>(const ResultKey&) const = default;
+};
+
+struct StoredRow {
+  int64_t id = 0;          // local to one store (0: not stored yet)
+  std::string row_uuid;    // random 128-bit hex: the row's identity across stores (merge)
+  std::string time_utc;    // "2026-11-29T12:34:56.123456Z"
+  double time_unix = 0;    // seconds since the epoch, microsecond resolution
+  std::string tune_id;     // groups the rows of one tune run ("" for a single `run`)
+  bool replay = false;     // made from recorded data, not on a GPU
+  Problem problem;
+  std::string family;
+  Config config;
+  std::string config_name;
+  std::string config_hash;  // hex64 of Space::hash
+  Measurement m;
+  Provenance prov;          // prov.device_name is the key's device
+  std::string fingerprint;  // as stored: prov.fingerprint() when it was inserted
+
+  ResultKey key() const { return ResultKey::of(prov.device_name, problem); }
+  // TFLOP/s of an ok row, NaN otherwise.
+  double tflops() const { return m.tflops(problem.flops()); }
+};
+
+// Conditions on rows; every field that is set must match.
+struct RowFilter {
+  std::optional<std::string> device_name;
+  std::optional<int64_t> m, n, k;
+  std::optional<DType> in, out;
+  std::optional<Layout> layout;
+  std::optional<int32_t> align;
+  std::optional<std::string> family, config_hash, tune_id, fingerprint;
+  std::optional<Status> status;
+  std::optional<bool> replay;  // unset: both
+  std::optional<bool> quick;
+  int64_t limit = 0;           // 0: no limit
+
+  static RowFilter of(const ResultKey& k);
+};
+
+struct Winner {
+  ResultKey key;
+  std::string family;  // kAllFamilies for the winner over every family
+  std::string config_name;
+  int64_t row_id = 0;  // local id of the winning measurement
+  std::string row_uuid;
+  std::string note;
+  std::string time_utc;  // when it was decided
+  double time_unix = 0;
+};
+inline constexpr const char* kAllFamilies = "*";
+
+// Random 128-bit hex (32 characters), from the OS's entropy source: distinct across
+// processes, including forked ones.
+std::string new_uuid();
+// Now, as (UTC ISO 8601 with microseconds, unix seconds).
+std::pair<std::string, double> utc_now();
+
+class Store {
+ public:
+  // Opens or creates a store. Creates the parent directories and, for a new or empty
+  // file, the schema. InputError (naming the file) for: a directory; a file that is not an
+  // SQLite database; an SQLite database with other tables; a store whose schema is newer
+  // than this gemmtune reads. A file that is refused is left byte-for-byte as it was.
+  static Store open(const std::filesystem::path& file);
+  // Opens an existing store for reading only (InputError when it does not exist).
+  static Store open_readonly(const std::filesystem::path& file);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  const std::filesystem::path& path() const;
+  bool readonly() const;
+
+  // Stores one row in its own transaction: durable when it returns. Fills in (in `row`)
+  // the id, and a fresh row_uuid and the current time when they are empty; the
+  // fingerprint column is always prov.fingerprint(). row.family and prov.family must
+  // agree (an empty one is filled from the other); RuntimeFailure otherwise. A row_uuid
+  // already in the store is a RuntimeFailure (rows are immutable).
+  int64_t insert(StoredRow& row);
+  int64_t insert(const StoredRow& row) {
+    StoredRow copy = row;
+    return insert(copy);
+  }
+
+  std::optional<StoredRow> get(int64_t id) const;
+  std::optional<StoredRow> get_by_uuid(const std::string& row_uuid) const;
+  int64_t count(const RowFilter& f = {}) const;
+  // Matching rows, oldest first.
+  std::vector<StoredRow> rows(const RowFilter& f = {}) const;
+  // The distinct keys of matching rows, sorted.
+  std::vector<ResultKey> keys(const RowFilter& f = {}) const;
+  // The fastest ok row (smallest median time) per key, or per (key, family) when
+  // per_family; replay rows only when the filter asks for them (replay = true). Ties: the
+  // newer measurement, then the smaller row_uuid. Sorted by key, then family.
+  std::vector<StoredRow> best(const RowFilter& f = {}, bool per_family = false) const;
+
+  // A stored measurement that stands in for measuring (problem, family, config) again:
+  // the newest non-replay row for that key and config_hash whose fingerprint equals
+  // `fingerprint`, when its status is final:
+  //  - ok, verify_failed, compile_failed, cannot_implement, resources: final (they follow
+  //    from the config, the source and the toolchain, which the fingerprint pins);
+  //  - runtime_fault, timeout: may be transient (a sick context, a busy GPU, another
+  //    process); measured once more, and final from the second one on (two such rows).
+  // need_full: an ok row timed in quick mode does not count (its timing has fewer
+  // samples); failures found in quick mode do (quick changes only the timing).
+  // Rows with another fingerprint (stale) are never returned.
+  std::optional<StoredRow> find_reusable(const Problem& p, const std::string& device_name, const std::string& family,
+                                         const std::string& config_hash, const std::string& fingerprint,
+                                         bool need_full) const;
+  // Non-replay rows for the key and family (and config, when given) whose fingerprint
+  // differs from `fingerprint`: measurements a re-tune must redo.
+  std::vector<StoredRow> stale_rows(const Problem& p, const std::string& device_name, const std::string& family,
+                                    const std::string& fingerprint,
+                                    const std::optional<std::string>& config_hash = std::nullopt) const;
+  int64_t count_stale(const Problem& p, const std::string& device_name, const std::string& family,
+                      const std::string& fingerprint,
+                      const std::optional<std::string>& config_hash = std::nullopt) const;
+
+  // Records the winner of `key` for `family` (kAllFamilies: over every family), replacing
+  // the one before. The row must exist, be ok, belong to the key (and to the family, unless
+  // kAllFamilies) and carry config_name; RuntimeFailure otherwise.
+  void set_winner(const ResultKey& key, const std::string& family, const std::string& config_name, int64_t row_id,
+                  const std::string& note = "");
+  std::optional<Winner> winner(const ResultKey& key, const std::string& family) const;
+  // All winners, sorted by key then family (optionally only one device's).
+  std::vector<Winner> winners(const std::optional<std::string>& device_name = std::nullopt) const;
+
+  // Adds `other`'s rows and winners, in one transaction. Rows are deduplicated by row_uuid.
+  // Two winners for one (key, family): the one with the newer toolchain wins, then the
+  // newer measurement (see winner_outranks). Merging is associative, commutative and
+  // idempotent in the resulting sets of rows and winners. Returns the rows added.
+  int64_t merge_from(const Store& other);
+
+  // PRAGMA integrity_check (and the foreign keys of winners); false with the report in *why.
+  bool check_integrity(std::string* why = nullptr) const;
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  static std::unique_ptr<Impl> open_impl(const std::filesystem::path& file, bool readonly);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Merges `inputs` into `output` (created when missing; its own rows and winners stay in
+// the merge). Returns the rows added. InputError when an input is the output.
+int64_t merge_stores(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& output);
+
+// The order that settles two winners of one (key, family) in a merge: true when `a`
+// (winning with row `ra`) outranks `b` (with row `rb`). Compared in turn: the toolchain of
+// the winning measurement (driver, CUDA runtime, NVRTC, library, family version, gemmtune
+// version, method version; each as a version number, newer wins), the measurement's time
+// (newer wins), the time of the decision (newer wins), then row_uuid, config_name and note
+// as text, so the order is total and the merge does not depend on the order of inputs.
+bool winner_outranks(const Winner& a, const StoredRow& ra, const Winner& b, const StoredRow& rb);
+// Compares versions as sequences of numbers ("580.95.05" < "580.105.8"; "cublasLt 130000"
+// > "cublasLt 120804"), then as text: <0, 0, >0.
+int compare_versions(const std::string& a, const std::string& b);
+
+// JSON of rows (--json output, export) and winners. Unknown numbers are null.
+void to_json(nlohmann::json& j, const ResultKey& k);
+void from_json(const nlohmann::json& j, ResultKey& k);
+void to_json(nlohmann::json& j, const StoredRow& r);
+void from_json(const nlohmann::json& j, StoredRow& r);
+void to_json(nlohmann::json& j, const Winner& w);
+void from_json(const nlohmann::json& j, Winner& w);
+// A Problem as JSON: m n k in out layout lda ldb ldc align, and its key text.
+nlohmann::json problem_to_json(const Problem& p);
+Problem problem_from_json(const nlohmann::json& j);
+
+}  // namespace gt

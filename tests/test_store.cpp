@@ -1,0 +1,798 @@
+// The results store: round trips, reuse and staleness, bad files, crashes, concurrent
+// writers, merging. CPU only.
+#include "compiler.hpp"
+#include "device.hpp"
+#include "errors.hpp"
+#include "plugin.hpp"
+#include "store.hpp"
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <limits>
+#include <poll.h>
+#include <random>
+#include <set>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace gt;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+Provenance sample_prov(const std::string& family = "fam_a") {
+  Provenance p;
+  p.device_name = "NVIDIA Test GPU";
+  p.device_uuid = "GPU-12345678-abcd-ef01-2345-6789abcdef01";
+  p.arch = "sm_90";
+  p.sm_count = 132;
+  p.driver = "580.95.05";
+  p.cuda_runtime = "13.0";
+  p.nvrtc = "13.0";
+  p.library = "";
+  p.family = family;
+  p.family_version = "1.2";
+  p.source_hash = std::numeric_limits<uint64_t>::max();  // the full 64 bits survive
+  p.input_dist = "normal";
+  p.input_seed = 0xfedcba9876543210ull;
+  p.mode = "full";
+  p.host = "host-1";
+  return p;
+}
+
+Problem sample_problem() {
+  Problem p = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nt);
+  return p;
+}
+
+StoredRow sample_row(Status st = Status::ok, const std::string& family = "fam_a", int64_t cfg = 1) {
+  StoredRow r;
+  r.tune_id = "tune-1";
+  r.problem = sample_problem();
+  r.family = family;
+  r.config = {128, cfg, -1};
+  r.config_name = family + "_bm128_x" + std::to_string(cfg);
+  r.config_hash = hex64(stable_hash(r.config_name));
+  r.m.status = st;
+  r.prov = sample_prov(family);
+  if (st == Status::ok) {
+    r.m.time = summarize({100.0, 101.0, 99.5, 100.25, 100.5});
+    r.m.err_rel_fro = 1.25e-4;
+    r.m.err_max_norm = 3.5e-3;
+    r.m.sensors = {1980, 3201, 650.5, 61, 700};
+    r.m.throttle = "none";
+    r.m.res = {128, 0, 0, 0, 32768};
+    r.m.compile_s = 0.25;
+    r.m.measure_s = 1.5;
+  } else {
+    r.m.message = std::string("failed: ") + to_string(st);
+  }
+  return r;
+}
+
+bool same_double(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Every field of two rows, the doubles NaN-aware (JSON would turn NaN and inf into null).
+void require_same_row(const StoredRow& a, const StoredRow& b) {
+  CHECK(json(a).dump() == json(b).dump());
+  const Measurement &x = a.m, &y = b.m;
+  for (auto [u, v] : {std::pair{x.time.median, y.time.median}, {x.time.mean, y.time.mean}, {x.time.min, y.time.min},
+                      {x.time.max, y.time.max}, {x.time.p10, y.time.p10}, {x.time.p90, y.time.p90},
+                      {x.time.ci_low, y.time.ci_low}, {x.time.ci_high, y.time.ci_high}, {x.err_rel_fro, y.err_rel_fro},
+                      {x.err_max_norm, y.err_max_norm}, {x.sensors.sm_clock_mhz, y.sensors.sm_clock_mhz},
+                      {x.sensors.mem_clock_mhz, y.sensors.mem_clock_mhz}, {x.sensors.power_w, y.sensors.power_w},
+                      {x.sensors.temp_c, y.sensors.temp_c}, {x.sensors.power_limit_w, y.sensors.power_limit_w},
+                      {x.compile_s, y.compile_s}, {x.measure_s, y.measure_s}, {a.time_unix, b.time_unix}})
+    CHECK(same_double(u, v));
+  CHECK(x.time.count == y.time.count);
+  CHECK(x.message == y.message);  // embedded NULs and all
+  CHECK(a.prov == b.prov);
+  CHECK(a.problem.lda == b.problem.lda);
+  CHECK(a.config == b.config);
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_bytes(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+void raw_sql(const fs::path& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(h);
+  INFO(msg);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+// The contents of a store, independent of its local row ids: rows by uuid, winners.
+json snapshot(const Store& s) {
+  json rows = json::object();
+  for (const StoredRow& r : s.rows()) {
+    json j = r;
+    j.erase("id");
+    rows[r.row_uuid] = j;
+  }
+  json winners = json::array();
+  for (const Winner& w : s.winners()) {
+    json j = w;
+    j.erase("row_id");
+    winners.push_back(j);
+  }
+  return {{"rows", rows}, {"winners", winners}};
+}
+
+// --- The writer helper, run as a child process with its stdout on a pipe.
+
+fs::path writer_binary() { return executable_dir() / "store_writer"; }
+
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;  // read end of its stdout
+  std::string out;
+};
+
+Child spawn_writer(const fs::path& db, int count, const std::string& tag) {
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_addclose(&fa, p[0]);
+  posix_spawn_file_actions_addclose(&fa, p[1]);
+  std::string bin = writer_binary().string(), dbs = db.string(), cnt = std::to_string(count);
+  char* argv[] = {bin.data(), dbs.data(), cnt.data(), const_cast<char*>(tag.c_str()), nullptr};
+  Child c;
+  int rc = posix_spawn(&c.pid, bin.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  INFO("spawning " << bin);
+  REQUIRE(rc == 0);
+  c.fd = p[0];
+  return c;
+}
+
+// Reads what is there (up to `ms` milliseconds); false at end of file.
+bool read_some(Child& c, int ms) {
+  pollfd pf{c.fd, POLLIN, 0};
+  if (poll(&pf, 1, ms) <= 0) return true;
+  char buf[65536];
+  ssize_t n = read(c.fd, buf, sizeof buf);
+  if (n > 0) c.out.append(buf, size_t(n));
+  return n > 0 || (n < 0 && errno == EINTR);
+}
+
+// The complete lines the writer reported (a line cut by the kill is dropped).
+std::vector<json> reported_rows(const std::string& out) {
+  std::vector<json> rows;
+  size_t pos = 0;
+  for (size_t nl; (nl = out.find('\n', pos)) != std::string::npos; pos = nl + 1)
+    rows.push_back(json::parse(out.substr(pos, nl - pos)));
+  return rows;
+}
+
+int wait_child(Child& c) {
+  while (read_some(c, 1000)) {
+  }
+  close(c.fd);
+  int st = 0;
+  waitpid(c.pid, &st, 0);
+  return st;
+}
+
+// Every reported row is stored, intact (the same JSON, id included).
+void require_reported_rows_present(const Store& s, const std::vector<json>& reported) {
+  for (const json& j : reported) {
+    auto r = s.get_by_uuid(j.at("row_uuid").get<std::string>());
+    REQUIRE(r);
+    REQUIRE(json(*r) == j);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("store: every field round-trips, NaN stays NaN", "[store]") {
+  test::TempDir tmp;
+  Store s = Store::open(tmp.path / "sub" / "dir" / "results.db");  // parent directories are created
+  REQUIRE(fs::exists(tmp.path / "sub" / "dir" / "results.db"));
+
+  StoredRow ok = sample_row(Status::ok);
+  ok.m.time.p90 = kNaN;  // a single unknown among known numbers
+  ok.m.err_max_norm = std::numeric_limits<double>::infinity();
+  ok.m.sensors.temp_c = kNaN;
+  ok.m.compiled_from_cache = true;
+  ok.m.quick = true;
+  ok.replay = true;
+  ok.prov.library = "cublasLt 130000";
+  ok.prov.mode = "quick";
+  ok.problem.lda = 4100;  // not the tight leading dimension
+  ok.problem.align = alignment_of(ok.problem);
+  ok.m.message = std::string("quote \" newline\n tab\t NUL") + '\0' + " after, \u00b5s";
+  int64_t id = s.insert(ok);
+  CHECK(id > 0);
+  CHECK(ok.id == id);
+  CHECK(ok.row_uuid.size() == 32);
+  CHECK(ok.time_utc.size() == 27);  // 2026-11-29T12:34:56.123456Z
+  CHECK(ok.time_utc.back() == 'Z');
+  CHECK(ok.fingerprint == ok.prov.fingerprint());
+
+  auto back = s.get(id);
+  REQUIRE(back);
+  require_same_row(ok, *back);
+  CHECK(std::isnan(back->m.time.p90));
+  CHECK(std::isinf(back->m.err_max_norm));
+  CHECK(back->prov.source_hash == std::numeric_limits<uint64_t>::max());
+  CHECK(back->problem.lda == 4100);
+  CHECK(back->problem.align == 8);
+  CHECK(back->tflops() == Approx(2.0 * 4096.0 * 4096.0 * 4096.0 / (back->m.time.median * 1e-6) / 1e12));
+
+  SECTION("every status, failures with their messages and NaN numbers") {
+    for (Status st : {Status::ok, Status::cannot_implement, Status::resources, Status::compile_failed,
+                      Status::verify_failed, Status::runtime_fault, Status::timeout}) {
+      StoredRow r = sample_row(st);
+      s.insert(r);
+      auto b = s.get_by_uuid(r.row_uuid);
+      REQUIRE(b);
+      CHECK(b->m.status == st);
+      require_same_row(r, *b);
+      if (st != Status::ok) {
+        CHECK(std::isnan(b->m.time.median));
+        CHECK(std::isnan(b->tflops()));
+        CHECK(b->m.message == std::string("failed: ") + to_string(st));
+      }
+    }
+    RowFilter f;
+    f.status = Status::verify_failed;
+    CHECK(s.count(f) == 1);
+    CHECK(s.count() == 8);
+  }
+
+  SECTION("rows round-trip through JSON") {
+    StoredRow r = json(*back).get<StoredRow>();
+    CHECK(json(r) == json(*back));
+    CHECK(std::isnan(r.m.time.p90));
+    CHECK(r.prov == back->prov);
+    Provenance p = json(ok.prov).get<Provenance>();
+    CHECK(p == ok.prov);
+  }
+
+  SECTION("a row is immutable: its uuid cannot be stored twice") {
+    StoredRow again = *back;
+    CHECK_THROWS_AS(s.insert(again), RuntimeFailure);
+    CHECK(s.count() == 1);
+  }
+
+  SECTION("a row whose family and provenance disagree is refused") {
+    StoredRow r = sample_row();
+    r.prov.family = "other";
+    CHECK_THROWS_AS(s.insert(r), RuntimeFailure);
+  }
+
+  std::string why;
+  CHECK(s.check_integrity(&why));
+  CHECK(why.empty());
+}
+
+TEST_CASE("store: the fingerprint covers what decides reuse, and only that", "[store]") {
+  Provenance base = sample_prov();
+  std::string fp = base.fingerprint();
+  CHECK(fp.size() == 16);
+  auto differs = [&](auto change) {
+    Provenance p = base;
+    change(p);
+    return p.fingerprint() != fp;
+  };
+  CHECK(differs([](Provenance& p) { p.device_name = "NVIDIA H100"; }));
+  CHECK(differs([](Provenance& p) { p.arch = "sm_80"; }));
+  CHECK(differs([](Provenance& p) { p.driver = "580.95.06"; }));
+  CHECK(differs([](Provenance& p) { p.cuda_runtime = "13.1"; }));
+  CHECK(differs([](Provenance& p) { p.nvrtc = "12.8"; }));
+  CHECK(differs([](Provenance& p) { p.library = "cublasLt 130100"; }));
+  CHECK(differs([](Provenance& p) { p.family = "fam_b"; }));
+  CHECK(differs([](Provenance& p) { p.family_version = "1.3"; }));
+  CHECK(differs([](Provenance& p) { p.source_hash ^= 1; }));
+  CHECK(differs([](Provenance& p) { p.input_dist = "uniform"; }));
+  CHECK(differs([](Provenance& p) { p.method_version += 1; }));
+  // Fields are delimited: moving text from one field to the next changes the hash.
+  CHECK(differs([](Provenance& p) { p.driver = "580.95.0"; p.cuda_runtime = "513.0"; }));
+  CHECK_FALSE(differs([](Provenance& p) { p.device_uuid = "GPU-other"; }));
+  CHECK_FALSE(differs([](Provenance& p) { p.host = "host-2"; }));
+  CHECK_FALSE(differs([](Provenance& p) { p.input_seed = 7; }));
+  CHECK_FALSE(differs([](Provenance& p) { p.mode = "quick"; }));
+  CHECK_FALSE(differs([](Provenance& p) { p.sm_count = 114; }));
+  CHECK_FALSE(differs([](Provenance& p) { p.gemmtune_version = "9.9.9"; }));
+}
+
+TEST_CASE("store: reuse needs the same fingerprint; stale rows are counted, never reused", "[store]") {
+  test::TempDir tmp;
+  Store s = Store::open(tmp.path / "r.db");
+  Problem p = sample_problem();
+  const std::string dev = "NVIDIA Test GPU";
+
+  StoredRow old = sample_row();
+  old.prov.nvrtc = "12.8";
+  s.insert(old);
+  StoredRow cur_template = sample_row();
+  std::string fp = cur_template.prov.fingerprint();
+  REQUIRE(old.fingerprint != fp);
+
+  // Only a row with another toolchain exists: nothing to reuse, one stale row.
+  CHECK_FALSE(s.find_reusable(p, dev, "fam_a", old.config_hash, fp, true));
+  CHECK(s.count_stale(p, dev, "fam_a", fp) == 1);
+  CHECK(s.count_stale(p, dev, "fam_a", fp, old.config_hash) == 1);
+  CHECK(s.count_stale(p, dev, "fam_a", fp, std::string("0000000000000000")) == 0);
+  CHECK(s.count_stale(p, dev, "fam_b", fp) == 0);
+  CHECK(s.stale_rows(p, dev, "fam_a", fp).at(0).row_uuid == old.row_uuid);
+  // Under its own fingerprint the old row is reusable.
+  CHECK(s.find_reusable(p, dev, "fam_a", old.config_hash, old.fingerprint, true));
+
+  SECTION("another driver or another plugin source is stale as well") {
+    StoredRow d = sample_row();
+    d.prov.driver = "570.1";
+    s.insert(d);
+    StoredRow h = sample_row();
+    h.prov.source_hash = 42;
+    s.insert(h);
+    CHECK_FALSE(s.find_reusable(p, dev, "fam_a", d.config_hash, fp, false));
+    CHECK(s.count_stale(p, dev, "fam_a", fp) == 3);
+  }
+
+  SECTION("a matching row is reused; the newest wins") {
+    StoredRow a = sample_row();
+    a.time_unix = 1000;
+    a.time_utc = "1970-01-01T00:16:40.000000Z";
+    s.insert(a);
+    StoredRow b = sample_row();
+    b.time_unix = 2000;
+    b.time_utc = "1970-01-01T00:33:20.000000Z";
+    s.insert(b);
+    auto r = s.find_reusable(p, dev, "fam_a", a.config_hash, fp, true);
+    REQUIRE(r);
+    CHECK(r->row_uuid == b.row_uuid);
+    // Another problem key, device or config does not match.
+    Problem q = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn);
+    CHECK_FALSE(s.find_reusable(q, dev, "fam_a", a.config_hash, fp, true));
+    CHECK_FALSE(s.find_reusable(p, "NVIDIA Other", "fam_a", a.config_hash, fp, true));
+    CHECK_FALSE(s.find_reusable(p, dev, "fam_a", "ffffffffffffffff", fp, true));
+    CHECK(s.count_stale(p, dev, "fam_a", fp) == 1);  // the current rows are not stale
+  }
+
+  SECTION("quick timings do not satisfy a full run; quick failures do") {
+    StoredRow q = sample_row();
+    q.m.quick = true;
+    q.prov.mode = "quick";
+    s.insert(q);
+    CHECK_FALSE(s.find_reusable(p, dev, "fam_a", q.config_hash, fp, true));
+    CHECK(s.find_reusable(p, dev, "fam_a", q.config_hash, fp, false));
+    StoredRow cf = sample_row(Status::compile_failed, "fam_a", 2);
+    cf.m.quick = true;
+    s.insert(cf);
+    auto r = s.find_reusable(p, dev, "fam_a", cf.config_hash, fp, true);
+    REQUIRE(r);
+    CHECK(r->m.status == Status::compile_failed);
+  }
+
+  SECTION("final failures are reused; a fault or timeout is retried once") {
+    for (Status st : {Status::cannot_implement, Status::resources, Status::compile_failed, Status::verify_failed}) {
+      StoredRow r = sample_row(st, "fam_a", 10 + int64_t(st));
+      s.insert(r);
+      auto got = s.find_reusable(p, dev, "fam_a", r.config_hash, fp, true);
+      REQUIRE(got);
+      CHECK(got->m.status == st);
+    }
+    for (Status st : {Status::runtime_fault, Status::timeout}) {
+      StoredRow r1 = sample_row(st, "fam_a", 20 + int64_t(st));
+      s.insert(r1);
+      CHECK_FALSE(s.find_reusable(p, dev, "fam_a", r1.config_hash, fp, true));  // worth one more try
+      StoredRow r2 = sample_row(st, "fam_a", 20 + int64_t(st));
+      s.insert(r2);
+      auto got = s.find_reusable(p, dev, "fam_a", r1.config_hash, fp, true);  // failed twice: final
+      REQUIRE(got);
+      CHECK(got->row_uuid == r2.row_uuid);
+      StoredRow r3 = sample_row(Status::ok, "fam_a", 20 + int64_t(st));
+      s.insert(r3);
+      got = s.find_reusable(p, dev, "fam_a", r1.config_hash, fp, true);
+      REQUIRE(got);
+      CHECK(got->m.status == Status::ok);
+    }
+  }
+
+  SECTION("replayed rows are never reused") {
+    StoredRow r = sample_row();
+    r.replay = true;
+    s.insert(r);
+    CHECK_FALSE(s.find_reusable(p, dev, "fam_a", r.config_hash, fp, false));
+  }
+}
+
+TEST_CASE("store: queries by key, family, status and tune; best per key", "[store]") {
+  test::TempDir tmp;
+  Store s = Store::open(tmp.path / "q.db");
+  auto timed = [](StoredRow r, double us) {
+    r.m.time = summarize({us, us, us});
+    return r;
+  };
+  StoredRow a1 = timed(sample_row(Status::ok, "fam_a", 1), 200);
+  StoredRow a2 = timed(sample_row(Status::ok, "fam_a", 2), 150);
+  StoredRow b1 = timed(sample_row(Status::ok, "fam_b", 1), 180);
+  StoredRow bf = sample_row(Status::verify_failed, "fam_b", 9);  // no time: never best
+  StoredRow other = timed(sample_row(Status::ok, "fam_a", 1), 50);
+  other.problem = Problem::make(1, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
+  other.tune_id = "tune-2";
+  StoredRow replayed = timed(sample_row(Status::ok, "fam_a", 3), 1);
+  replayed.replay = true;
+  for (StoredRow* r : {&a1, &a2, &b1, &bf, &other, &replayed}) s.insert(*r);
+
+  ResultKey k = a1.key();
+  CHECK(k.text() == "NVIDIA Test GPU 4096x4096x4096 f16>f16 nt a16");
+  CHECK(s.count(RowFilter::of(k)) == 5);
+  RowFilter f = RowFilter::of(k);
+  f.family = "fam_b";
+  CHECK(s.rows(f).size() == 2);
+  f.status = Status::ok;
+  REQUIRE(s.rows(f).size() == 1);
+  CHECK(s.rows(f)[0].row_uuid == b1.row_uuid);
+  RowFilter t;
+  t.tune_id = "tune-2";
+  CHECK(s.rows(t).size() == 1);
+  RowFilter lim;
+  lim.limit = 2;
+  CHECK(s.rows(lim).size() == 2);
+  CHECK(s.rows(lim)[0].row_uuid == a1.row_uuid);  // oldest first
+
+  auto keys = s.keys();
+  REQUIRE(keys.size() == 2);
+  CHECK(keys[0] < keys[1]);
+  CHECK(std::count(keys.begin(), keys.end(), k) == 1);
+
+  auto best = s.best(RowFilter::of(k));
+  REQUIRE(best.size() == 1);
+  CHECK(best[0].row_uuid == a2.row_uuid);  // the replayed 1 µs row does not count
+  auto per_family = s.best(RowFilter::of(k), true);
+  REQUIRE(per_family.size() == 2);
+  CHECK(per_family[0].row_uuid == a2.row_uuid);
+  CHECK(per_family[1].row_uuid == b1.row_uuid);
+  CHECK(s.best().size() == 2);  // both keys
+  RowFilter rf = RowFilter::of(k);
+  rf.replay = true;
+  REQUIRE(s.best(rf).size() == 1);
+  CHECK(s.best(rf)[0].row_uuid == replayed.row_uuid);
+
+  SECTION("winners: set, replace, refuse what cannot win") {
+    s.set_winner(k, "fam_a", a2.config_name, a2.id, "fastest of fam_a");
+    s.set_winner(k, kAllFamilies, a2.config_name, a2.id);
+    auto w = s.winner(k, "fam_a");
+    REQUIRE(w);
+    CHECK(w->row_id == a2.id);
+    CHECK(w->row_uuid == a2.row_uuid);
+    CHECK(w->note == "fastest of fam_a");
+    s.set_winner(k, kAllFamilies, b1.config_name, b1.id, "re-timed finalists");
+    REQUIRE(s.winner(k, kAllFamilies));
+    CHECK(s.winner(k, kAllFamilies)->config_name == b1.config_name);
+    CHECK(s.winners().size() == 2);
+    CHECK(s.winners(std::string("nobody")).empty());
+    CHECK_THROWS_AS(s.set_winner(k, "fam_b", bf.config_name, bf.id), RuntimeFailure);      // not ok
+    CHECK_THROWS_AS(s.set_winner(k, "fam_b", a1.config_name, a1.id), RuntimeFailure);      // other family
+    CHECK_THROWS_AS(s.set_winner(k, "fam_a", other.config_name, other.id), RuntimeFailure);  // other key
+    CHECK_THROWS_AS(s.set_winner(k, "fam_a", "wrong_name", a1.id), RuntimeFailure);
+    CHECK_THROWS_AS(s.set_winner(k, "fam_a", a1.config_name, 99999), RuntimeFailure);
+    json j = *w;
+    CHECK(j.get<Winner>().row_uuid == w->row_uuid);
+    CHECK(s.check_integrity());
+  }
+}
+
+TEST_CASE("store: files that are not stores are refused and left unchanged", "[store]") {
+  test::TempDir tmp;
+  auto refused = [](const fs::path& p, const std::string& phrase, bool readonly = false) {
+    std::string before = read_bytes(p);
+    std::string msg;
+    try {
+      if (readonly) Store::open_readonly(p);
+      else Store::open(p);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    INFO("message: " << msg);
+    CHECK_THAT(msg, Catch::Contains(p.string()));
+    CHECK_THAT(msg, Catch::Contains(phrase));
+    CHECK(read_bytes(p) == before);
+  };
+
+  SECTION("not a database") {
+    fs::path p = tmp.path / "notes.txt";
+    write_bytes(p, "this is a text file, not a database\n" + std::string(5000, 'x'));
+    refused(p, "is not a gemmtune store (not an SQLite database)");
+    refused(p, "is not a gemmtune store (not an SQLite database)", true);
+    fs::path tiny = tmp.path / "tiny";
+    write_bytes(tiny, "abc");
+    refused(tiny, "not an SQLite database");
+    // A valid header on garbage.
+    fs::path fake = tmp.path / "fake.db";
+    write_bytes(fake, std::string("SQLite format 3", 16) + std::string(8192, '\x7f'));
+    refused(fake, "not an SQLite database");
+  }
+  SECTION("an SQLite database of something else") {
+    fs::path p = tmp.path / "foreign.db";
+    raw_sql(p, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'x');");
+    refused(p, "is an SQLite database but not a gemmtune store");
+    refused(p, "customers");
+    fs::path m = tmp.path / "foreign_meta.db";
+    raw_sql(m, "CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('application', 'other');");
+    refused(m, "is an SQLite database but not a gemmtune store");
+  }
+  SECTION("a store of a newer schema") {
+    fs::path p = tmp.path / "newer.db";
+    {
+      Store s = Store::open(p);
+      s.insert(sample_row());
+    }
+    raw_sql(p, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+    refused(p, "has schema v3; this gemmtune reads up to v1 — upgrade gemmtune");
+    refused(p, "has schema v3", true);
+  }
+  SECTION("a directory, a missing file for reading") {
+    refused(tmp.path, "is a directory");
+    std::string msg;
+    try {
+      Store::open_readonly(tmp.path / "missing.db");
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    CHECK_THAT(msg, Catch::Contains("missing.db: no such store"));
+    CHECK_FALSE(fs::exists(tmp.path / "missing.db"));
+  }
+  SECTION("an empty file becomes a store; a store opens read-only") {
+    fs::path p = tmp.path / "empty.db";
+    write_bytes(p, "");
+    {
+      Store s = Store::open(p);
+      s.insert(sample_row());
+    }
+    Store r = Store::open_readonly(p);
+    CHECK(r.readonly());
+    CHECK(r.count() == 1);
+    CHECK_THROWS_AS(r.insert(sample_row()), RuntimeFailure);
+  }
+}
+
+TEST_CASE("store: a writer killed at random moments loses at most the row in flight", "[store]") {
+  REQUIRE(fs::exists(writer_binary()));
+  test::TempDir tmp;
+  fs::path db = tmp.path / "crash.db";
+  std::mt19937 rng(12345);
+  std::vector<json> all_reported;
+  const int kills = 20;
+  for (int round = 0; round < kills; ++round) {
+    Child c = spawn_writer(db, 0, "crash" + std::to_string(round));
+    // Every other round at a random time from the start (opening, schema creation in
+    // round 0, WAL recovery of the last kill); the others a random fraction of an insert
+    // after a random number of commits, so kills land inside transactions.
+    using clock = std::chrono::steady_clock;
+    if (round % 2 == 0) {
+      auto deadline = clock::now() + std::chrono::microseconds(rng() % 100000);
+      while (clock::now() < deadline) read_some(c, 1);
+    } else {
+      size_t target = rng() % 8;
+      auto give_up = clock::now() + std::chrono::seconds(10);
+      while (reported_rows(c.out).size() < target && clock::now() < give_up) read_some(c, 1);
+      auto deadline = clock::now() + std::chrono::microseconds(rng() % 8000);
+      while (clock::now() < deadline) read_some(c, 1);
+    }
+    REQUIRE(kill(c.pid, SIGKILL) == 0);
+    int st = wait_child(c);
+    INFO("round " << round << ": writer output " << c.out.substr(0, 300));
+    REQUIRE(WIFSIGNALED(st));  // it was still writing when killed, not failed before
+    auto reported = reported_rows(c.out);
+    all_reported.insert(all_reported.end(), reported.begin(), reported.end());
+
+    Store s = Store::open(db);  // resumes: recovers the WAL
+    std::string why;
+    REQUIRE(s.check_integrity(&why));
+    require_reported_rows_present(s, all_reported);
+    // At most one committed row per kill went unreported (killed between commit and print).
+    int64_t n = s.count();
+    CHECK(n >= int64_t(all_reported.size()));
+    CHECK(n <= int64_t(all_reported.size()) + round + 1);
+  }
+  INFO("rows reported over all rounds: " << all_reported.size());
+  CHECK(all_reported.size() > 20);  // the kills did land mid-stream
+  Store s = Store::open(db);
+  StoredRow r = sample_row();
+  int64_t before = s.count();
+  s.insert(r);
+  CHECK(s.count() == before + 1);
+}
+
+TEST_CASE("store: concurrent writers, one fresh file", "[store]") {
+  REQUIRE(fs::exists(writer_binary()));
+  test::TempDir tmp;
+  fs::path db = tmp.path / "fresh" / "concurrent.db";  // created by the racing writers
+  const int writers = 4, each = 200;
+  std::vector<Child> cs;
+  for (int i = 0; i < writers; ++i) cs.push_back(spawn_writer(db, each, "w" + std::to_string(i)));
+  // Read all pipes as they fill, so no writer blocks on a full pipe.
+  for (bool open = true; open;) {
+    open = false;
+    for (auto& c : cs)
+      if (c.fd >= 0) {
+        if (read_some(c, 5)) open = true;
+        else {
+          close(c.fd);
+          c.fd = -1;
+        }
+      }
+  }
+  std::vector<json> reported;
+  for (auto& c : cs) {
+    int st = 0;
+    waitpid(c.pid, &st, 0);
+    INFO("writer output: " << c.out.substr(0, 300));
+    REQUIRE(WIFEXITED(st));
+    REQUIRE(WEXITSTATUS(st) == 0);
+    auto r = reported_rows(c.out);
+    CHECK(r.size() == size_t(each));
+    reported.insert(reported.end(), r.begin(), r.end());
+  }
+  Store s = Store::open(db);
+  REQUIRE(s.check_integrity());
+  CHECK(s.count() == writers * each);
+  require_reported_rows_present(s, reported);
+  std::set<int64_t> ids;
+  for (auto& j : reported) ids.insert(j.at("id").get<int64_t>());
+  CHECK(ids.size() == size_t(writers * each));
+}
+
+TEST_CASE("store: versions compare as numbers", "[store]") {
+  CHECK(compare_versions("580.95.05", "580.105.8") < 0);
+  CHECK(compare_versions("13.0", "12.8") > 0);
+  CHECK(compare_versions("cublasLt 130000", "cublasLt 120804") > 0);
+  CHECK(compare_versions("1.10", "1.9") > 0);
+  CHECK(compare_versions("1.2", "1.2.1") < 0);
+  CHECK(compare_versions("1.02", "1.2") != 0);  // equal numbers, different text: still ordered
+  CHECK(compare_versions("1.02", "1.2") == -compare_versions("1.2", "1.02"));
+  CHECK(compare_versions("99999999999999999999999", "100000000000000000000000") < 0);  // beyond 64 bits
+  CHECK(compare_versions("", "") == 0);
+}
+
+TEST_CASE("store: merging is associative, commutative and idempotent", "[store]") {
+  test::TempDir tmp;
+  auto at = [](StoredRow r, double t, const std::string& nvrtc) {
+    r.row_uuid = new_uuid();  // known before insert: the same row can go into several stores
+    r.time_unix = t;
+    r.time_utc = "t" + std::to_string(int64_t(t));
+    r.prov.nvrtc = nvrtc;
+    return r;
+  };
+  ResultKey k = sample_row().key();
+  StoredRow old_toolchain_new_time = at(sample_row(Status::ok, "fam_a", 1), 2000, "12.8");
+  StoredRow new_toolchain_old_time = at(sample_row(Status::ok, "fam_a", 2), 1000, "13.0");
+  StoredRow fam_b = at(sample_row(Status::ok, "fam_b", 1), 1500, "12.8");
+  StoredRow shared = at(sample_row(Status::compile_failed, "fam_a", 7), 500, "13.0");
+  StoredRow k2_old = at(sample_row(Status::ok, "fam_a", 3), 100, "13.0");
+  k2_old.problem = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn);
+  StoredRow k2_new = at(k2_old, 200, "13.0");
+  k2_new.config = {128, 4, -1};
+  k2_new.config_name = "fam_a_bm128_x4";
+  ResultKey key2 = k2_old.key();
+
+  Store a = Store::open(tmp.path / "a.db");
+  Store b = Store::open(tmp.path / "b.db");
+  Store c = Store::open(tmp.path / "c.db");
+  auto put = [](Store& s, StoredRow r) { return s.insert(r); };
+  int64_t a1 = put(a, old_toolchain_new_time);
+  put(a, shared);
+  int64_t a2 = put(a, k2_old);
+  a.set_winner(k, kAllFamilies, old_toolchain_new_time.config_name, a1, "A");
+  a.set_winner(k, "fam_a", old_toolchain_new_time.config_name, a1);
+  a.set_winner(key2, kAllFamilies, k2_old.config_name, a2);
+  int64_t b1 = put(b, new_toolchain_old_time);
+  put(b, shared);
+  int64_t b2 = put(b, k2_new);
+  b.set_winner(k, kAllFamilies, new_toolchain_old_time.config_name, b1, "B");
+  b.set_winner(k, "fam_a", new_toolchain_old_time.config_name, b1);
+  b.set_winner(key2, kAllFamilies, k2_new.config_name, b2);
+  int64_t c1 = put(c, fam_b);
+  put(c, shared);
+  put(c, old_toolchain_new_time);  // the same row as in A (same uuid)
+  c.set_winner(k, kAllFamilies, fam_b.config_name, c1, "C");
+  c.set_winner(k, "fam_b", fam_b.config_name, c1);
+
+  int n = 0;
+  auto merge2 = [&](const Store& x, const Store& y) {
+    Store out = Store::open(tmp.path / ("m" + std::to_string(n++) + ".db"));
+    out.merge_from(x);
+    out.merge_from(y);
+    return out;
+  };
+  Store bc = merge2(b, c), ab = merge2(a, b);
+  Store left = merge2(a, bc), right = merge2(ab, c);
+  json l = snapshot(left), r = snapshot(right);
+  CHECK(l == r);
+  CHECK(l["rows"].size() == 6);  // 3 + 3 + 3 rows, the shared one once, A's row in C once
+  CHECK(snapshot(merge2(a, b)) == snapshot(merge2(b, a)));
+  CHECK(snapshot(merge2(a, a)) == snapshot(a));
+  CHECK(left.check_integrity());
+
+  // The rule: the newer toolchain wins over the newer measurement; at equal toolchains the
+  // newer measurement wins; winners of other families stand beside.
+  REQUIRE(left.winner(k, kAllFamilies));
+  CHECK(left.winner(k, kAllFamilies)->row_uuid == new_toolchain_old_time.row_uuid);
+  CHECK(left.winner(k, kAllFamilies)->note == "B");
+  CHECK(left.winner(k, "fam_a")->row_uuid == new_toolchain_old_time.row_uuid);
+  CHECK(left.winner(k, "fam_b")->row_uuid == fam_b.row_uuid);
+  CHECK(left.winner(key2, kAllFamilies)->config_name == "fam_a_bm128_x4");
+  CHECK(left.winners().size() == 4);
+  // Local ids are the merged store's own.
+  auto w = left.winner(k, kAllFamilies);
+  CHECK(left.get(w->row_id)->row_uuid == w->row_uuid);
+
+  // Merging again changes nothing; a store merged into itself neither.
+  json before = snapshot(left);
+  CHECK(left.merge_from(b) == 0);
+  CHECK(left.merge_from(left) == 0);
+  CHECK(snapshot(left) == before);
+
+  SECTION("merge_stores combines files; bad input leaves no output") {
+    fs::path out = tmp.path / "merged" / "out.db";
+    CHECK(merge_stores({a.path(), b.path(), c.path()}, out) == 6);
+    CHECK(snapshot(Store::open_readonly(out)) == l);
+    CHECK_THROWS_AS(merge_stores({a.path(), out}, out), InputError);
+    fs::path junk = tmp.path / "junk.db";
+    write_bytes(junk, "junk junk junk junk");
+    fs::path out2 = tmp.path / "out2.db";
+    CHECK_THROWS_AS(merge_stores({a.path(), junk}, out2), InputError);
+    CHECK_FALSE(fs::exists(out2));
+  }
+}
+
+TEST_CASE("store: provenance collected from a device and a plugin", "[store]") {
+  const Family* fam = test::plugins().find("naive");
+  REQUIRE(fam);
+  DeviceInfo dev;
+  dev.name = "NVIDIA Test GPU";
+  dev.uuid = "GPU-0000";
+  dev.limits = arch_limits("sm_90");
+  dev.limits.sm_count = 132;
+  dev.driver_version = "13.0";
+  dev.runtime_version = "13.0";
+  Provenance p = Provenance::collect(dev, *fam, "normal", 99, true);
+  CHECK(p.device_name == dev.name);
+  CHECK(p.arch == "sm_90");
+  CHECK(p.sm_count == 132);
+  CHECK(p.family == "naive");
+  CHECK(p.family_version == fam->version());
+  CHECK(p.source_hash == fam->source_hash());
+  CHECK(p.source_hash != 0);
+  CHECK(p.library.empty());  // a source family
+  CHECK(p.nvrtc == nvrtc_version());
+  CHECK_FALSE(p.driver.empty());  // NVML's string, or the driver's CUDA version without NVML
+  CHECK(p.mode == "quick");
+  CHECK(p.input_seed == 99);
+  CHECK(p.host == host_name());
+  CHECK_FALSE(p.host.empty());
+  CHECK(p.gemmtune_version == std::string(kGemmtuneVersion));
+}

@@ -1,0 +1,111 @@
+// gemmtune export: the lookup table of winners from the results store, as TOML, JSON, CSV
+// or a self-contained C++ header. Needs no GPU.
+#include "cli.hpp"
+#include "store.hpp"
+#include "table.hpp"
+
+#include <map>
+
+namespace gt::cli {
+namespace fs = std::filesystem;
+
+static Command add_export(CLI::App& app, Globals& g);
+static Registrar reg_export(75, add_export);
+
+// The readable "k=v,..." of a stored config: from the family's space for the row's problem
+// on the row's architecture, and only when the space still names the config as the row
+// does (a plugin that changed since would spell other parameters).
+static std::optional<std::string> params_of(const PluginRegistry& reg, const StoredRow& r) {
+  const Family* fam = reg.find(r.family);
+  if (!fam) return std::nullopt;
+  try {
+    gt_device lim = arch_limits(r.prov.arch.empty() ? "sm_90" : r.prov.arch);
+    Space s = fam->space(r.problem, lim);
+    if (s.name(r.config) != r.config_name) return std::nullopt;
+    return s.assignments(r.config);
+  } catch (const std::exception&) {
+    return std::nullopt;  // unknown arch, a family that needs a GPU, a config not in the space
+  }
+}
+
+static Command add_export(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand(
+      "export", "writes the lookup table of winners from the store: TOML, JSON, CSV or a self-contained C++ header "
+                "(no GPU)");
+  static std::string format, output, device, ns = "gemmtune_table";
+  static bool include_replay = false;
+  sub->add_option("--format", format,
+                  "toml|json|csv|cpp (default: from the extension of -o, else json with --json, else toml)");
+  sub->add_option("-o,--output", output, "file to write (replaced atomically; default: standard output)");
+  sub->add_option("--device", device, "only the results of this device (its name as `gemmtune devices` prints it)");
+  sub->add_flag("--include-replay", include_replay,
+                "keep results made by replaying recorded measurements (left out by default: not measured on a GPU)");
+  sub->add_option("--namespace", ns, "C++ namespace of the header (cpp format)")->default_str("gemmtune_table");
+  return {sub, [&g] {
+            TableFormat f = TableFormat::toml;
+            if (!format.empty())
+              f = parse_table_format(format, "--format");
+            else if (auto e = output.empty() ? std::nullopt : format_of_extension(output))
+              f = *e;
+            else if (g.json)
+              f = TableFormat::json;
+            fs::path db = g.db_path();
+            std::error_code ec;
+            if (!fs::exists(db, ec))
+              throw InputError(fmt::format("--db: there is no results store at {} (tune first, or name one with --db)",
+                                           db.string()));
+            Store store = Store::open_readonly(db);
+            ExportOptions o;
+            if (!device.empty()) o.device = device;
+            o.include_replay = include_replay;
+            // Plugins only spell the parameters out; a family that is missing leaves them empty.
+            const PluginRegistry* reg = nullptr;
+            o.params_of = [&g, &reg](const StoredRow& r) {
+              if (!reg) reg = &g.plugins();
+              return params_of(*reg, r);
+            };
+            std::vector<std::string> notes;
+            LookupTable t = table_from_store(store, o, &notes);
+            if (t.entries.empty()) {
+              std::string have;
+              for (auto& k : store.keys()) {
+                if (have.find("'" + k.device_name + "'") == std::string::npos)
+                  have += (have.empty() ? "'" : ", '") + k.device_name + "'";
+              }
+              notes.push_back(device.empty()
+                                  ? fmt::format("the store {} holds no successful measurement: the table is empty",
+                                                db.string())
+                                  : fmt::format("the store {} holds no successful measurement for device '{}' "
+                                                "(devices in the store: {}): the table is empty",
+                                                db.string(), device, have.empty() ? "none" : have));
+            }
+            std::map<std::string, size_t> origins;
+            for (auto& e : t.entries) ++origins[e.origin];
+            if (output.empty() || output == "-") {
+              fmt::print("{}", t.serialize(f, ns));
+            } else {
+              t.save(output, f, ns);
+            }
+            std::string where = output.empty() || output == "-" ? std::string("standard output") : output;
+            if (g.json && !(output.empty() || output == "-")) {
+              nlohmann::json j;
+              j["file"] = output;
+              j["format"] = to_string(f);
+              j["entries"] = t.entries.size();
+              j["origins"] = origins;
+              j["notes"] = notes;
+              j["store"] = db.string();
+              print_json(j);
+            } else {
+              std::string by;
+              for (auto& [k, n] : origins) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", n, k);
+              fmt::print(stderr, "exported {} entr{}{} from {} as {} to {}\n", t.entries.size(),
+                         t.entries.size() == 1 ? "y" : "ies", by.empty() ? "" : " (" + by + ")", db.string(),
+                         to_string(f), where);
+              for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
+            }
+            return 0;
+          }};
+}
+
+}  // namespace gt::cli

@@ -1,0 +1,37 @@
+// gemmtune merge: combine result stores (e.g. one per shard or per host) into one.
+#include "cli.hpp"
+#include "store.hpp"
+
+namespace gt::cli {
+
+static Command add_merge(CLI::App& app, Globals& g);
+static Registrar reg_merge(90, add_merge);
+
+static Command add_merge(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand("merge", "combines stores: rows de-duplicated by their identity, conflicting winners "
+                                          "settled by provenance (newer toolchain, then newer measurement); "
+                                          "merging is associative and idempotent (no GPU needed)");
+  static std::vector<std::string> inputs;
+  static std::string output;
+  sub->add_option("stores", inputs, "stores to merge")->required()->check(CLI::ExistingFile);
+  sub->add_option("-o,--output", output, "the merged store (created, or merged into when it exists)")->required();
+  return {sub, [&g] {
+            // Every input is opened (and so validated) before the output is touched.
+            std::vector<Store> in;
+            for (auto& f : inputs) in.push_back(Store::open_readonly(f));
+            Store out = Store::open(output);
+            int64_t added = 0;
+            for (auto& s : in) added += out.merge_from(s);
+            std::string why;
+            if (!out.check_integrity(&why)) throw RuntimeFailure("the merged store fails its integrity check: " + why);
+            if (g.json)
+              print_json({{"output", output}, {"inputs", inputs}, {"rows_added", added}, {"rows", out.count()},
+                          {"winners", out.winners().size()}});
+            else
+              fmt::print("merged {} store(s) into {}: {} rows added, {} rows, {} winners\n", in.size(), output, added,
+                         out.count(), out.winners().size());
+            return 0;
+          }};
+}
+
+}  // namespace gt::cli
