@@ -40,6 +40,20 @@ void Tuner::ensure_problem(const Problem& p) {
   settled_ = false;
 }
 
+std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed) {
+  if (!reference_ || reference_->measurer == &measurer_) {
+    ensure_problem(p);
+    return measurer_.retime(cs, o_.retime_rounds, seed);
+  }
+  std::lock_guard lock(reference_->mu);
+  if (reference_->prepared != p.key()) {
+    reference_->measurer->set_problem(p, o_.dist, o_.input_seed);
+    reference_->prepared = p.key();
+    reference_->measurer->settle(cs.front(), o_.settle_s);
+  }
+  return reference_->measurer->retime(cs, o_.retime_rounds, seed);
+}
+
 int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov) {
   if (!store_) return 0;
   StoredRow r;
@@ -300,24 +314,20 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
   bool from_store = false;
   if (stored) {
     // A warm re-tune that measured nothing new: the winner settled last time stands.
-    for (auto& f : fin)
-      if (f.name == stored->config_name) {
-        if (auto row = store_->get(stored->row_id)) {
-          f.m = row->m;
-          f.row = row->id;
-          std::rotate(fin.begin(), std::find_if(fin.begin(), fin.end(), [&](const Result& x) { return x.name == f.name; }),
-                      std::find_if(fin.begin(), fin.end(), [&](const Result& x) { return x.name == f.name; }) + 1);
-          from_store = true;
-        }
-        break;
+    auto it = std::find_if(fin.begin(), fin.end(), [&](const Result& x) { return x.name == stored->config_name; });
+    if (it != fin.end())
+      if (auto row = store_->get(stored->row_id)) {
+        it->m = row->m;
+        it->row = row->id;
+        std::iter_swap(fin.begin(), it);
+        from_store = true;
       }
   }
   if (!from_store && !measurer_.is_replay() && !(o_.stop && o_.stop->load())) {
     std::vector<Candidate> cs;
     for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
     try {
-      ensure_problem(p);
-      std::vector<Stats> st = measurer_.retime(cs, o_.retime_rounds, o_.seed);
+      std::vector<Stats> st = retime(p, cs, o_.seed);
       for (size_t i = 0; i < fin.size(); ++i) {
         fin[i].m.time = st[i];
         fin[i].m.quick = false;
@@ -379,8 +389,7 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     std::vector<Candidate> cs;
     for (size_t i : idx) cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best});
     try {
-      ensure_problem(p);
-      std::vector<Stats> st = measurer_.retime(cs, o_.retime_rounds, o_.seed + 1);
+      std::vector<Stats> st = retime(p, cs, o_.seed + 1);
       for (size_t j = 0; j < idx.size(); ++j) po.families[idx[j]].best_m.time = st[j];
     } catch (const RuntimeFailure& e) {
       if (on_note) on_note(fmt::format("re-timing the families' winners failed ({})", e.what()));

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,14 @@ struct TuneEvent {
   double elapsed_s, left_s;  // left_s: NaN when unknown
 };
 
+// With several GPUs, finalists of every problem are re-timed on one reference GPU, so that
+// board-to-board variation cannot pick the winner. Tuners on other GPUs share it.
+struct ReferenceGpu {
+  Measurer* measurer = nullptr;
+  std::mutex mu;
+  std::optional<std::string> prepared;  // the problem its buffers hold
+};
+
 // Where the parameter space of a family comes from (a plugin, or a recording in replay).
 using SpaceSource = std::function<Space(const std::string& family, const Problem& p)>;
 // The provenance of measuring a family now (device, toolchain, plugin source, inputs, mode).
@@ -88,12 +97,16 @@ class Tuner {
   Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
         ProvenanceSource provenance, TuneOptions o);
   ProblemOutcome tune(const Problem& p, const std::vector<std::string>& families);
+  // Re-time finalists on this GPU instead of the tuner's own (several GPUs).
+  void set_reference(ReferenceGpu* ref) { reference_ = ref; }
   std::function<void(const TuneEvent&)> on_progress;
   std::function<void(const std::string&)> on_note;  // one-line notes (skips, restarts, stale rows)
 
  private:
   FamilyOutcome tune_family(const Problem& p, const std::string& family);
   void ensure_problem(const Problem& p);
+  // Re-times candidates on the reference GPU (or this tuner's own).
+  std::vector<Stats> retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
   int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
   const Family* plugin(const std::string& family) const;
 
@@ -106,6 +119,7 @@ class Tuner {
   TuneOptions o_;
   std::optional<std::string> prepared_;  // key of the problem the measurer holds
   bool settled_ = false;
+  ReferenceGpu* reference_ = nullptr;
 };
 
 std::string describe(const TuneOptions& o);

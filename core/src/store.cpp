@@ -565,6 +565,13 @@ Kind classify(sqlite3* db, const fs::path& file) {
   return Kind::ours;
 }
 
+const char* kRoofsDdl =
+    "CREATE TABLE IF NOT EXISTS roofs (\n"
+    "  device_name TEXT NOT NULL, name TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL,\n"
+    "  how TEXT NOT NULL, sm_clock_mhz REAL, power_w REAL, temp_c REAL,\n"
+    "  time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
+    "  PRIMARY KEY (device_name, name)\n)";
+
 void create_schema(sqlite3* db) {
   exec(db, fmt::format("PRAGMA application_id = {}", kApplicationId));
   exec(db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
@@ -581,6 +588,7 @@ void create_schema(sqlite3* db) {
                        "  note TEXT NOT NULL, time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
                        "  PRIMARY KEY ({}, family)\n)",
                        kKeyCols));
+  exec(db, kRoofsDdl);
   auto [now, unix_now] = utc_now();
   (void)unix_now;
   Stmt st(db, "INSERT INTO meta (key, value) VALUES ('application', 'gemmtune'), ('schema_version', ?), "
@@ -652,6 +660,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     if (classify(impl->db, file) == Kind::empty) create_schema(impl->db);
     t.commit();
   }
+  exec(impl->db, kRoofsDdl);
   return impl;
 }
 
@@ -932,6 +941,22 @@ int64_t Store::merge_from(const Store& other) {
     }
     impl_->put_winner(theirs);
   }
+  {
+    // Roofs: per (device, name) the newer measurement wins (the upsert keeps the newer).
+    Stmt src(other.impl_->db, "SELECT device_name, name, value, unit, how, sm_clock_mhz, power_w, temp_c, time_utc, "
+                              "time_unix FROM roofs");
+    Stmt dst(db, "INSERT INTO roofs (device_name, name, value, unit, how, sm_clock_mhz, power_w, temp_c, time_utc, "
+                 "time_unix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_name, name) DO UPDATE SET "
+                 "value = excluded.value, unit = excluded.unit, how = excluded.how, sm_clock_mhz = "
+                 "excluded.sm_clock_mhz, power_w = excluded.power_w, temp_c = excluded.temp_c, time_utc = "
+                 "excluded.time_utc, time_unix = excluded.time_unix WHERE excluded.time_unix > roofs.time_unix OR "
+                 "(excluded.time_unix = roofs.time_unix AND excluded.value > roofs.value)");
+    while (src.step()) {
+      dst.reset();
+      for (int i = 0; i < 10; ++i) sqlite3_bind_value(dst.get(), i + 1, sqlite3_column_value(src.get(), i));
+      dst.step();
+    }
+  }
   t.commit();
   return added;
 }
@@ -948,6 +973,60 @@ int64_t merge_stores(const std::vector<fs::path>& inputs, const fs::path& output
   int64_t added = 0;
   for (const auto& s : sources) added += out.merge_from(s);
   return added;
+}
+
+static void bind_nullable(sqlite3_stmt* s, int i, double v) {
+  if (std::isfinite(v))
+    sqlite3_bind_double(s, i, v);
+  else
+    sqlite3_bind_null(s, i);
+}
+
+void Store::put_roof(const RoofRow& r0) {
+  if (impl_->readonly) throw RuntimeFailure(fmt::format("{}: the store is open read-only", impl_->path.string()));
+  RoofRow r = r0;
+  if (r.time_utc.empty()) std::tie(r.time_utc, r.time_unix) = utc_now();
+  std::lock_guard lock(impl_->mu);
+  Stmt st(impl_->db,
+          "INSERT INTO roofs (device_name, name, value, unit, how, sm_clock_mhz, power_w, temp_c, time_utc, time_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_name, name) DO UPDATE SET value = excluded.value, "
+          "unit = excluded.unit, how = excluded.how, sm_clock_mhz = excluded.sm_clock_mhz, power_w = excluded.power_w, "
+          "temp_c = excluded.temp_c, time_utc = excluded.time_utc, time_unix = excluded.time_unix "
+          "WHERE excluded.time_unix >= roofs.time_unix");
+  sqlite3_stmt* s = st.get();
+  sqlite3_bind_text(s, 1, r.device_name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 2, r.name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(s, 3, r.value);
+  sqlite3_bind_text(s, 4, r.unit.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 5, r.how.c_str(), -1, SQLITE_TRANSIENT);
+  bind_nullable(s, 6, r.sm_clock_mhz);
+  bind_nullable(s, 7, r.power_w);
+  bind_nullable(s, 8, r.temp_c);
+  sqlite3_bind_text(s, 9, r.time_utc.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(s, 10, r.time_unix);
+  st.step();
+}
+
+std::vector<RoofRow> Store::roofs(const std::optional<std::string>& device_name) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<RoofRow> out;
+  Stmt st(impl_->db, std::string("SELECT device_name, name, value, unit, how, sm_clock_mhz, power_w, temp_c, time_utc, "
+                                 "time_unix FROM roofs") +
+                         (device_name ? " WHERE device_name = ?" : "") + " ORDER BY device_name, name");
+  if (device_name) sqlite3_bind_text(st.get(), 1, device_name->c_str(), -1, SQLITE_TRANSIENT);
+  auto real = [](sqlite3_stmt* s, int i) {
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? kNaN : sqlite3_column_double(s, i);
+  };
+  auto text = [](sqlite3_stmt* s, int i) {
+    auto* t = sqlite3_column_text(s, i);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  };
+  while (st.step()) {
+    sqlite3_stmt* s = st.get();
+    out.push_back(RoofRow{text(s, 0), text(s, 1), real(s, 2), text(s, 3), text(s, 4), real(s, 5), real(s, 6),
+                          real(s, 7), text(s, 8), real(s, 9)});
+  }
+  return out;
 }
 
 bool Store::check_integrity(std::string* why) const {

@@ -112,6 +112,19 @@ struct Winner {
 };
 inline constexpr const char* kAllFamilies = "*";
 
+// A measured roof: "fp32_fma" and "tensor_<dtype>" in FLOP/s, "mem_read" and "mem_copy"
+// in bytes/s.
+struct RoofRow {
+  std::string device_name;
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::string how;  // what was run to measure it
+  double sm_clock_mhz = kNaN, power_w = kNaN, temp_c = kNaN;
+  std::string time_utc;
+  double time_unix = 0;
+};
+
 // Random 128-bit hex (32 characters), from the OS's entropy source: distinct across
 // processes, including forked ones.
 std::string new_uuid();
@@ -194,6 +207,11 @@ class Store {
   // newer measurement (see winner_outranks). Merging is associative, commutative and
   // idempotent in the resulting sets of rows and winners. Returns the rows added.
   int64_t merge_from(const Store& other);
+
+  // The device's measured roofs (`gemmtune roofs`): one value per (device, roof name), the
+  // newest kept. compare and the report read them; they are never datasheet numbers.
+  void put_roof(const RoofRow& r);
+  std::vector<RoofRow> roofs(const std::optional<std::string>& device_name = std::nullopt) const;
 
   // PRAGMA integrity_check (and the foreign keys of winners); false with the report in *why.
   bool check_integrity(std::string* why = nullptr) const;

@@ -104,6 +104,13 @@ std::string human_seconds(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
+std::filesystem::path config_dir() {
+  for (fs::path p : {executable_dir() / ".." / "configs", executable_dir() / ".." / "share" / "gemmtune" / "configs",
+                     fs::path(GEMMTUNE_SOURCE_DIR) / "configs"})
+    if (fs::is_directory(p)) return fs::weakly_canonical(p);
+  return fs::path(GEMMTUNE_SOURCE_DIR) / "configs";
+}
+
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
 DeviceInfo gpu_or_exit(int index) { return require_device(index); }

@@ -77,6 +77,9 @@ class Progress {
 };
 
 std::string human_seconds(double s);
+// The configs/ folder: beside the binary's parent (a build inside the checkout, or an
+// install), else the source tree this binary was built from.
+std::filesystem::path config_dir();
 void print_json(const nlohmann::json& j);
 // The device to measure on, or NoGpuError (exit 3) with the reason.
 DeviceInfo gpu_or_exit(int index);

@@ -17,11 +17,9 @@ static Command add_merge(CLI::App& app, Globals& g) {
   sub->add_option("-o,--output", output, "the merged store (created, or merged into when it exists)")->required();
   return {sub, [&g] {
             // Every input is opened (and so validated) before the output is touched.
-            std::vector<Store> in;
-            for (auto& f : inputs) in.push_back(Store::open_readonly(f));
+            std::vector<std::filesystem::path> in(inputs.begin(), inputs.end());
+            int64_t added = merge_stores(in, output);
             Store out = Store::open(output);
-            int64_t added = 0;
-            for (auto& s : in) added += out.merge_from(s);
             std::string why;
             if (!out.check_integrity(&why)) throw RuntimeFailure("the merged store fails its integrity check: " + why);
             if (g.json)

@@ -2,11 +2,8 @@
 // store every measurement, print the winners.
 #include "cli.hpp"
 #include "job.hpp"
-#include "measure_service.hpp"
-#include "replay_measurer.hpp"
-#include "store.hpp"
-#include "tuner.hpp"
-#include "worker_client.hpp"
+#include "session.hpp"
+#include "shard.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -33,7 +30,10 @@ struct TuneArgs {
   uint64_t patience = 0;
   uint64_t seed = 1;
   bool seed_given = false;
+  std::string devices;
   int device = 0;
+  std::string shard;
+  double hang_floor = 10;
   bool no_isolation = false, full = false, no_reuse = false;
   int finalists = -1, rounds = 8;
   std::string dist;
@@ -66,6 +66,15 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs")
       ->each([](const std::string&) { a.seed_given = true; });
   sub->add_option("--device", a.device, "GPU index")->default_val(0);
+  sub->add_option("--devices", a.devices,
+                  "tune on several GPUs: all, or 0,1,... (one worker per GPU, problems shared out as GPUs free up; "
+                  "finalists re-timed on the first GPU named)");
+  sub->add_option("--shard", a.shard,
+                  "I/N: tune only the problems whose index in the job is I modulo N (else from SLURM_ARRAY_TASK_ID, "
+                  "SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK); combine the shards' stores with `gemmtune merge`");
+  sub->add_option("--hang-floor", a.hang_floor,
+                  "seconds a silent worker is given before a candidate counts as hung (also 50x its slowest call)")
+      ->default_val(10);
   sub->add_flag("--no-isolation", a.no_isolation,
                 "measure in this process rather than a worker process (a faulting kernel then ends the tune)");
   sub->add_flag("--full", a.full, "full timing for every candidate (default: quick exploration, full finalists)");
@@ -101,7 +110,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
               if (std::find(names.begin(), names.end(), o.strategy) == names.end()) {
                 std::string known;
                 for (auto& n : names) known += ", " + n;
-                throw InputError(fmt::format("--strategy: unknown strategy '{}' (known: auto{})", o.strategy, known));
+                throw InputError(fmt::format("{}: unknown strategy '{}' (known: auto{})",
+                                             a.strategy.empty() ? job.source : "--strategy", o.strategy, known));
               }
             }
             if (a.budget) o.budget.max_evaluations = a.budget;
@@ -129,174 +139,171 @@ static Command add_tune(CLI::App& app, Globals& g) {
             o.tune_id = new_uuid().substr(0, 12);
             if (o.dist == Distribution::zeros)
               fmt::print(stderr, "warning: zero inputs run faster than real data and hide unwritten outputs\n");
-
+            Shard shard = resolve_shard(a.shard, environment());
+            std::vector<size_t> mine = shard_indices(job.problems.size(), shard);
+            SessionOptions so;
+            so.replay = a.replay;
+            so.isolate = !a.no_isolation;
+            so.hang_floor_s = a.hang_floor;
+            so.devices = !a.devices.empty() ? std::vector<int>{} : std::vector<int>{a.device};
+            if (!a.devices.empty() && a.devices != "all") so.devices = parse_devices(a.devices);
+            // The README's main command on a machine without a GPU: the same job, replayed.
+            std::string why_none;
+            if (a.default_job && so.replay.empty() && device_count(&why_none) == 0) {
+              std::filesystem::path rp = config_dir() / "default_job.replay.json";
+              fmt::print(stderr, "gemmtune: {}\ngemmtune: running the default job as a REPLAY of measurements recorded "
+                                 "on a GPU ({})\n", why_none, rp.string());
+              so.replay = rp.string();
+            }
             // Families: command line, else the problem set's, else the job's, else every one.
-            std::optional<Recording> rec;
-            if (!a.replay.empty()) rec = Recording::load(a.replay);
+            std::optional<Recording> rec_for_names;
+            if (!so.replay.empty()) rec_for_names = Recording::load(so.replay);
             std::vector<std::string> all;
-            if (rec) {
-              for (auto& s : rec->spaces())
+            if (rec_for_names) {
+              for (auto& s : rec_for_names->spaces())
                 if (std::find(all.begin(), all.end(), s.family()) == all.end()) all.push_back(s.family());
             } else {
               all = g.plugins().names();
             }
             auto families_for = [&](const JobProblem& jp) {
-              std::vector<std::string> f = !a.families.empty() ? a.families : !jp.families.empty() ? jp.families
-                                                                           : !js.families.empty() ? js.families : all;
-              return f;
+              return !a.families.empty() ? a.families : !jp.families.empty() ? jp.families : !js.families.empty() ? js.families : all;
             };
             for (auto& jp : job.problems)
               for (auto& f : families_for(jp))
                 if (std::find(all.begin(), all.end(), f) == all.end()) {
                   std::string known;
                   for (auto& x : all) known += (known.empty() ? "" : ", ") + x;
-                  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})", a.families.empty() ? job.source : "--family", f,
-                                               rec ? "recorded in " + a.replay : "loaded", known));
+                  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})", a.families.empty() ? job.source : "--family",
+                                               f, rec_for_names ? "recorded in " + so.replay : "loaded", known));
                 }
+            if (!a.devices.empty() && a.devices == "all") so.devices = parse_devices("all");
 
-            // 2. The store, then the measurer: a recording, or the GPU (exit 3 without one).
-            std::filesystem::path db = g.db_path();
-            bool temp_db = false;
-            if (rec && g.db.empty() && !std::getenv("GEMMTUNE_DB")) {
-              // A replay is not a measurement: keep it out of the user's store unless asked.
-              db = std::filesystem::temp_directory_path() / fmt::format("gemmtune-replay-{}.db", o.tune_id);
-              temp_db = true;
-            }
-            Store store = Store::open(db);
-            std::unique_ptr<Measurer> measurer;
-            if (rec) {
-              measurer = std::make_unique<ReplayMeasurer>(*rec);
-            } else {
-              std::string why;
-              if (device_count(&why) == 0) throw NoGpuError(why);
-              if (a.no_isolation) {
-                measurer = std::make_unique<MeasureService>(g.plugins(), g.cache(), a.device);
-              } else {
-                std::vector<std::string> argv = {(executable_dir() / "gemmtune").string(), "__worker", "--device",
-                                                 std::to_string(a.device), "--cache-dir", g.cache_path().string()};
-                for (auto& d : plugin_dirs(g.plugin_dirs)) {
-                  argv.push_back("--plugin-dir");
-                  argv.push_back(d.string());
-                }
-                measurer = std::make_unique<WorkerClient>(argv, g.plugins());
-              }
-            }
-            const DeviceInfo& dev = measurer->device();
-            CubinCache cache = g.cache();
-            Compiler compiler(&cache);
-            std::optional<CompilePool> pool;
-            if (!rec) pool.emplace(compiler);
-
-            SpaceSource spaces = [&](const std::string& family, const Problem& p) -> Space {
-              if (rec) {
-                const RecordedSpace* rs = rec->find(p.key(), family);
-                if (!rs) throw RuntimeFailure(fmt::format("nothing recorded for {} on {}", family, p.key()));
-                return rs->space();
-              }
-              return g.plugins().get(family).space(p, dev.limits);
-            };
-            ProvenanceSource prov = [&](const std::string& family, bool quick) -> Provenance {
-              if (rec) return replay_provenance(*rec, family, to_string(o.dist), quick);
-              return Provenance::collect(dev, g.plugins().get(family), to_string(o.dist), o.input_seed, quick);
-            };
-            Tuner tuner(rec ? nullptr : &g.plugins(), *measurer, &store, pool ? &*pool : nullptr, spaces, prov, o);
-            Progress* current = nullptr;
-            tuner.on_progress = [&](const TuneEvent& e) {
-              if (current)
-                current->update(e.done, fmt::format("best {} us {}", fmt_us(e.best_us), e.best_name));
-            };
-            tuner.on_note = [&](const std::string& s) { fmt::print(stderr, "note: {}\n", s); };
-
-            std::string label = rec ? fmt::format(" [REPLAY of {} recorded on {}]", a.replay, dev.name) : "";
+            // 2. The store, the measurers (exit 3 without a GPU), then the search.
+            Session session(g, so);
+            const DeviceInfo& dev = session.measurer(0).device();
+            std::string label = session.label();
             if (!g.json) {
-              fmt::print("gemmtune tune: {} ({} problems) on {}{}\n", job.name, job.problems.size(), measurer->describe(), label);
-              fmt::print("  {}; store {}{}\n", describe(o), db.string(), temp_db ? " (temporary: replay results are not kept)" : "");
+              fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", job.name, mine.size(), job.problems.size(),
+                         shard.count > 1 ? fmt::format(", shard {}/{} from {}", shard.index, shard.count, shard.source) : "",
+                         session.measurer(0).describe(),
+                         session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", label);
+              fmt::print("  {}; store {}{}\n", describe(o), session.db().string(),
+                         session.temporary_db() ? " (temporary: replay results are not kept)" : "");
             }
             std::signal(SIGINT, on_sigint);
             auto t0 = std::chrono::steady_clock::now();
-            std::vector<ProblemOutcome> outcomes;
-            for (auto& jp : job.problems) {
-              if (g_stop) break;
-              auto fams = families_for(jp);
-              std::vector<std::string> tuned;
-              for (auto& f : fams) {
-                // Each family gets its own progress line.
-                tuned.push_back(f);
+            std::vector<std::optional<ProblemOutcome>> outcomes(job.problems.size());
+            std::mutex print_mu;
+            const bool bars_on = !g.quiet && !g.json && session.measurers() == 1;
+            auto report = [&](const ProblemOutcome& po, const std::string& gpu) {
+              std::lock_guard lock(print_mu);
+              if (g.json) return;
+              fmt::print("\n{}{}{}\n", po.problem.key(), gpu, label);
+              fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}\n", "family", "time us", "TFLOP/s", "evaluated",
+                         "failed", "strategy", "best config");
+              for (size_t i = 0; i < po.families.size(); ++i) {
+                const auto& f = po.families[i];
+                if (!f.skipped.empty()) {
+                  fmt::print("  {:<14} skipped: {}\n", f.family, f.skipped);
+                  continue;
+                }
+                uint64_t failed = 0;
+                for (auto& [st, n] : f.by_status)
+                  if (st != Status::ok) failed += n;
+                fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time.median),
+                           f.best ? fmt::format("{:.1f}", f.best_m.tflops(po.problem.flops())) : "-",
+                           fmt::format("{}{}", f.evaluated, f.reused ? fmt::format(" ({} stored)", f.reused) : ""), failed,
+                           f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
+                           f.tie ? " (tie)" : "");
+                if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
+                std::string fails;
+                for (auto& [st, n] : f.by_status)
+                  if (st != Status::ok) fails += fmt::format("{}{} {}", fails.empty() ? "" : ", ", n, to_string(st));
+                fmt::print("  {:<14} stopped: {}; compile {}, measure {}{}{}\n", "", f.stop_reason,
+                           f.compile_s > 0 ? human_seconds(f.compile_s) : "-", f.measure_s > 0 ? human_seconds(f.measure_s) : "-",
+                           f.stale ? fmt::format(", {} stale rows re-measured", f.stale) : "",
+                           fails.empty() ? "" : "; failures: " + fails);
               }
-              ProblemOutcome po;
-              po.problem = jp.problem;
+              if (!po.note.empty()) fmt::print("  note: {}\n", po.note);
+            };
+            ReferenceGpu reference;
+            reference.measurer = &session.measurer(0);
+            std::atomic<size_t> next{0};
+            auto work = [&](size_t gpu) {
+              Tuner tuner(session.plugins(), session.measurer(gpu), &session.store(), session.pool(), session.spaces(),
+                          session.provenance(o.dist, o.input_seed, gpu), o);
+              if (session.measurers() > 1) tuner.set_reference(&reference);
               std::vector<std::unique_ptr<Progress>> bars;
-              tuner.on_progress = [&](const TuneEvent& e) {
-                if (bars.empty() || bars.back()->what() != e.family + " " + e.problem->key()) {
-                  if (!bars.empty()) bars.back()->finish();
-                  bars.push_back(std::make_unique<Progress>(e.family + " " + e.problem->key(), e.total, !g.quiet && !g.json));
-                }
-                bars.back()->update(e.done, fmt::format("best {} us{}", fmt_us(e.best_us), label.empty() ? "" : " [replay]"));
-              };
-              po = tuner.tune(jp.problem, tuned);
-              if (!bars.empty()) bars.back()->finish();
-              outcomes.push_back(po);
-              if (!g.json) {
-                fmt::print("\n{}{}\n", jp.problem.key(), label);
-                fmt::print("  {:<14} {:>10} {:>9} {:>11} {:>9}  {:<11} {}\n", "family", "time us", "TFLOP/s", "evaluated", "failed",
-                           "strategy", "best config");
-                for (size_t i = 0; i < po.families.size(); ++i) {
-                  const auto& f = po.families[i];
-                  if (!f.skipped.empty()) {
-                    fmt::print("  {:<14} skipped: {}\n", f.family, f.skipped);
-                    continue;
+              if (bars_on)
+                tuner.on_progress = [&](const TuneEvent& e) {
+                  std::string what = e.family + " " + e.problem->key();
+                  if (bars.empty() || bars.back()->what() != what) {
+                    if (!bars.empty()) bars.back()->finish();
+                    bars.push_back(std::make_unique<Progress>(what, e.total, true));
                   }
-                  uint64_t failed = 0;
-                  for (auto& [st, n] : f.by_status)
-                    if (st != Status::ok) failed += n;
-                  fmt::print("  {:<14} {:>10} {:>9} {:>11} {:>9}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time.median),
-                             f.best ? fmt::format("{:.1f}", f.best_m.tflops(jp.problem.flops())) : "-",
-                             fmt::format("{}{}", f.evaluated, f.reused ? fmt::format(" ({} stored)", f.reused) : ""), failed,
-                             f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
-                             f.tie ? " (tie)" : "");
-                  if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
-                  fmt::print("  {:<14} stopped: {}; {} compiling, {} measuring{}\n", "", f.stop_reason,
-                             human_seconds(f.compile_s), human_seconds(f.measure_s),
-                             f.stale ? fmt::format(", {} stale rows re-measured", f.stale) : "");
-                }
-                if (!po.note.empty()) fmt::print("  note: {}\n", po.note);
+                  bars.back()->update(e.done, fmt::format("best {} us {}{}", fmt_us(e.best_us), e.best_name,
+                                                          label.empty() ? "" : " [replay]"));
+                };
+              tuner.on_note = [&](const std::string& s) {
+                std::lock_guard lock(print_mu);
+                fmt::print(stderr, "note: {}\n", s);
+              };
+              for (size_t j; (j = next++) < mine.size() && !g_stop;) {
+                const JobProblem& jp = job.problems[mine[j]];
+                ProblemOutcome po = tuner.tune(jp.problem, families_for(jp));
+                if (!bars.empty()) bars.back()->finish();
+                bars.clear();
+                report(po, session.measurers() > 1 ? fmt::format(" [GPU {}]", session.measurer(gpu).device().index) : "");
+                outcomes[mine[j]] = std::move(po);
               }
+            };
+            if (session.measurers() == 1) {
+              work(0);
+            } else {
+              std::vector<std::thread> threads;
+              for (size_t i = 0; i < session.measurers(); ++i) threads.emplace_back(work, i);
+              for (auto& t : threads) t.join();
             }
             double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (!a.record.empty()) {
-              Recording out = recording_from_store(store, o.tune_id, spaces);
+              Recording out = recording_from_store(session.store(), o.tune_id, session.spaces());
               out.save(a.record);
               if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
             }
+            size_t done = 0;
+            for (auto& po : outcomes) done += po.has_value();
             if (g.json) {
               nlohmann::json j = nlohmann::json::array();
-              for (auto& po : outcomes) {
+              for (auto& opt : outcomes) {
+                if (!opt) continue;
+                const ProblemOutcome& po = *opt;
                 nlohmann::json fams = nlohmann::json::array();
                 for (auto& f : po.families) {
                   nlohmann::json fj = {{"family", f.family}, {"skipped", f.skipped}, {"strategy", f.strategy},
                                        {"evaluated", f.evaluated}, {"reused", f.reused}, {"stale", f.stale},
                                        {"valid_space", f.valid_space}, {"stop_reason", f.stop_reason},
-                                       {"seconds", f.seconds}};
+                                       {"seconds", f.seconds}, {"compile_s", f.compile_s}, {"measure_s", f.measure_s}};
+                  nlohmann::json st = nlohmann::json::object();
+                  for (auto& [s, n] : f.by_status) st[to_string(s)] = n;
+                  fj["by_status"] = st;
                   if (f.best) {
                     fj["best"] = f.best_name;
                     fj["best_measurement"] = f.best_m;
                     fj["tflops"] = f.best_m.tflops(po.problem.flops());
+                    fj["tie"] = f.tie;
                   }
                   fams.push_back(fj);
                 }
                 j.push_back({{"problem", po.problem}, {"key", po.problem.key()}, {"families", fams},
                              {"winner", po.winner >= 0 ? po.families[size_t(po.winner)].family : ""},
-                             {"replay", bool(rec)}, {"seconds", po.seconds}});
+                             {"replay", session.replay()}, {"seconds", po.seconds}});
               }
-              print_json({{"job", job.name}, {"device", dev.name}, {"tune_id", o.tune_id}, {"replay", bool(rec)},
+              print_json({{"job", job.name}, {"device", dev.name}, {"tune_id", o.tune_id}, {"replay", session.replay()},
+                          {"shard", fmt::format("{}/{}", shard.index, shard.count)}, {"gpus", session.measurers()},
                           {"seconds", total}, {"problems", j}});
             } else {
-              fmt::print("\n{} problem(s) in {}{}{}\n", outcomes.size(), human_seconds(total),
+              fmt::print("\n{} of {} problem(s) in {}{}{}\n", done, mine.size(), human_seconds(total),
                          g_stop ? " (interrupted: stopped after the measurement in flight)" : "", label);
-            }
-            if (temp_db) {
-              std::error_code ec;
-              for (auto ext : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + ext, ec);
             }
             return g_stop ? 130 : 0;
           }};

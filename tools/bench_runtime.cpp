@@ -1,0 +1,274 @@
+// bench_runtime: what the gemmtune runtime adds to a launch. For each shape it makes the
+// first call (lookup + build + load), then measures, in alternating batches, the host time
+// of Runtime::gemm() and of launching the same prepared kernel directly; the per-call
+// overhead is the median of the paired differences (target: under 1 µs).
+//
+// Without a GPU (or with --dry-run) the runtime runs in its dry-run mode, which does
+// everything but the launch: what is measured then is the dispatch path alone (argument
+// checks, the key, the hash-map lookup), and the output says so.
+#include "gemmtune_runtime.hpp"
+
+#include "device.hpp"
+#include "errors.hpp"
+#include "evaluate.hpp"
+#include "plugin.hpp"
+#include "table.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw gt::RuntimeFailure(fmt::format("{}: {}", what, cudaGetErrorString(e)));
+}
+
+std::string us_text(double us) {
+  if (!std::isfinite(us)) return "-";
+  if (std::abs(us) < 1) return fmt::format("{:.0f} ns", us * 1e3);
+  if (us < 1e3) return fmt::format("{:.2f} us", us);
+  return fmt::format("{:.1f} ms", us / 1e3);
+}
+
+struct Row {
+  gt::Problem p;
+  gemmtune::Choice choice;
+  double first_us = 0;
+  double gemm_us = 0, direct_us = 0, overhead_us = 0, overhead_p90_us = 0;
+  int samples = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Per-call overhead of the gemmtune runtime after the first call: host time of Runtime::gemm() minus "
+               "the host time of launching the same prepared kernel directly (median over many calls; target < 1 us)."};
+  std::string table, shapes = "64x64x64,256x256x256,512x512x512", dtype = "f32", layout = "nn", plugin_dir, cache_dir;
+  int batch = 32, samples = 300, device = 0;
+  double max_seconds = 2.0;
+  bool dry = false, json = false;
+  app.add_option("--table", table, "lookup table (JSON or TOML; default: an empty table, so every shape takes the "
+                                   "default config: cuBLASLt's pick, or naive's default)");
+  app.add_option("--shapes", shapes, "comma-separated MxNxK")->default_str("64x64x64,256x256x256,512x512x512");
+  app.add_option("--dtype", dtype, "input type (output: the default for it)")->default_str("f32");
+  app.add_option("--layout", layout, "nn|nt|tn|tt")->default_str("nn");
+  app.add_option("--batch", batch, "calls per timed batch (synchronised between batches, untimed)")
+      ->default_val(32)->check(CLI::Range(1, 512));
+  app.add_option("--samples", samples, "batches per side and shape, at most")->default_val(300)->check(CLI::Range(5, 1000000));
+  app.add_option("--max-seconds", max_seconds, "time per shape, at most")->default_val(2.0);
+  app.add_option("--plugin-dir", plugin_dir, "plugins (default: GEMMTUNE_PLUGIN_PATH, else the build's ../plugins)");
+  app.add_option("--cache-dir", cache_dir, "compiled-kernel cache");
+  app.add_option("--device", device, "GPU index")->default_val(0);
+  app.add_flag("--dry-run", dry, "measure the dispatch path alone, without launching (the default without a GPU)");
+  app.add_flag("--json", json, "machine-readable output");
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<gt::Problem> problems;
+  try {
+    gt::DType in = gt::parse_dtype(dtype, "--dtype");
+    gt::Layout l = gt::parse_layout(layout, "--layout");
+    size_t pos = 0;
+    while (pos <= shapes.size()) {
+      size_t end = shapes.find(',', pos);
+      if (end == std::string::npos) end = shapes.size();
+      if (end > pos) {
+        auto d = gt::parse_shape(shapes.substr(pos, end - pos), "--shapes");
+        problems.push_back(gt::Problem::make(d[0], d[1], d[2], in, gt::Problem::default_out(in), l));
+      }
+      pos = end + 1;
+    }
+    if (problems.empty()) throw gt::InputError("--shapes: no shape given");
+  } catch (const gt::InputError& e) {
+    fmt::print(stderr, "bench_runtime: error: {}\n", e.what());
+    return 2;
+  }
+
+  std::string why_no_gpu;
+  bool have_gpu = gt::device_count(&why_no_gpu) > device;
+  if (!have_gpu) dry = true;
+  std::string mode_note =
+      !dry ? "" : have_gpu ? "dry run (--dry-run): the dispatch path alone, nothing is launched"
+                           : fmt::format("{}\ndry run: measuring the dispatch path alone (argument checks, key, "
+                                         "prepared-kernel lookup); nothing is launched",
+                                         why_no_gpu);
+
+  if (plugin_dir.empty() && !std::getenv("GEMMTUNE_PLUGIN_PATH"))
+    plugin_dir = (gt::executable_dir() / ".." / "plugins").lexically_normal().string();
+  std::filesystem::path tmp_table;
+  if (table.empty()) {
+    // An empty table is a valid one: every lookup falls through to the default.
+    tmp_table = std::filesystem::temp_directory_path() / fmt::format("bench_runtime_{}.json", std::random_device{}());
+    gt::LookupTable().save(tmp_table, gt::TableFormat::json);
+    table = tmp_table.string();
+  }
+
+  int rc = 0;
+  std::vector<Row> rows;
+  std::string device_text;
+  try {
+    gemmtune::Options o;
+    if (!plugin_dir.empty()) o.plugin_dirs = {plugin_dir};
+    o.cache_dir = cache_dir;
+    o.device = device;
+    o.dry_run = dry;
+    if (have_gpu) check(cudaSetDevice(device), "cudaSetDevice");
+    gemmtune::Runtime rt(table, o);
+    device_text = have_gpu ? fmt::format("GPU {}: {}", device, gt::device_info(device).name)
+                           : fmt::format("no GPU; kernels compiled for {}", rt.arch());
+    cudaStream_t stream = nullptr;
+    if (!dry) check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+    for (const gt::Problem& p : problems) {
+      Row row;
+      row.p = p;
+      std::vector<gt::DeviceBuffer> bufs;
+      gemmtune::GemmArgs g;
+      g.m = p.m;
+      g.n = p.n;
+      g.k = p.k;
+      g.in = gemmtune_dtype(p.in);
+      g.out = gemmtune_dtype(p.out);
+      g.layout = gemmtune_layout(p.layout);
+      g.lda = p.lda;
+      g.ldb = p.ldb;
+      g.ldc = p.ldc;
+      if (!dry) {
+        bufs.emplace_back(p.bytes_a());
+        bufs.emplace_back(p.bytes_b());
+        bufs.emplace_back(p.bytes_c());
+        // Contents do not change the host-side cost; zeros keep the kernels' work defined.
+        for (auto& b : bufs) check(cudaMemsetAsync(b.get(), 0, b.size(), stream), "cudaMemset");
+        g.a = bufs[0].get();
+        g.b = bufs[1].get();
+        g.c = bufs[2].get();
+      } else {
+        // Never dereferenced: 256-byte aligned like cudaMalloc's, so the key is the same.
+        g.a = reinterpret_cast<const void*>(uintptr_t(1) << 20);
+        g.b = reinterpret_cast<const void*>(uintptr_t(2) << 20);
+        g.c = reinterpret_cast<void*>(uintptr_t(3) << 20);
+      }
+
+      auto t0 = Clock::now();
+      rt.gemm(g, stream);
+      if (!dry) check(cudaStreamSynchronize(stream), "the first call");
+      row.first_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      row.choice = rt.prepare(g);
+      const gt::Runnable* direct = rt.runnable(g);
+      if (!dry && !direct) throw gt::RuntimeFailure("the runtime prepared no kernel for " + p.key());
+
+      auto time_batch = [&](bool through_runtime) {
+        auto s = Clock::now();
+        if (through_runtime) {
+          for (int i = 0; i < batch; ++i) rt.gemm(g, stream);
+        } else {
+          for (int i = 0; i < batch; ++i) check(direct->launch(g.a, g.b, g.c, stream), "direct launch");
+        }
+        double us = std::chrono::duration<double, std::micro>(Clock::now() - s).count() / batch;
+        // Untimed: keeps the launch queue short, so no launch waits for room in it.
+        if (!dry) check(cudaStreamSynchronize(stream), "a batch");
+        return us;
+      };
+      // Warm-up: first-touch costs of both paths (page faults, caches) stay out of the samples.
+      time_batch(true);
+      if (!dry) time_batch(false);
+
+      std::vector<double> via_rt, via_direct, diff;
+      auto start = Clock::now();
+      for (int s = 0; s < samples; ++s) {
+        if (s >= 20 && std::chrono::duration<double>(Clock::now() - start).count() > max_seconds) break;
+        if (dry) {
+          via_rt.push_back(time_batch(true));
+          continue;
+        }
+        // Alternate which side goes first, so neither always follows a synchronisation.
+        double r, d;
+        if (s % 2 == 0) {
+          r = time_batch(true);
+          d = time_batch(false);
+        } else {
+          d = time_batch(false);
+          r = time_batch(true);
+        }
+        via_rt.push_back(r);
+        via_direct.push_back(d);
+        diff.push_back(r - d);
+      }
+      row.samples = int(via_rt.size());
+      row.gemm_us = quantile(via_rt, 0.5);
+      if (dry) {
+        row.direct_us = std::nan("");
+        row.overhead_us = row.gemm_us;
+        row.overhead_p90_us = quantile(via_rt, 0.9);
+      } else {
+        row.direct_us = quantile(via_direct, 0.5);
+        row.overhead_us = quantile(diff, 0.5);
+        row.overhead_p90_us = quantile(diff, 0.9);
+      }
+      rows.push_back(std::move(row));
+    }
+    if (stream) cudaStreamDestroy(stream);
+  } catch (const gemmtune::Error& e) {
+    fmt::print(stderr, "bench_runtime: {}: {}\n", gemmtune_status_string(e.status()), e.what());
+    rc = e.status() == GEMMTUNE_ERROR_NO_GPU ? 3 : e.status() == GEMMTUNE_ERROR_BAD_TABLE ? 2 : 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_runtime: failed: {}\n", e.what());
+    rc = 1;
+  }
+  if (!tmp_table.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(tmp_table, ec);
+  }
+  if (rc != 0) return rc;
+
+  constexpr double kTargetUs = 1.0;
+  bool met = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.overhead_us < kTargetUs; });
+  if (json) {
+    nlohmann::json j;
+    j["device"] = device_text;
+    j["dry_run"] = dry;
+    j["mode"] = dry ? mode_note : "launches on the GPU";
+    j["batch"] = batch;
+    j["target_us"] = kTargetUs;
+    j["target_met"] = met;
+    for (auto& r : rows) {
+      auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+      j["rows"].push_back({{"problem", r.p.key()}, {"config", r.choice.config}, {"match", r.choice.how},
+                           {"first_call_us", r.first_us}, {"gemm_us", num(r.gemm_us)}, {"direct_us", num(r.direct_us)},
+                           {"overhead_us", num(r.overhead_us)}, {"overhead_p90_us", num(r.overhead_p90_us)},
+                           {"samples", r.samples}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  fmt::print("gemmtune runtime: per-call overhead after the first call ({})\n", device_text);
+  if (dry) fmt::print("{}\n", mode_note);
+  fmt::print("host times per call, medians over batches of {} calls; overhead = median of (gemm() - direct launch) "
+             "per batch pair\n\n",
+             batch);
+  fmt::print("{:<30} {:<10} {:>11} {:>13} {:>11} {:>12} {:>12}  {}\n", "problem", "match", "first call",
+             dry ? "direct" : "direct launch", dry ? "dispatch" : "gemm()", "overhead", "p90", "config");
+  for (auto& r : rows) {
+    std::string match = r.choice.how.substr(0, r.choice.how.find(' '));
+    fmt::print("{:<30} {:<10} {:>11} {:>13} {:>11} {:>12} {:>12}  {}\n", r.p.key(), match, us_text(r.first_us),
+               us_text(r.direct_us), us_text(r.gemm_us), us_text(r.overhead_us), us_text(r.overhead_p90_us),
+               r.choice.config);
+  }
+  fmt::print("\ntarget: under {} per call — {}\n", us_text(kTargetUs), met ? "met" : "MISSED");
+  return 0;
+}

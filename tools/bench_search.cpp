@@ -1,0 +1,242 @@
+// bench_search: how close each search strategy gets to the exhaustive optimum within a
+// small share of the valid space, on recorded spaces (replay files) or, without any, on the
+// synthetic GEMM landscapes. For each strategy: the median over seeds of
+// optimum_time / best_time_found after 1, 2, 5 and 10 % of the valid space, the worst seed at
+// 5 %, and the strategy's own wall time per proposal.
+#include "driver.hpp"
+#include "errors.hpp"
+#include "replay.hpp"
+#include "strategy.hpp"
+#include "synthetic.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+using namespace gt;
+using namespace gt::search;
+
+namespace {
+
+constexpr double kFractions[] = {0.01, 0.02, 0.05, 0.10};
+constexpr double kTarget = 0.97;  // of the optimum, within 5 % of the valid space
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct BenchSpace {
+  std::string name;
+  Space space;
+  Objective objective;
+  uint64_t valid = 0, ok = 0;
+  double optimum = kInf;
+  std::vector<double> ok_times;  // sorted
+};
+
+// Valid points, successes and the optimum, by enumerating the space's raw points.
+void survey(BenchSpace& b) {
+  for (uint64_t i = 0, raw = b.space.raw_size(); i < raw; ++i) {
+    Config c = b.space.at(i);
+    if (!b.space.valid(c)) continue;
+    ++b.valid;
+    Observation o = to_observation(c, b.objective(c));
+    if (!o.ok) continue;
+    ++b.ok;
+    b.ok_times.push_back(o.value);
+  }
+  std::sort(b.ok_times.begin(), b.ok_times.end());
+  if (!b.ok_times.empty()) b.optimum = b.ok_times.front();
+}
+
+size_t within(const BenchSpace& b, double rel) {
+  return size_t(std::upper_bound(b.ok_times.begin(), b.ok_times.end(), b.optimum * (1 + rel)) - b.ok_times.begin());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct RunResult {
+  double reached[std::size(kFractions)] = {};
+  double ms_per_proposal = 0;      // wall
+  double cpu_ms_per_proposal = 0;  // this thread's CPU time: what a busy machine does not inflate
+};
+
+RunResult run_one(const BenchSpace& b, const std::string& strategy, uint64_t seed, size_t lookahead, double fraction) {
+  auto s = make_strategy(strategy, b.space, seed);
+  Budget budget;
+  budget.max_fraction = fraction;
+  SearchOptions opt;
+  opt.lookahead = lookahead;
+  opt.valid_space = b.valid;
+  SearchResult r = run_search(*s, b.objective, budget, opt);
+  RunResult out;
+  for (size_t i = 0; i < std::size(kFractions); ++i) {
+    size_t n = size_t(std::ceil(kFractions[i] * double(b.valid)));
+    if (r.best_trace.empty() || n == 0) continue;
+    double best = r.best_trace[std::min(n, r.best_trace.size()) - 1];
+    out.reached[i] = std::isfinite(best) ? b.optimum / best : 0.0;
+  }
+  out.ms_per_proposal = r.proposed ? 1e3 * r.strategy_seconds / double(r.proposed) : 0;
+  out.cpu_ms_per_proposal = r.proposed ? 1e3 * r.strategy_cpu_seconds / double(r.proposed) : 0;
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("bench_search: fraction of the exhaustive optimum each search strategy reaches after 1, 2, 5 and "
+               "10 % of the valid space (median over seeds), on replay files or the synthetic GEMM landscapes");
+  std::vector<std::string> files;
+  std::vector<std::string> strategies = strategy_names();
+  int seeds = 10;
+  size_t lookahead = 1;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  uint64_t synthetic_seed = 1;
+  std::string write_synthetic;
+  bool check = false;
+  std::string only;
+  app.add_option("replays", files, "replay files (gemmtune-replay/1 JSON); none: the synthetic spaces");
+  app.add_option("--strategies", strategies, "strategies to compare")->delimiter(',');
+  app.add_option("--seeds", seeds, "seeds per strategy")->default_val(10)->check(CLI::Range(1, 1000));
+  app.add_option("--lookahead", lookahead,
+                 "proposals kept outstanding (the tune loop compiles this many ahead of the GPU)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 256));
+  app.add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
+  app.add_option("--synthetic-seed", synthetic_seed, "seed of the synthetic landscapes' failures and noise")
+      ->default_val(1);
+  app.add_option("--write-synthetic", write_synthetic, "write the synthetic spaces as a replay file and exit");
+  app.add_option("--only", only, "only the spaces whose name contains this text");
+  app.add_flag("--check", check, "exit 1 unless the best strategy reaches 97 % of the optimum within 5 % of the valid "
+                                 "space on every space, ahead of random");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    for (auto& s : strategies) make_strategy(s, Space("probe", "0", {Param{"p", "", {0}, {}, 0}}), 0);
+
+    std::vector<SyntheticGemm> synthetic;
+    std::vector<RecordedSpace> recorded;
+    std::vector<BenchSpace> spaces;
+    if (files.empty()) {
+      synthetic = SyntheticGemm::suite(synthetic_seed);
+      if (!write_synthetic.empty()) {
+        Recording rec;
+        for (auto& g : synthetic) {
+          RecordedSpace& rs = rec.space_for({"synthetic sm_90", "synthetic", "sm_90"}, g.problem(), g.space().family(),
+                                            g.space().version(), g.space().params());
+          for (uint64_t i = 0, raw = g.space().raw_size(); i < raw; ++i) {
+            Config c = g.space().at(i);
+            Outcome o = g.evaluate(c);
+            // Refusals are implied by absence; only what could run is worth the bytes.
+            if (o.status != Status::cannot_implement && o.status != Status::resources) rs.add(c, o);
+          }
+        }
+        rec.save(write_synthetic);
+        fmt::print("wrote {} synthetic spaces to {}\n", rec.spaces().size(), write_synthetic);
+        return 0;
+      }
+      for (auto& g : synthetic) spaces.push_back({g.name(), g.space(), g.objective(), 0, 0, kInf, {}});
+    } else {
+      for (auto& f : files) {
+        Recording rec = Recording::load(f);
+        for (auto& s : rec.spaces()) recorded.push_back(std::move(s));
+      }
+      for (auto& r : recorded)
+        spaces.push_back({fmt::format("{} {} on {} ({})", r.family(), r.problem().key(), r.device().name,
+                                      r.recorded()),
+                          r.space(), r.objective(), 0, 0, kInf, {}});
+    }
+    std::erase_if(spaces, [&](const BenchSpace& b) { return b.name.find(only) == std::string::npos; });
+    if (spaces.empty()) throw InputError(fmt::format("--only: no space's name contains '{}'", only));
+    for (auto& b : spaces) survey(b);
+
+    // One job per (space, strategy, seed); exhaustive does not depend on the seed.
+    struct Job {
+      size_t space, strategy;
+      uint64_t seed;
+    };
+    std::vector<Job> jobs;
+    for (size_t si = 0; si < spaces.size(); ++si) {
+      if (spaces[si].ok == 0) continue;
+      for (size_t k = 0; k < strategies.size(); ++k)
+        for (int seed = 0; seed < (strategies[k] == "exhaustive" ? 1 : seeds); ++seed)
+          jobs.push_back({si, k, uint64_t(seed)});
+    }
+    std::vector<RunResult> results(jobs.size());
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    std::mutex error_mu;
+    std::string error;
+    for (unsigned t = 0; t < std::min<size_t>(threads, jobs.size()); ++t)
+      pool.emplace_back([&] {
+        for (size_t j; (j = next++) < jobs.size();) {
+          try {
+            results[j] = run_one(spaces[jobs[j].space], strategies[jobs[j].strategy], jobs[j].seed, lookahead,
+                                 kFractions[std::size(kFractions) - 1]);
+          } catch (const std::exception& e) {
+            std::lock_guard lock(error_mu);
+            error = e.what();
+          }
+        }
+      });
+    for (auto& t : pool) t.join();
+    if (!error.empty()) throw RuntimeFailure(error);
+
+    bool all_met = true;
+    for (size_t si = 0; si < spaces.size(); ++si) {
+      const BenchSpace& b = spaces[si];
+      fmt::print("\n{}\n", b.name);
+      fmt::print("  raw {}, valid {}, ok {}, failed {}; optimum {:.2f} us; within 1/3/10 % of it: {}/{}/{} configs\n",
+                 b.space.raw_size(), b.valid, b.ok, b.valid - b.ok, b.optimum, within(b, 0.01), within(b, 0.03),
+                 within(b, 0.10));
+      if (b.ok == 0) {
+        fmt::print("  no successful config: nothing to find\n");
+        continue;
+      }
+      fmt::print("  {:<11} {:>7} {:>7} {:>7} {:>7} {:>10} {:>12} {:>8}\n", "strategy", "1 %", "2 %", "5 %", "10 %",
+                 "worst@5%", "ms/proposal", "cpu ms");
+      fmt::print("  {:<11} {:>7} {:>7} {:>7} {:>7}\n", "(evals)", size_t(std::ceil(0.01 * double(b.valid))),
+                 size_t(std::ceil(0.02 * double(b.valid))), size_t(std::ceil(0.05 * double(b.valid))),
+                 size_t(std::ceil(0.10 * double(b.valid))));
+      double best5 = 0, random5 = 0;
+      std::string best_name;
+      for (size_t k = 0; k < strategies.size(); ++k) {
+        std::vector<double> at[std::size(kFractions)], ms, cpu;
+        for (size_t j = 0; j < jobs.size(); ++j) {
+          if (jobs[j].space != si || jobs[j].strategy != k) continue;
+          for (size_t i = 0; i < std::size(kFractions); ++i) at[i].push_back(results[j].reached[i]);
+          ms.push_back(results[j].ms_per_proposal);
+          cpu.push_back(results[j].cpu_ms_per_proposal);
+        }
+        double m5 = median(at[2]);
+        fmt::print("  {:<11} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>10.3f} {:>12.3f} {:>8.3f}\n", strategies[k],
+                   median(at[0]), median(at[1]), m5, median(at[3]), *std::min_element(at[2].begin(), at[2].end()),
+                   median(ms), median(cpu));
+        if (strategies[k] == "random") random5 = m5;
+        if (strategies[k] != "exhaustive" && m5 > best5) {
+          best5 = m5;
+          best_name = strategies[k];
+        }
+      }
+      bool met = best5 >= kTarget && best5 > random5;
+      all_met &= met;
+      fmt::print("  best within 5 %: {} at {:.3f} of the optimum (target {:.2f}, ahead of random's {:.3f}): {}\n",
+                 best_name, best5, kTarget, random5, met ? "met" : "MISSED");
+    }
+    return check && !all_met ? 1 : 0;
+  } catch (const InputError& e) {
+    fmt::print(stderr, "bench_search: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_search: {}\n", e.what());
+    return 1;
+  }
+}

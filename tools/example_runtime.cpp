@@ -1,0 +1,185 @@
+// example_runtime: the gemmtune runtime in a small program. It loads a lookup table, runs a
+// GEMM on its own buffers through the C API (gemmtune_runtime.h), checks the result against
+// a float64 reference, and prints the config the runtime chose, how it found it, and the
+// time per call.
+//
+//   example_runtime --table table.json --shape 1000x1000x1000 --dtype f32
+//
+// Exit codes as gemmtune's: 0 success, 1 a run-time failure (or a wrong result), 2 bad
+// input, 3 no GPU.
+#include "gemmtune_runtime.h"
+
+#include "bench.hpp"
+#include "device.hpp"
+#include "errors.hpp"
+#include "gpu_kernels.hpp"
+#include "plugin.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+int exit_code_of(gemmtune_status s) {
+  switch (s) {
+    case GEMMTUNE_SUCCESS: return 0;
+    case GEMMTUNE_ERROR_INVALID_ARGUMENT:
+    case GEMMTUNE_ERROR_BAD_TABLE:
+    case GEMMTUNE_ERROR_NOT_SUPPORTED: return 2;
+    case GEMMTUNE_ERROR_NO_GPU: return 3;
+    default: return 1;
+  }
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw gt::RuntimeFailure(fmt::format("{}: {}", what, cudaGetErrorString(e)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Runs one GEMM through the gemmtune runtime with the config a lookup table names for it, checks it "
+               "against float64 and prints the config and its time. Exit codes: 0 ok, 1 failure, 2 bad input, 3 no "
+               "GPU."};
+  std::string table, shape = "1024x1024x1024", dtype = "f32", out_dtype, layout = "nn", plugin_dir, cache_dir;
+  int iters = 50, device = 0;
+  app.add_option("--table", table, "lookup table written by `gemmtune export` (JSON or TOML)")->required();
+  app.add_option("--shape", shape, "MxNxK")->default_str("1024x1024x1024");
+  app.add_option("--dtype", dtype, "input type: f32, tf32, f16, bf16")->default_str("f32");
+  app.add_option("--out-dtype", out_dtype, "output type (default: the input type; tf32 -> f32)");
+  app.add_option("--layout", layout, "nn|nt|tn|tt")->default_str("nn");
+  app.add_option("--plugin-dir", plugin_dir,
+                 "plugins (colon-separated; default: GEMMTUNE_PLUGIN_PATH, else the build's plugins beside tools/)");
+  app.add_option("--cache-dir", cache_dir, "compiled-kernel cache (default: GEMMTUNE_CACHE_DIR, else XDG cache)");
+  app.add_option("--iters", iters, "timed calls")->default_val(50)->check(CLI::Range(1, 100000));
+  app.add_option("--device", device, "GPU index")->default_val(0);
+  CLI11_PARSE(app, argc, argv);
+
+  gt::Problem p;
+  try {
+    auto d = gt::parse_shape(shape, "--shape");
+    gt::DType in = gt::parse_dtype(dtype, "--dtype");
+    gt::DType out = out_dtype.empty() ? gt::Problem::default_out(in) : gt::parse_dtype(out_dtype, "--out-dtype");
+    if (out == gt::DType::tf32) throw gt::InputError("--out-dtype: tf32 is not a storage type; use f32");
+    p = gt::Problem::make(d[0], d[1], d[2], in, out, gt::parse_layout(layout, "--layout"));
+  } catch (const gt::InputError& e) {
+    fmt::print(stderr, "example_runtime: error: {}\n", e.what());
+    return 2;
+  }
+
+  std::string why;
+  if (gt::device_count(&why) <= device) {
+    if (why.empty()) why = fmt::format("there is no GPU {}", device);
+    fmt::print(stderr, "example_runtime: needs a GPU: {}\n", why);
+    return 3;
+  }
+
+  // The build's plugins sit in ../plugins beside tools/, unless the environment says otherwise.
+  if (plugin_dir.empty() && !std::getenv("GEMMTUNE_PLUGIN_PATH"))
+    plugin_dir = (gt::executable_dir() / ".." / "plugins").lexically_normal().string();
+
+  gemmtune_runtime* rt = nullptr;
+  try {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    gemmtune_options o;
+    gemmtune_options_init(&o);
+    o.plugin_dirs = plugin_dir.empty() ? nullptr : plugin_dir.c_str();
+    o.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
+    o.device = device;
+    gemmtune_status st = gemmtune_create(table.c_str(), &o, &rt);
+    if (st != GEMMTUNE_SUCCESS) {
+      fmt::print(stderr, "example_runtime: {}: {}\n", gemmtune_status_string(st), gemmtune_last_error());
+      return exit_code_of(st);
+    }
+
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    gt::DeviceBuffer a(p.bytes_a()), b(p.bytes_b()), c(p.bytes_c());
+    gt::DeviceBuffer ref(size_t(p.m) * size_t(p.n) * sizeof(double)), scratch(64);
+    uint64_t seed = 0x5eed;
+    gt::fill_random(a.get(), p.in, size_t(p.a_rows()) * size_t(p.lda), seed, gt::Distribution::normal, stream);
+    gt::fill_random(b.get(), p.in, size_t(p.b_rows()) * size_t(p.ldb), seed + 1, gt::Distribution::normal, stream);
+    gt::fill_nan(c.get(), p.out, size_t(p.m) * size_t(p.ldc), stream);
+
+    gemmtune_gemm_args args{};
+    args.m = p.m;
+    args.n = p.n;
+    args.k = p.k;
+    args.in_dtype = int32_t(p.in);
+    args.out_dtype = int32_t(p.out);
+    args.layout = int32_t(p.layout);
+    args.a = a.get();
+    args.lda = p.lda;
+    args.b = b.get();
+    args.ldb = p.ldb;
+    args.c = c.get();
+    args.ldc = p.ldc;
+
+    // The first call looks the problem up and builds its config; later ones only launch.
+    auto t0 = std::chrono::steady_clock::now();
+    st = gemmtune_gemm(rt, &args, stream);
+    if (st == GEMMTUNE_SUCCESS) check(cudaStreamSynchronize(stream), "the first GEMM");
+    double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (st != GEMMTUNE_SUCCESS) {
+      fmt::print(stderr, "example_runtime: {}: {}\n", gemmtune_status_string(st), gemmtune_last_error());
+      gemmtune_destroy(rt);
+      return exit_code_of(st);
+    }
+    int32_t match = 0;
+    char config[1024], how[512];
+    st = gemmtune_choice(rt, &args, &match, config, sizeof config, how, sizeof how);
+    if (st != GEMMTUNE_SUCCESS) throw gt::RuntimeFailure(gemmtune_last_error());
+
+    gt::reference_gemm(p, a.get(), b.get(), static_cast<double*>(ref.get()), stream);
+    gt::ErrorSums e = gt::compare_to_reference(p, c.get(), static_cast<const double*>(ref.get()), scratch.get(), stream);
+    double rel_fro = e.sum_sq_ref > 0 ? std::sqrt(e.sum_sq_diff / e.sum_sq_ref) : std::sqrt(e.sum_sq_diff);
+    double max_norm = e.max_abs_ref > 0 ? e.max_abs_diff / e.max_abs_ref : e.max_abs_diff;
+    gt::Tolerance tol = gt::tolerance_for(p);
+    bool ok = e.nonfinite == 0 && rel_fro <= tol.rel_fro && max_norm <= tol.max_norm;
+
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "cudaEventCreate");
+    check(cudaEventCreate(&e1), "cudaEventCreate");
+    std::vector<double> us;
+    for (int i = 0; i < iters; ++i) {
+      check(cudaEventRecord(e0, stream), "cudaEventRecord");
+      st = gemmtune_gemm(rt, &args, stream);
+      if (st != GEMMTUNE_SUCCESS) throw gt::RuntimeFailure(gemmtune_last_error());
+      check(cudaEventRecord(e1, stream), "cudaEventRecord");
+      check(cudaEventSynchronize(e1), "a timed GEMM");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+      us.push_back(double(ms) * 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    double median = us[us.size() / 2];
+    gt::DeviceInfo dev = gt::device_info(device);
+
+    fmt::print("problem: {} on {}\n", p.key(), dev.name);
+    fmt::print("config:  {}\n", config);
+    fmt::print("match:   {}\n", how);
+    fmt::print("first call (lookup, build, launch): {:.3f} ms\n", first_s * 1e3);
+    fmt::print("time:    median {:.3f} us over {} calls, {:.2f} TFLOP/s\n", median, iters,
+               p.flops() / (median * 1e-6) / 1e12);
+    fmt::print("check:   relative Frobenius error {:.2e} (bound {:.2e}), normalised max error {:.2e} (bound {:.2e}){}: "
+               "{}\n",
+               rel_fro, tol.rel_fro, max_norm, tol.max_norm,
+               e.nonfinite ? fmt::format(", {} non-finite elements", e.nonfinite) : std::string(),
+               ok ? "ok" : "WRONG");
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(stream);
+    gemmtune_destroy(rt);
+    return ok ? 0 : 1;
+  } catch (const std::exception& ex) {
+    fmt::print(stderr, "example_runtime: failed: {}\n", ex.what());
+    gemmtune_destroy(rt);
+    return 1;
+  }
+}

@@ -1,0 +1,125 @@
+#include "session.hpp"
+
+#include "measure_service.hpp"
+
+#include <cstdlib>
+
+namespace gt::cli {
+
+std::vector<int> parse_devices(const std::string& s) {
+  std::vector<int> out;
+  if (s.empty()) return {0};
+  if (s == "all") {
+    std::string why;
+    int n = device_count(&why);
+    if (n == 0) throw NoGpuError(why);
+    for (int i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(pos, end - pos);
+    try {
+      size_t used = 0;
+      int v = std::stoi(item, &used);
+      if (used != item.size() || v < 0) throw std::invalid_argument(item);
+      if (std::find(out.begin(), out.end(), v) != out.end())
+        throw InputError(fmt::format("--devices: GPU {} is named twice", v));
+      out.push_back(v);
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--devices: '{}' is not a GPU index (expected all, or 0,1,...)", item));
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+Session::Session(Globals& g, const SessionOptions& o)
+    : g_(g), o_(o), cache_(g.cache_path()), compiler_(&cache_) {
+  if (!o.replay.empty()) rec_ = search::Recording::load(o.replay);
+  db_ = g.db_path();
+  if (rec_ && g.db.empty() && !std::getenv("GEMMTUNE_DB")) {
+    // A replay is not a measurement: keep it out of the user's store unless asked.
+    db_ = std::filesystem::temp_directory_path() / fmt::format("gemmtune-replay-{}.db", new_uuid().substr(0, 12));
+    temp_db_ = true;
+  }
+  if (rec_) {
+    store_.emplace(Store::open(db_));
+    measurers_.push_back(std::make_unique<search::ReplayMeasurer>(*rec_));
+    return;
+  }
+  std::string why;
+  int n = device_count(&why);
+  if (n == 0) throw NoGpuError(why);
+  for (int d : o.devices)
+    if (d >= n) throw InputError(fmt::format("--device: GPU {} does not exist (this machine has {})", d, n));
+  store_.emplace(Store::open(db_));
+  for (int d : o.devices) {
+    if (!o.isolate) {
+      measurers_.push_back(std::make_unique<MeasureService>(g.plugins(), cache_, d));
+      continue;
+    }
+    std::vector<std::string> argv = {(executable_dir() / "gemmtune").string(), "__worker", "--device", std::to_string(d),
+                                     "--cache-dir", g.cache_path().string()};
+    for (auto& dir : plugin_dirs(g.plugin_dirs)) {
+      argv.push_back("--plugin-dir");
+      argv.push_back(dir.string());
+    }
+    WorkerLimits lim;
+    lim.hang_floor_s = o.hang_floor_s;
+    measurers_.push_back(std::make_unique<WorkerClient>(argv, g.plugins(), lim));
+  }
+  pool_.emplace(compiler_);
+}
+
+Session::~Session() {
+  measurers_.clear();
+  store_.reset();
+  if (temp_db_) {
+    std::error_code ec;
+    for (auto ext : {"", "-wal", "-shm"}) std::filesystem::remove(db_.string() + ext, ec);
+  }
+}
+
+std::vector<std::string> Session::families() const {
+  if (!rec_) return g_.plugins().names();
+  std::vector<std::string> all;
+  for (auto& s : rec_->spaces())
+    if (std::find(all.begin(), all.end(), s.family()) == all.end()) all.push_back(s.family());
+  return all;
+}
+
+search::SpaceSource Session::spaces() const {
+  const search::Recording* rec = rec_ ? &*rec_ : nullptr;
+  Globals* g = &g_;
+  const Measurer* m = measurers_.front().get();
+  return [rec, g, m](const std::string& family, const Problem& p) -> Space {
+    if (rec) {
+      const search::RecordedSpace* rs = rec->find(p.key(), family);
+      if (!rs) throw RuntimeFailure(fmt::format("nothing recorded for {} on {}", family, p.key()));
+      return rs->space();
+    }
+    return g->plugins().get(family).space(p, m->device().limits);
+  };
+}
+
+search::ProvenanceSource Session::provenance(Distribution d, uint64_t input_seed, size_t measurer) const {
+  const search::Recording* rec = rec_ ? &*rec_ : nullptr;
+  Globals* g = &g_;
+  const Measurer* m = measurers_.at(measurer).get();
+  return [rec, g, m, d, input_seed](const std::string& family, bool quick) -> Provenance {
+    if (rec) return search::replay_provenance(*rec, family, to_string(d), quick);
+    return Provenance::collect(m->device(), g->plugins().get(family), to_string(d), input_seed, quick);
+  };
+}
+
+std::string Session::label() const {
+  if (!rec_) return "";
+  return fmt::format(" [REPLAY of {} recorded on {}]", o_.replay, measurers_.front()->device().name);
+}
+
+}  // namespace gt::cli

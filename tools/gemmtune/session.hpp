@@ -1,0 +1,61 @@
+// What a command that measures needs, set up once: the store, the measurer (a worker
+// process per GPU, this process, or a recording), the compile pool, and where spaces and
+// provenance come from. Shared by tune, compare and roofs.
+#pragma once
+
+#include "cli.hpp"
+#include "replay_measurer.hpp"
+#include "store.hpp"
+#include "tuner.hpp"
+#include "worker_client.hpp"
+
+#include <memory>
+#include <optional>
+
+namespace gt::cli {
+
+struct SessionOptions {
+  std::vector<int> devices = {0};
+  bool isolate = true;     // measure in worker processes
+  std::string replay;      // a recording instead of a GPU
+  double hang_floor_s = 10;
+};
+
+class Session {
+ public:
+  // Opens the store and starts the measurers. NoGpuError without a GPU (unless replay).
+  Session(Globals& g, const SessionOptions& o);
+  ~Session();
+
+  bool replay() const { return rec_.has_value(); }
+  const search::Recording* recording() const { return rec_ ? &*rec_ : nullptr; }
+  Store& store() { return *store_; }
+  const std::filesystem::path& db() const { return db_; }
+  bool temporary_db() const { return temp_db_; }
+  size_t measurers() const { return measurers_.size(); }
+  Measurer& measurer(size_t i = 0) { return *measurers_.at(i); }
+  CompilePool* pool() { return pool_ ? &*pool_ : nullptr; }
+  const PluginRegistry* plugins() const { return rec_ ? nullptr : &g_.plugins(); }
+  std::vector<std::string> families() const;  // loaded (or recorded) family names
+  search::SpaceSource spaces() const;
+  search::ProvenanceSource provenance(Distribution d, uint64_t input_seed, size_t measurer = 0) const;
+  // " [REPLAY of FILE recorded on DEVICE]" in replay, "" otherwise.
+  std::string label() const;
+
+ private:
+  Globals& g_;
+  SessionOptions o_;
+  std::optional<search::Recording> rec_;
+  std::filesystem::path db_;
+  bool temp_db_ = false;
+  std::optional<Store> store_;
+  std::vector<std::unique_ptr<Measurer>> measurers_;
+  CubinCache cache_;
+  Compiler compiler_;
+  std::optional<CompilePool> pool_;
+};
+
+// Device indices from "--devices all|0,1,..." (InputError when malformed).
+std::vector<int> parse_devices(const std::string& s);
+
+}  // namespace gt::cli
