@@ -1,0 +1,191 @@
+// gemmtune compare: in one run, the best config of each hand-written family beside
+// cuBLASLt's heuristic pick (rank 0) and the best cuBLASLt algorithm found: same buffers,
+// same timing (verified, then re-timed interleaved), with % of the measured roof.
+#include "cli.hpp"
+#include "job.hpp"
+#include "session.hpp"
+
+#include <random>
+
+namespace gt::cli {
+
+static Command add_compare(CLI::App& app, Globals& g);
+static Registrar reg_compare(60, add_compare);
+
+namespace {
+struct Entry {
+  std::string label;  // family, or "cublaslt (pick)" / "cublaslt (best)"
+  std::string family;
+  Config config;
+  std::string name, description, note;
+  Measurement m;
+  int64_t row = 0;
+};
+}  // namespace
+
+static Command add_compare(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand(
+      "compare", "each hand-written family's best beside cuBLASLt's pick (heuristic rank 0) and the best cuBLASLt "
+                 "algorithm found, measured in one run on the same buffers (needs a GPU unless --replay)");
+  static ProblemArgs pa;
+  static std::string config, replay;
+  static std::vector<std::string> families;
+  static uint64_t budget = 60;
+  static bool no_tune = false;
+  static int device = 0, rounds = 10;
+  add_problem_options(sub, pa);
+  sub->add_option("--config", config, "a TOML job: compare every problem of it");
+  sub->add_option("--family", families, "hand-written families to include (default: every source family)");
+  sub->add_option("--budget", budget, "evaluations per family when a family has no stored winner yet")->default_val(60);
+  sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
+  sub->add_option("--device", device, "GPU index")->default_val(0);
+  sub->add_option("--rounds", rounds, "rounds of interleaved timing")->default_val(10);
+  sub->add_option("--replay", replay, "a recording instead of the GPU");
+  return {sub, [&g] {
+            using namespace search;
+            std::vector<Problem> problems;
+            if (!config.empty()) {
+              if (pa.given()) throw InputError("--config and --shape: give one of them");
+              for (auto& jp : load_job(config).problems) problems.push_back(jp.problem);
+            } else {
+              problems.push_back(pa.resolve());
+            }
+            SessionOptions so;
+            so.devices = {device};
+            so.replay = replay;
+            std::vector<std::string> hand = families;
+            if (replay.empty()) {
+              for (auto& f : hand) g.plugins().get(f);  // unknown family: InputError before any GPU work
+              if (hand.empty())
+                for (auto& f : g.plugins().families())
+                  if (!f.is_library() && f.name() != "naive") hand.push_back(f.name());
+            }
+            Session session(g, so);
+            if (hand.empty())
+              for (auto& f : session.families())
+                if (f != "cublaslt") hand.push_back(f);
+            Measurer& meas = session.measurer(0);
+            const DeviceInfo& dev = meas.device();
+            std::random_device rd;
+            TuneOptions to;
+            to.budget.max_evaluations = budget;
+            to.input_seed = (uint64_t(rd()) << 32) | rd();
+            to.tune_id = "compare-" + new_uuid().substr(0, 8);
+            auto spaces = session.spaces();
+            auto prov = session.provenance(to.dist, to.input_seed);
+            std::map<std::string, RoofRow> roofs;
+            for (auto& r : session.store().roofs(dev.name)) roofs[r.name] = r;
+            nlohmann::json all = nlohmann::json::array();
+            for (const Problem& p : problems) {
+              ResultKey key = ResultKey::of(dev.name, p);
+              std::vector<Entry> entries;
+              auto add_winner = [&](const std::string& family, const std::string& label) {
+                auto w = session.store().winner(key, family);
+                if (!w && !no_tune) {
+                  Tuner t(session.plugins(), meas, &session.store(), session.pool(), spaces, prov, to);
+                  t.tune(p, {family});
+                  w = session.store().winner(key, family);
+                }
+                if (!w) return;
+                Space s = spaces(family, p);
+                std::string err;
+                auto c = s.parse(w->config_name, &err);
+                if (!c) {
+                  fmt::print(stderr, "note: the stored winner of {} ({}) is not in its space any more: {}\n", family,
+                             w->config_name, err);
+                  return;
+                }
+                entries.push_back({label, family, *c, s.name(*c), "", "", {}, 0});
+              };
+              for (auto& f : hand) add_winner(f, f);
+              const Family* lt = session.plugins() ? session.plugins()->find("cublaslt") : nullptr;
+              if (lt) {
+                Space s = lt->space(p, dev.limits);
+                auto picks = lt->suggest(p, dev.limits, 1, s.dims());
+                if (!picks.empty()) entries.push_back({"cublaslt (pick)", "cublaslt", picks[0], s.name(picks[0]), "", "", {}, 0});
+                add_winner("cublaslt", "cublaslt (best)");
+              } else if (session.replay()) {
+                add_winner("cublaslt", "cublaslt (best)");
+              }
+              if (entries.empty()) {
+                fmt::print(stderr, "note: nothing to compare for {}\n", p.key());
+                continue;
+              }
+              // Same buffers, same method: verify each, then time all of them interleaved.
+              meas.set_problem(p, to.dist, to.input_seed);
+              std::vector<Candidate> cands;
+              std::vector<size_t> ok_idx;
+              for (size_t i = 0; i < entries.size(); ++i) {
+                auto& e = entries[i];
+                const Family* fam = session.plugins() ? session.plugins()->find(e.family) : nullptr;
+                e.description = fam ? fam->describe(p, e.config) : "";
+                e.m = meas.measure(Candidate{e.family, fam, e.config}, true);
+                if (e.m.status == Status::ok) {
+                  cands.push_back(Candidate{e.family, fam, e.config});
+                  ok_idx.push_back(i);
+                }
+              }
+              if (!cands.empty() && !session.replay()) {
+                meas.settle(cands.front(), 1.0);
+                auto st = meas.retime(cands, rounds, 7);
+                for (size_t j = 0; j < ok_idx.size(); ++j) {
+                  auto& e = entries[ok_idx[j]];
+                  e.m.time = st[j];
+                  e.m.quick = false;
+                  e.m.message = fmt::format("compare: timed interleaved with {} others over {} rounds", cands.size() - 1, rounds);
+                  StoredRow r;
+                  r.tune_id = to.tune_id;
+                  r.problem = p;
+                  r.family = e.family;
+                  r.config = e.config;
+                  r.config_name = e.name;
+                  r.config_hash = hex64(spaces(e.family, p).hash(e.config));
+                  r.m = e.m;
+                  r.prov = prov(e.family, false);
+                  e.row = session.store().insert(r);
+                }
+              }
+              std::string roof_name = p.in == DType::f32 ? "fp32_fma" : fmt::format("tensor_{}", to_string(p.in));
+              double roof = roofs.count(roof_name) ? roofs[roof_name].value : kNaN;
+              double pick_us = kNaN;
+              for (auto& e : entries)
+                if (e.label == "cublaslt (pick)" && e.m.status == Status::ok) pick_us = e.m.time.median;
+              nlohmann::json rows = nlohmann::json::array();
+              if (!g.json) {
+                fmt::print("\n{} on {}{}\n", p.key(), dev.name, session.label());
+                fmt::print("  {:<16} {:>10} {:>9} {:>7} {:>8} {:>9}  {}\n", "family", "time us", "TFLOP/s", "% roof",
+                           "x pick", "error", "config");
+              }
+              for (auto& e : entries) {
+                bool ok = e.m.status == Status::ok;
+                double tf = e.m.tflops(p.flops());
+                double pct = ok ? 100.0 * p.flops() / (e.m.time.median * 1e-6) / roof : kNaN;
+                double speed = ok ? pick_us / e.m.time.median : kNaN;
+                rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"description", e.description},
+                                {"status", to_string(e.m.status)}, {"message", e.m.message}, {"time_us", e.m.time},
+                                {"tflops", ok ? nlohmann::json(tf) : nlohmann::json()},
+                                {"pct_roof", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
+                                {"speedup_vs_pick", std::isfinite(speed) ? nlohmann::json(speed) : nlohmann::json()},
+                                {"err_rel_fro", std::isfinite(e.m.err_rel_fro) ? nlohmann::json(e.m.err_rel_fro) : nlohmann::json()}});
+                if (g.json) continue;
+                if (!ok) {
+                  fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), e.name);
+                  continue;
+                }
+                fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9.1e}  {}\n", e.label, e.m.time.median, tf,
+                           std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-",
+                           std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-", e.m.err_rel_fro, e.name);
+                if (!e.description.empty()) fmt::print("  {:<16} {}\n", "", e.description);
+              }
+              if (!g.json && !std::isfinite(roof))
+                fmt::print("  (no measured {} roof for this device: run `gemmtune roofs`)\n", roof_name);
+              all.push_back({{"problem", p.key()}, {"device", dev.name}, {"roof", roof_name},
+                             {"roof_value", std::isfinite(roof) ? nlohmann::json(roof) : nlohmann::json()},
+                             {"replay", session.replay()}, {"rows", rows}});
+            }
+            if (g.json) print_json(all);
+            return 0;
+          }};
+}
+
+}  // namespace gt::cli
