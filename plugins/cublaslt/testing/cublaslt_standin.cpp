@@ -1,0 +1,448 @@
+// A host-only stand-in for the cuBLASLt and CUDA runtime calls the cublaslt plugin makes.
+// A second copy of the plugin is linked against it (plugins/cublaslt/standin/, never on the
+// plugin path) so that the CPU tests drive the plugin end to end: its space, suggestions,
+// refusals, round trips, and, through a host GEMM that follows cuBLASLt's documented
+// column-major semantics, its row-major -> column-major mapping of every layout and dtype.
+//
+// The model: one sm_90 device; four algorithms with capability lists; AlgoCheck rules of
+// the kinds cuBLASLt applies (tile x stages too big, split-K beyond K, reduction schemes,
+// alignment, a cluster shape the kernel lacks); a heuristic whose first pick (for 16-byte
+// aligned problems) cannot be re-created from its attributes, as a pick with hidden state
+// would be. It stands in for behaviour, not for performance or for cuBLASLt's real lists.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+struct Desc {
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  int32_t transa, transb;
+};
+struct Layout {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t order;
+};
+struct Pref {
+  uint64_t max_workspace;
+  uint32_t align[4];  // A, B, C, D
+};
+struct Algo {
+  int32_t id;
+  uint32_t tile, stages;
+  int32_t split_k;
+  uint32_t reduction, swizzle, custom;
+  uint16_t inner, cluster;
+};
+static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
+static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
+static_assert(sizeof(Pref) <= sizeof(cublasLtMatmulPreferenceOpaque_t));
+static_assert(sizeof(Algo) <= sizeof(cublasLtMatmulAlgo_t));
+
+template <class T, class O>
+T* as(O* o) {
+  return reinterpret_cast<T*>(o);
+}
+
+struct AlgoModel {
+  int32_t id;
+  std::vector<uint32_t> tiles, stages;  // empty: the algorithm takes no tile (stages) ids
+  bool split_k;
+  uint32_t reduction_mask;
+  bool swizzle;
+  int32_t custom_max;
+  uint32_t align;        // bytes every operand needs
+  uint64_t workspace;    // what the kernel needs without split-K
+};
+const AlgoModel kAlgos[] = {
+    {0, {}, {}, true, CUBLASLT_REDUCTION_SCHEME_MASK, false, 0, 2, 0},
+    {6,
+     {CUBLASLT_MATMUL_TILE_64x64, CUBLASLT_MATMUL_TILE_64x128, CUBLASLT_MATMUL_TILE_128x64, CUBLASLT_MATMUL_TILE_128x128},
+     {CUBLASLT_MATMUL_STAGES_32x2, CUBLASLT_MATMUL_STAGES_32x3, CUBLASLT_MATMUL_STAGES_64x3, CUBLASLT_MATMUL_STAGES_64x4},
+     true, CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, false, 3, 2, 0},
+    {21,
+     {CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_TILE_128x256, CUBLASLT_MATMUL_TILE_256x128},
+     {CUBLASLT_MATMUL_STAGES_32x2, CUBLASLT_MATMUL_STAGES_32x3, CUBLASLT_MATMUL_STAGES_64x3, CUBLASLT_MATMUL_STAGES_64x4},
+     true, CUBLASLT_REDUCTION_SCHEME_MASK, true, 0, 4, 0},
+    {66,
+     {CUBLASLT_MATMUL_TILE_64x128, CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_TILE_128x256},
+     {CUBLASLT_MATMUL_STAGES_64xAUTO, CUBLASLT_MATMUL_STAGES_128xAUTO},
+     false, 0, false, 0, 16, 1024},
+};
+const AlgoModel* model(int32_t id) {
+  for (auto& a : kAlgos)
+    if (a.id == id) return &a;
+  return nullptr;
+}
+size_t elem_size(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+
+// The type combinations cuBLASLt documents for these compute types.
+bool types_supported(cublasComputeType_t compute, cudaDataType_t ab, cudaDataType_t c) {
+  if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) return ab == CUDA_R_32F && c == CUDA_R_32F;
+  if (compute != CUBLAS_COMPUTE_32F) return false;
+  if (ab == CUDA_R_32F) return c == CUDA_R_32F;
+  return (ab == CUDA_R_16F || ab == CUDA_R_16BF) && (c == ab || c == CUDA_R_32F);
+}
+
+float load(const void* p, cudaDataType_t t, int64_t i) {
+  if (t == CUDA_R_32F) return static_cast<const float*>(p)[i];
+  uint16_t h = static_cast<const uint16_t*>(p)[i];
+  uint32_t bits;
+  if (t == CUDA_R_16BF) {
+    bits = uint32_t(h) << 16;
+  } else {  // IEEE half -> float (inputs here are normal numbers or zero)
+    uint32_t sign = uint32_t(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    bits = exp == 0 ? sign : sign | (exp - 15 + 127) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+void store(void* p, cudaDataType_t t, int64_t i, float v) {
+  if (t == CUDA_R_32F) {
+    static_cast<float*>(p)[i] = v;
+    return;
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  uint16_t h;
+  if (t == CUDA_R_16BF) {
+    h = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);  // round to nearest even
+  } else {
+    uint32_t sign = (bits >> 16) & 0x8000;
+    int exp = int((bits >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = bits & 0x7fffff;
+    if (v == 0.f || exp <= 0) h = uint16_t(sign);  // the tests keep outputs normal
+    else if (exp >= 31) h = uint16_t(sign | 0x7c00);
+    else {
+      uint32_t r = (uint32_t(exp) << 10 | mant >> 13) + ((mant >> 12) & 1);  // round half up
+      h = uint16_t(sign | r);
+    }
+  }
+  static_cast<uint16_t*>(p)[i] = h;
+}
+float to_tf32(float v) {  // cvt.rna.tf32.f32
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits = (bits + 0x1000) & 0xffffe000u;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+}  // namespace
+
+extern "C" {
+
+size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
+size_t cublasLtGetCudartVersion(void) { return 13000; }
+const char* cublasLtGetStatusName(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    default: return "CUBLAS_STATUS_INTERNAL_ERROR";
+  }
+}
+const char* cublasLtGetStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_NOT_SUPPORTED ? "the functionality requested is not supported (stand-in)"
+                                          : "stand-in status";
+}
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
+  static int handle;
+  *h = reinterpret_cast<cublasLtHandle_t>(&handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t d, size_t size, cublasComputeType_t compute,
+                                               cudaDataType_t scale) {
+  if (size < sizeof(Desc)) return CUBLAS_STATUS_ALLOC_FAILED;
+  *as<Desc>(d) = Desc{compute, scale, CUBLAS_OP_N, CUBLAS_OP_N};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, size_t size) {
+  if (size != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t v;
+  std::memcpy(&v, buf, 4);
+  if (attr == CUBLASLT_MATMUL_DESC_TRANSA) as<Desc>(d)->transa = v;
+  else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) as<Desc>(d)->transb = v;
+  else return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t l, size_t size, cudaDataType type,
+                                                 uint64_t rows, uint64_t cols, int64_t ld) {
+  if (size < sizeof(Layout)) return CUBLAS_STATUS_ALLOC_FAILED;
+  if (ld < int64_t(rows)) return CUBLAS_STATUS_INVALID_VALUE;  // column-major: ld >= rows
+  *as<Layout>(l) = Layout{type, rows, cols, ld, CUBLASLT_ORDER_COL};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr,
+                                                const void* buf, size_t size) {
+  if (attr != CUBLASLT_MATRIX_LAYOUT_ORDER || size != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(&as<Layout>(l)->order, buf, 4);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t p, size_t size) {
+  if (size < sizeof(Pref)) return CUBLAS_STATUS_ALLOC_FAILED;
+  *as<Pref>(p) = Pref{0, {256, 256, 256, 256}};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                                                    size_t size) {
+  if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == 8) {
+    std::memcpy(&as<Pref>(p)->max_workspace, buf, 8);
+  } else if (attr >= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES && attr <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES &&
+             size == 4) {
+    std::memcpy(&as<Pref>(p)->align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, 4);
+  } else {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t, cublasComputeType_t compute, cudaDataType_t,
+                                        cudaDataType_t a, cudaDataType_t, cudaDataType_t c, cudaDataType_t,
+                                        int requested, int ids[], int* returned) {
+  *returned = 0;
+  if (!types_supported(compute, a, c)) return CUBLAS_STATUS_SUCCESS;
+  for (auto& m : kAlgos)
+    if (*returned < requested) ids[(*returned)++] = m.id;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t, cublasComputeType_t compute, cudaDataType_t, cudaDataType_t a,
+                                      cudaDataType_t, cudaDataType_t c, cudaDataType_t, int id,
+                                      cublasLtMatmulAlgo_t* algo) {
+  if (!model(id) || !types_supported(compute, a, c)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  std::memset(algo, 0, sizeof(*algo));
+  *as<Algo>(algo) = Algo{id, 0, 0, 1, 0, 0, 0, 0, 0};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                 cublasLtMatmulAlgoCapAttributes_t attr, void* buf, size_t size,
+                                                 size_t* written) {
+  const AlgoModel* m = model(as<const Algo>(algo)->id);
+  if (!m) return CUBLAS_STATUS_INVALID_VALUE;
+  auto list = [&](const std::vector<uint32_t>& v) {
+    size_t bytes = v.size() * sizeof(uint32_t);
+    if (size == 0) {
+      if (!written) return CUBLAS_STATUS_INVALID_VALUE;
+      *written = bytes;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    if (!buf || size < bytes) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(buf, v.data(), bytes);
+    *written = bytes;
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  auto scalar = [&](uint32_t v) {
+    if (size != 4 || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(buf, &v, 4);
+    *written = 4;
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attr) {
+    case CUBLASLT_ALGO_CAP_TILE_IDS: return list(m->tiles);
+    case CUBLASLT_ALGO_CAP_STAGES_IDS: return list(m->stages);
+    case CUBLASLT_ALGO_CAP_SPLITK_SUPPORT: return scalar(m->split_k);
+    case CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK: return scalar(m->reduction_mask);
+    case CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT: return scalar(m->swizzle);
+    case CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX: return scalar(uint32_t(m->custom_max));
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES: return scalar(m->align);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    const void* buf, size_t size) {
+  Algo* a = as<Algo>(algo);
+  auto set = [&](void* field, size_t n) {
+    if (size != n || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(field, buf, n);
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attr) {
+    case CUBLASLT_ALGO_CONFIG_TILE_ID: return set(&a->tile, 4);
+    case CUBLASLT_ALGO_CONFIG_STAGES_ID: return set(&a->stages, 4);
+    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM: return set(&a->split_k, 4);
+    case CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: return set(&a->reduction, 4);
+    case CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: return set(&a->swizzle, 4);
+    case CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION: return set(&a->custom, 4);
+    case CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID: return set(&a->inner, 2);
+    case CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID: return set(&a->cluster, 2);
+    default: return CUBLAS_STATUS_INVALID_VALUE;  // the id is read-only
+  }
+}
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t size,
+                                                    size_t* written) {
+  const Algo* a = as<const Algo>(algo);
+  auto get = [&](const void* field, size_t n) {
+    if (size != n || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(buf, field, n);
+    if (written) *written = n;
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attr) {
+    case CUBLASLT_ALGO_CONFIG_ID: return get(&a->id, 4);
+    case CUBLASLT_ALGO_CONFIG_TILE_ID: return get(&a->tile, 4);
+    case CUBLASLT_ALGO_CONFIG_STAGES_ID: return get(&a->stages, 4);
+    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM: return get(&a->split_k, 4);
+    case CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: return get(&a->reduction, 4);
+    case CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: return get(&a->swizzle, 4);
+    case CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION: return get(&a->custom, 4);
+    case CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID: return get(&a->inner, 2);
+    case CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID: return get(&a->cluster, 2);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
+                                       cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
+                                       const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result) {
+  const Desc* d = as<Desc>(desc);
+  const Layout *a = as<Layout>(A), *b = as<Layout>(B), *c = as<Layout>(C);
+  const Algo* al = as<const Algo>(algo);
+  const AlgoModel* m = model(al->id);
+  if (!m || !types_supported(d->compute, a->type, c->type) || b->type != a->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (std::memcmp(C, D, sizeof(Layout)) != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const uint64_t k = d->transa == CUBLAS_OP_N ? a->cols : a->rows;
+  auto listed = [](const std::vector<uint32_t>& v, uint32_t x) {
+    if (v.empty()) return x == 0;
+    for (uint32_t y : v)
+      if (y == x) return true;
+    return false;
+  };
+  if (!listed(m->tiles, al->tile) || !listed(m->stages, al->stages)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // Too much shared memory for the largest tile with the deepest pipeline.
+  if (al->tile == CUBLASLT_MATMUL_TILE_256x128 && al->stages == CUBLASLT_MATMUL_STAGES_64x4)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (al->split_k < 1 || uint64_t(al->split_k) > k) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (al->split_k > 1 && (!m->split_k || !(m->reduction_mask & al->reduction))) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (al->swizzle > 1 || (al->swizzle && !m->swizzle) || int32_t(al->custom) > m->custom_max)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (al->id == 66 && al->cluster == CUBLASLT_CLUSTER_SHAPE_2x2x1) return CUBLAS_STATUS_NOT_SUPPORTED;
+  for (const Layout* l : {a, b, c})
+    if ((uint64_t(l->ld) * elem_size(l->type)) % m->align) return CUBLAS_STATUS_NOT_SUPPORTED;
+  std::memset(result, 0, sizeof(*result));
+  result->algo = *algo;
+  result->state = CUBLAS_STATUS_SUCCESS;
+  result->wavesCount = 1.0f;
+  result->workspaceSize = m->workspace;
+  if (al->split_k > 1) {
+    uint64_t part = c->rows * c->cols * uint64_t(al->split_k);
+    result->workspaceSize = al->reduction == CUBLASLT_REDUCTION_SCHEME_INPLACE ? 4096
+                            : al->reduction == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE ? part * 4
+                                                                                      : part * elem_size(c->type);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
+                                              cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C,
+                                              cublasLtMatrixLayout_t D, cublasLtMatmulPreference_t pref,
+                                              int requested, cublasLtMatmulHeuristicResult_t results[],
+                                              int* returned) {
+  if (requested <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  const Pref* p = as<Pref>(pref);
+  // Best first. The first carries state its attributes do not spell (it runs with a 2x2x1
+  // cluster that AlgoCheck refuses when the algorithm is re-created from its attributes).
+  const Algo picks[] = {
+      {66, CUBLASLT_MATMUL_TILE_128x256, CUBLASLT_MATMUL_STAGES_128xAUTO, 1, 0, 0, 0, 0, CUBLASLT_CLUSTER_SHAPE_2x2x1},
+      {66, CUBLASLT_MATMUL_TILE_128x256, CUBLASLT_MATMUL_STAGES_128xAUTO, 1, 0, 0, 0, 0, CUBLASLT_CLUSTER_SHAPE_2x1x1},
+      {21, CUBLASLT_MATMUL_TILE_128x256, CUBLASLT_MATMUL_STAGES_32x3, 1, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, 1, 0, 0,
+       0},
+      {6, CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_STAGES_64x3, 4, CUBLASLT_REDUCTION_SCHEME_INPLACE, 0, 2,
+       CUBLASLT_MATMUL_INNER_SHAPE_MMA16816, 0},
+      {6, CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_STAGES_64x3, 3, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, 0, 0, 0,
+       0},
+      {0, 0, 0, 1, 0, 0, 0, 0, 0},
+  };
+  *returned = 0;
+  for (const Algo& pick : picks) {
+    if (*returned == requested) break;
+    const AlgoModel* m = model(pick.id);
+    uint32_t min_align = std::min(std::min(p->align[0], p->align[1]), std::min(p->align[2], p->align[3]));
+    if (m->align > min_align) continue;
+    Algo checked = pick;
+    if (checked.cluster == CUBLASLT_CLUSTER_SHAPE_2x2x1) checked.cluster = CUBLASLT_CLUSTER_SHAPE_2x1x1;
+    cublasLtMatmulAlgo_t probe{};
+    *as<Algo>(&probe) = checked;
+    cublasLtMatmulHeuristicResult_t r{};
+    if (cublasLtMatmulAlgoCheck(h, desc, A, B, C, D, &probe, &r) != CUBLAS_STATUS_SUCCESS) continue;
+    if (r.workspaceSize > p->max_workspace) continue;
+    *as<Algo>(&r.algo) = pick;
+    results[(*returned)++] = r;
+  }
+  return *returned ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+// D = alpha op(A) op(B) + beta C, every matrix column-major with its ld, on host memory.
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
+                              cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
+                              const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              size_t workspace_bytes, cudaStream_t) {
+  cublasLtMatmulHeuristicResult_t check{};
+  cublasStatus_t st = cublasLtMatmulAlgoCheck(h, desc, Adesc, Bdesc, Cdesc, Ddesc, algo, &check);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  if (workspace_bytes < check.workspaceSize || (check.workspaceSize && !workspace)) return CUBLAS_STATUS_INVALID_VALUE;
+  const Desc* d = as<Desc>(desc);
+  const Layout *a = as<Layout>(Adesc), *b = as<Layout>(Bdesc), *c = as<Layout>(Ddesc);
+  if (a->order != CUBLASLT_ORDER_COL || b->order != CUBLASLT_ORDER_COL || c->order != CUBLASLT_ORDER_COL)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const bool ta = d->transa == CUBLAS_OP_T, tb = d->transb == CUBLAS_OP_T;
+  const uint64_t m = ta ? a->cols : a->rows, k = ta ? a->rows : a->cols;
+  const uint64_t kb = tb ? b->cols : b->rows, n = tb ? b->rows : b->cols;
+  if (k != kb || m != c->rows || n != c->cols) return CUBLAS_STATUS_INVALID_VALUE;
+  const bool tf32 = d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  float al, be;
+  std::memcpy(&al, alpha, 4);
+  std::memcpy(&be, beta, 4);
+  for (uint64_t j = 0; j < n; ++j)
+    for (uint64_t i = 0; i < m; ++i) {
+      double sum = 0;
+      for (uint64_t l = 0; l < k; ++l) {
+        float x = load(A, a->type, ta ? int64_t(l + i * uint64_t(a->ld)) : int64_t(i + l * uint64_t(a->ld)));
+        float y = load(B, b->type, tb ? int64_t(j + l * uint64_t(b->ld)) : int64_t(l + j * uint64_t(b->ld)));
+        if (tf32) {
+          x = to_tf32(x);
+          y = to_tf32(y);
+        }
+        sum += double(x) * double(y);
+      }
+      int64_t at = int64_t(i + j * uint64_t(c->ld));
+      float prior = be != 0.f ? load(C, c->type, at) : 0.f;  // beta == 0: C is not read
+      store(D, c->type, at, float(al * sum + be * prior));
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// The CUDA runtime: one sm_90 device.
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  if (attr == cudaDevAttrComputeCapabilityMajor) *value = 9;
+  else if (attr == cudaDevAttrComputeCapabilityMinor) *value = 0;
+  else return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+const char* cudaGetErrorString(cudaError_t) { return "stand-in CUDA runtime error"; }
+
+}  // extern "C"
