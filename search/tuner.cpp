@@ -205,7 +205,8 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
       std::shuffle(batch.begin(), batch.end(), rng);
       for (auto& c : batch) {
         if (store_ && o_.reuse) {
-          auto hit = store_->find_reusable(p, dev.name, family, hex64(space.hash(c)), fingerprint, !o_.quick_explore);
+          auto hit = store_->find_reusable(p, dev.name, family, hex64(space.hash(c)), fingerprint, !o_.quick_explore,
+                                             measurer_.is_replay());
           if (hit) {
             ++out.reused;
             observe(c, hit->m, hit->id);

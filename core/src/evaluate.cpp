@@ -26,7 +26,8 @@ cudaError_t Runnable::launch(const void* a, const void* b, void* c, cudaStream_t
   if (kernel_) return kernel_->launch(spec_.grid, spec_.block, spec_.dynamic_smem, s, a, b, c, p_);
   try {
     op_->run(a, b, c, workspace_.get(), workspace_.size(), s);
-  } catch (const std::exception&) {
+  } catch (const std::exception& ex) {
+    last_error_ = ex.what();
     cudaError_t e = cudaGetLastError();
     return e != cudaSuccess ? e : cudaErrorLaunchFailure;
   }
@@ -123,6 +124,7 @@ Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const 
   } catch (const LaunchError& e) {
     m.status = Status::runtime_fault;
     m.message = e.what();
+    if (run && !run->last_error().empty()) m.message += " (" + run->last_error() + ")";
     ev.context_lost = e.sticky;
   } catch (const RuntimeFailure& e) {
     m.status = Status::runtime_fault;

@@ -21,6 +21,8 @@ class Runnable {
   static std::unique_ptr<Runnable> from_op(std::unique_ptr<LibraryOp> op, const Problem& p);
   LaunchFn launch_fn() const;
   cudaError_t launch(const void* a, const void* b, void* c, cudaStream_t s) const;
+  // The library's own message for the last failed launch ("" for kernels).
+  const std::string& last_error() const { return last_error_; }
 
  private:
   Problem p_;
@@ -28,6 +30,7 @@ class Runnable {
   std::unique_ptr<LoadedKernel> kernel_;
   std::unique_ptr<LibraryOp> op_;
   DeviceBuffer workspace_;
+  mutable std::string last_error_;
 };
 
 struct EvaluateOptions {

@@ -769,12 +769,12 @@ std::vector<StoredRow> Store::best(const RowFilter& f, bool per_family) const {
 
 std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::string& device_name,
                                               const std::string& family, const std::string& config_hash,
-                                              const std::string& fingerprint, bool need_full) const {
+                                              const std::string& fingerprint, bool need_full, bool replay) const {
   RowFilter f = RowFilter::of(ResultKey::of(device_name, p));
   f.family = family;
   f.config_hash = config_hash;
   f.fingerprint = fingerprint;
-  f.replay = false;
+  f.replay = replay;
   Where w = where_of(f);
   if (need_full) w.raw("NOT (quick = 1 AND status = 'ok')");
   std::vector<StoredRow> rows;

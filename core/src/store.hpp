@@ -180,10 +180,11 @@ class Store {
   //    process); measured once more, and final from the second one on (two such rows).
   // need_full: an ok row timed in quick mode does not count (its timing has fewer
   // samples); failures found in quick mode do (quick changes only the timing).
-  // Rows with another fingerprint (stale) are never returned.
+  // Rows with another fingerprint (stale) are never returned. A replayed tune (replay =
+  // true) reuses only replayed rows, a real one only real rows.
   std::optional<StoredRow> find_reusable(const Problem& p, const std::string& device_name, const std::string& family,
                                          const std::string& config_hash, const std::string& fingerprint,
-                                         bool need_full) const;
+                                         bool need_full, bool replay = false) const;
   // Non-replay rows for the key and family (and config, when given) whose fingerprint
   // differs from `fingerprint`: measurements a re-tune must redo.
   std::vector<StoredRow> stale_rows(const Problem& p, const std::string& device_name, const std::string& family,

@@ -41,7 +41,15 @@ static Command add_run(CLI::App& app, Globals& g) {
               dev = gpu_or_exit(device);
               lim = dev.limits;
             }
-            Space space = fam.space(p, lim);
+            // A library family may need the GPU to describe its space at all.
+            std::optional<Space> described;
+            try {
+              described = fam.space(p, lim);
+            } catch (const RuntimeFailure&) {
+              if (!have_gpu) throw NoGpuError(why_none);
+              throw;
+            }
+            Space& space = *described;
             Config c = space.default_config();
             if (!params.empty()) {
               std::string err;
