@@ -4,6 +4,7 @@
 #include "store.hpp"
 #include "table.hpp"
 
+#include <cstdio>
 #include <map>
 
 namespace gt::cli {
@@ -83,6 +84,7 @@ static Command add_export(CLI::App& app, Globals& g) {
             for (auto& e : t.entries) ++origins[e.origin];
             if (output.empty() || output == "-") {
               fmt::print("{}", t.serialize(f, ns));
+              std::fflush(stdout);  // the table before the summary on stderr, where both go to one place
             } else {
               t.save(output, f, ns);
             }

@@ -1,0 +1,111 @@
+/* gemmtune runtime — C API.
+ *
+ * Load a lookup table that `gemmtune export` wrote (JSON or TOML), and run C = A·B with the
+ * config it names for the problem: the exact key, else the nearest tuned shape whose config
+ * can run the problem, else a default (cuBLASLt's heuristic pick when the cublaslt plugin is
+ * loaded, else the default config of a named family). The first call for a problem picks
+ * and builds the config (NVRTC through the cubin cache, or the cuBLASLt algorithm re-created
+ * from its attributes); every later call for the same problem only launches.
+ *
+ * A problem is its sizes, types, layout, leading dimensions and the alignment of the actual
+ * pointers (the largest power of two, at most 16 bytes, dividing every base pointer and
+ * every leading dimension times the element size). Layouts as gemmtune's command line:
+ * first letter A, second B; 'n' = as written (A M×K, B K×N, row-major), 't' = stored
+ * transposed (A K×M, B N×K, row-major); C is M×N row-major with ldc. Accumulation is fp32.
+ *
+ * Errors: every function returns a status; nothing is thrown across this interface. The
+ * message of the last failure on the calling thread is gemmtune_last_error().
+ * Threads: one handle may be used from several threads; the first call for a problem
+ * serialises with other first calls. Calls must be made with the handle's GPU current.
+ * Calls of one cuBLASLt-backed problem share its workspace: do not run them concurrently on
+ * different streams.
+ */
+#ifndef GEMMTUNE_RUNTIME_H
+#define GEMMTUNE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gemmtune_status {
+  GEMMTUNE_SUCCESS = 0,
+  GEMMTUNE_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, a bad size, an unknown enum value, no plugins */
+  GEMMTUNE_ERROR_BAD_TABLE = 2,        /* the table cannot be read, or names a config that no longer exists */
+  GEMMTUNE_ERROR_NO_GPU = 3,           /* no usable GPU (a dry run needs none) */
+  GEMMTUNE_ERROR_NOT_SUPPORTED = 4,    /* no entry can run the problem and there is no default */
+  GEMMTUNE_ERROR_BUILD_FAILED = 5,     /* compiling, loading or creating the chosen config failed */
+  GEMMTUNE_ERROR_LAUNCH_FAILED = 6,    /* the launch returned a CUDA error */
+  GEMMTUNE_ERROR_INTERNAL = 7          /* anything else (out of host memory, ...) */
+} gemmtune_status;
+
+/* Values as in gemmtune's plugin ABI (gt_dtype, gt_layout). */
+typedef enum gemmtune_dtype {
+  GEMMTUNE_F32 = 0,
+  GEMMTUNE_TF32 = 1, /* fp32 data on tensor cores; input only */
+  GEMMTUNE_F16 = 2,
+  GEMMTUNE_BF16 = 3
+} gemmtune_dtype;
+typedef enum gemmtune_layout { GEMMTUNE_NN = 0, GEMMTUNE_NT = 1, GEMMTUNE_TN = 2, GEMMTUNE_TT = 3 } gemmtune_layout;
+typedef enum gemmtune_match {
+  GEMMTUNE_MATCH_EXACT = 0,   /* an entry for exactly this key */
+  GEMMTUNE_MATCH_NEAREST = 1, /* the nearest tuned shape (log space over M, N, K) */
+  GEMMTUNE_MATCH_DEFAULT = 2  /* nothing in the table fits: the default */
+} gemmtune_match;
+
+typedef struct gemmtune_options {
+  uint32_t struct_size;       /* sizeof(gemmtune_options); set by gemmtune_options_init */
+  const char* plugin_dirs;    /* colon-separated; NULL: GEMMTUNE_PLUGIN_PATH, else "plugins" beside the program */
+  const char* cache_dir;      /* compiled kernels; NULL: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune */
+  int32_t device;             /* CUDA device ordinal; -1: the current device */
+  int32_t dry_run;            /* nonzero: everything but the launch (no GPU needed; nothing is computed) */
+  const char* arch;           /* dry run: the architecture to compile for (NULL: sm_90) */
+  const char* device_name;    /* use this device's table entries (NULL: the GPU's name; dry run: every entry) */
+  const char* default_family; /* the fallback when cuBLASLt cannot answer (NULL: "naive") */
+} gemmtune_options;
+
+typedef struct gemmtune_gemm_args {
+  int64_t m, n, k;
+  int32_t in_dtype;  /* gemmtune_dtype of A and B */
+  int32_t out_dtype; /* gemmtune_dtype of C (not TF32) */
+  int32_t layout;    /* gemmtune_layout */
+  const void* a;
+  int64_t lda; /* in elements */
+  const void* b;
+  int64_t ldb;
+  void* c;
+  int64_t ldc;
+} gemmtune_gemm_args;
+
+typedef struct gemmtune_runtime gemmtune_runtime; /* opaque */
+
+/* Fills the defaults in. */
+void gemmtune_options_init(gemmtune_options* options);
+
+/* Loads the table and the plugins. `options` may be NULL (defaults). On failure *out is NULL. */
+gemmtune_status gemmtune_create(const char* table_path, const gemmtune_options* options, gemmtune_runtime** out);
+void gemmtune_destroy(gemmtune_runtime* rt);
+
+/* C = A·B on `stream` (a cudaStream_t; NULL: the default stream). Asynchronous like a
+ * kernel launch. The first call for a problem also picks and builds its config. */
+gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* args, void* stream);
+
+/* Picks and builds the config for the problem of `args` (the pointers count for their
+ * alignment only) without running it, and says what it chose: `match`, the config's
+ * canonical name and how it was found ("exact", "nearest (from 4096x4096x4096)",
+ * "default (cuBLASLt's heuristic pick)"). Any output may be NULL; strings are truncated to
+ * their capacity and always NUL-terminated. */
+gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
+                                size_t config_cap, char* how, size_t how_cap);
+
+/* The message of the last failure on this thread ("" after a success). Valid until the next
+ * gemmtune call on this thread. */
+const char* gemmtune_last_error(void);
+const char* gemmtune_status_string(gemmtune_status status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GEMMTUNE_RUNTIME_H */

@@ -1,0 +1,107 @@
+// gemmtune runtime — C++ API. What it does, and what a problem is: see gemmtune_runtime.h.
+//
+//   gemmtune::Runtime rt("table.json");           // plugins from GEMMTUNE_PLUGIN_PATH
+//   gemmtune::GemmArgs g{m, n, k, GEMMTUNE_F16, GEMMTUNE_F16, GEMMTUNE_NN, dA, k, dB, n, dC, n};
+//   rt.gemm(g, stream);                            // first call: pick + build; then: launch only
+//
+// Failures throw gemmtune::Error, whose status() is the C API's status code.
+//
+// The hot path. After the first call for a problem, gemm() computes the problem's key from
+// the arguments (sizes, types, layout, leading dimensions, the alignment of the pointers),
+// finds its prepared kernel in a hash map under a shared lock and launches it: no compile,
+// no allocation, no plugin call other than the launch itself (a library family's run).
+#pragma once
+
+#include "gemmtune_runtime.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gt {
+class Runnable;
+}
+
+namespace gemmtune {
+
+class Error : public std::runtime_error {
+ public:
+  Error(gemmtune_status status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  gemmtune_status status() const noexcept { return status_; }
+
+ private:
+  gemmtune_status status_;
+};
+
+struct Options {
+  std::vector<std::string> plugin_dirs;   // empty: GEMMTUNE_PLUGIN_PATH, else "plugins" beside the program
+  std::string cache_dir;                  // empty: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune
+  int device = -1;                        // CUDA ordinal; -1: the device current at creation
+  bool dry_run = false;                   // everything but the launch; needs no GPU
+  std::string arch;                       // dry run: the architecture compiled for ("": sm_90)
+  std::string device_name;                // whose entries to use ("": the GPU's name; dry run: all)
+  std::string default_family = "naive";   // fallback when cuBLASLt's heuristic cannot answer
+};
+
+struct GemmArgs {
+  int64_t m = 0, n = 0, k = 0;
+  gemmtune_dtype in = GEMMTUNE_F32;
+  gemmtune_dtype out = GEMMTUNE_F32;
+  gemmtune_layout layout = GEMMTUNE_NN;
+  const void* a = nullptr;
+  int64_t lda = 0;  // elements
+  const void* b = nullptr;
+  int64_t ldb = 0;
+  void* c = nullptr;
+  int64_t ldc = 0;
+};
+
+// What the runtime chose for a problem, and what preparing it cost.
+struct Choice {
+  gemmtune_match match = GEMMTUNE_MATCH_EXACT;
+  std::string how;          // "exact", "nearest (from 4096x4096x4096)", "default (...)"
+  std::string family;
+  std::string config;       // canonical name
+  std::string params;       // "k=v,..."
+  std::string problem;      // the key: "4096x4096x4096 f16>f16 nn a16"
+  std::string tuned_key;    // the entry's key ("" for the default)
+  double tuned_time_us = 0; // the entry's time where it was tuned (0 for the default)
+  std::string note;         // e.g. that the table has no entries for this device
+  double prepare_s = 0;     // the first call's lookup + build + load
+  bool compiled = false;    // NVRTC ran (false: from the cubin cache, or a library family)
+  bool launchable = false;  // a kernel or library op is ready (false in a dry run)
+};
+
+class Runtime {
+ public:
+  // Loads the table and the plugins; in a real run also finds the GPU. Throws Error.
+  explicit Runtime(const std::string& table_path, const Options& options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // C = A·B on `stream`. The first call for a problem prepares it (see prepare()).
+  void gemm(const GemmArgs& g, cudaStream_t stream);
+  // Looks up, builds and loads the problem's config (once), without running it.
+  const Choice& prepare(const GemmArgs& g);
+
+  // The prepared kernel of a problem (nullptr: not prepared yet, or a dry run), so that a
+  // benchmark can launch it directly and measure what gemm() adds.
+  const gt::Runnable* runnable(const GemmArgs& g) const;
+
+  size_t prepared() const;  // problems prepared so far
+  size_t compiles() const;  // NVRTC compiles run (cubin-cache hits do not count)
+  bool dry_run() const;
+  const std::string& device_name() const;  // "" in a dry run without Options::device_name
+  const std::string& arch() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gemmtune

@@ -1,0 +1,343 @@
+// The runtime: a table lookup and a build on the first call for a problem, a hash-map hit
+// and a launch on every later one.
+#include "gemmtune_runtime.hpp"
+
+#include "compiler.hpp"
+#include "device.hpp"
+#include "errors.hpp"
+#include "evaluate.hpp"
+#include "plugin.hpp"
+#include "table.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace gemmtune {
+
+static_assert(int(GEMMTUNE_F32) == GT_F32 && int(GEMMTUNE_TF32) == GT_TF32 && int(GEMMTUNE_F16) == GT_F16 &&
+              int(GEMMTUNE_BF16) == GT_BF16);
+static_assert(int(GEMMTUNE_NN) == GT_NN && int(GEMMTUNE_NT) == GT_NT && int(GEMMTUNE_TN) == GT_TN &&
+              int(GEMMTUNE_TT) == GT_TT);
+
+namespace {
+
+// Everything that selects a prepared kernel: a kernel is launched with the problem's sizes
+// and leading dimensions baked into its launch, and the alignment decides what may run.
+struct Key {
+  int64_t m, n, k, lda, ldb, ldc;
+  int32_t in, out, layout, align;
+  bool operator==(const Key&) const = default;
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const noexcept {
+    uint64_t h = 0x243f6a8885a308d3ull;
+    auto mix = [&h](uint64_t v) {
+      h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      h *= 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 31;
+    };
+    mix(uint64_t(k.m));
+    mix(uint64_t(k.n));
+    mix(uint64_t(k.k));
+    mix(uint64_t(k.lda));
+    mix(uint64_t(k.ldb));
+    mix(uint64_t(k.ldc));
+    mix(uint64_t(uint32_t(k.in)) | uint64_t(uint32_t(k.out)) << 8 | uint64_t(uint32_t(k.layout)) << 16 |
+        uint64_t(uint32_t(k.align)) << 24);
+    return size_t(h);
+  }
+};
+
+[[noreturn]] void invalid(const std::string& msg) { throw Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, msg); }
+
+// The problem of a call, alignment from the actual pointers. Only comparisons on the way
+// through; messages are formatted on failure only.
+gt::Problem problem_of(const GemmArgs& g) {
+  if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > gt::kMaxDim || g.n > gt::kMaxDim || g.k > gt::kMaxDim)
+    invalid(fmt::format("sizes {}x{}x{}: each must be in [1, {}]", g.m, g.n, g.k, gt::kMaxDim));
+  if (uint32_t(g.in) > 3u) invalid(fmt::format("input dtype {} is not a gemmtune_dtype", int(g.in)));
+  if (uint32_t(g.out) > 3u || g.out == GEMMTUNE_TF32)
+    invalid(fmt::format("output dtype {} is not f32, f16 or bf16", int(g.out)));
+  if (uint32_t(g.layout) > 3u) invalid(fmt::format("layout {} is not a gemmtune_layout", int(g.layout)));
+  gt::Problem p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.in = gt::DType(g.in);
+  p.out = gt::DType(g.out);
+  p.layout = gt::Layout(g.layout);
+  p.lda = g.lda;
+  p.ldb = g.ldb;
+  p.ldc = g.ldc;
+  if (p.lda < p.a_cols() || p.ldb < p.b_cols() || p.ldc < p.n || p.lda > gt::kMaxDim || p.ldb > gt::kMaxDim ||
+      p.ldc > gt::kMaxDim)
+    invalid(fmt::format("leading dimensions lda={} ldb={} ldc={} do not fit {} (need lda >= {}, ldb >= {}, ldc >= {}, "
+                        "each at most {})",
+                        p.lda, p.ldb, p.ldc, p.shape(), p.a_cols(), p.b_cols(), p.n, gt::kMaxDim));
+  p.align = gt::alignment_of(p, reinterpret_cast<uintptr_t>(g.a), reinterpret_cast<uintptr_t>(g.b),
+                             reinterpret_cast<uintptr_t>(g.c));
+  return p;
+}
+
+Key key_of(const gt::Problem& p) {
+  return Key{p.m, p.n, p.k, p.lda, p.ldb, p.ldc, int32_t(p.in), int32_t(p.out), int32_t(p.layout), p.align};
+}
+
+struct Prepared {
+  gt::Problem problem;
+  Choice choice;
+  std::unique_ptr<gt::Runnable> run;  // null in a dry run
+};
+
+}  // namespace
+
+struct Runtime::Impl {
+  Options opt;
+  gt::LookupTable table;
+  gt::PluginRegistry reg;
+  gt_device limits{};
+  std::string arch;
+  std::string gpu_name;
+  std::optional<std::string> device_filter;
+  std::string device_filter_text;
+  int device = -1;
+  std::unique_ptr<gt::CubinCache> cache;
+  gt::CanImplementFn can_implement;
+  gt::DefaultFn fallback;
+  bool broken_entry = false;  // set while preparing (under build_mu)
+
+  std::mutex build_mu;           // one preparation at a time
+  mutable std::shared_mutex mu;  // the map: shared to find, unique to insert
+  std::unordered_map<Key, std::unique_ptr<Prepared>, KeyHash> prepared;  // never erased: pointers stay valid
+  std::atomic<size_t> compiles{0};
+
+  const Prepared* find(const Key& k) const {
+    std::shared_lock lk(mu);
+    auto it = prepared.find(k);
+    return it == prepared.end() ? nullptr : it->second.get();
+  }
+  const Prepared& prepare(const gt::Problem& p, const Key& k);
+  void build(Prepared& pr, const gt::LookupResult& r);
+  // Kernels are loaded, and cuBLASLt algorithms created, on the device current at the first
+  // call for a problem: a call with another device current would use the wrong context.
+  void check_device() const {
+    if (opt.dry_run) return;
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != device)
+      invalid(fmt::format("this runtime runs on GPU {}, but GPU {} is current", device, current));
+  }
+};
+
+void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
+  const gt::Problem& p = pr.problem;
+  Choice& c = pr.choice;
+  gt::ResolvedChoice rc;
+  try {
+    rc = gt::resolve_choice(reg, limits, r, p);
+  } catch (const gt::InputError& e) {
+    throw Error(GEMMTUNE_ERROR_NOT_SUPPORTED, e.what());
+  } catch (const gt::RuntimeFailure& e) {
+    // A library family describes its space only with a GPU: a dry run keeps the table's
+    // name for the config and stops here.
+    const gt::Family* fam = reg.find(r.family);
+    if (opt.dry_run && fam && fam->is_library()) {
+      c.config = r.config;
+      c.params = r.params;
+      return;
+    }
+    throw Error(GEMMTUNE_ERROR_BUILD_FAILED, e.what());
+  }
+  c.config = rc.name;
+  c.params = rc.params;
+  const gt::Family& fam = *rc.family;
+  try {
+    if (fam.is_library()) {
+      if (opt.dry_run) return;  // creating a cuBLASLt algorithm needs the GPU
+      std::string why;
+      auto op = fam.create_op(p, rc.config, &why);
+      if (!op) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why));
+      pr.run = gt::Runnable::from_op(std::move(op), p);
+    } else {
+      gt::KernelSpec spec;
+      std::string why;
+      auto req = gt::compile_request(fam, p, rc.config, limits, arch, &spec, &why);
+      if (!req) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why));
+      gt::Compiler compiler(cache.get());
+      gt::CompileResult cr = compiler.compile(*req);
+      if (cr.ok && !cr.from_cache) {
+        ++compiles;
+        c.compiled = true;
+      }
+      if (!cr.ok)
+        throw Error(GEMMTUNE_ERROR_BUILD_FAILED,
+                    fmt::format("compiling {} for {} ({}) failed:\n{}", rc.name, p.key(), arch, cr.log));
+      if (!opt.dry_run) pr.run = gt::Runnable::from_kernel(spec, cr.cubin, p);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const gt::NoGpuError& e) {
+    throw Error(GEMMTUNE_ERROR_NO_GPU, e.what());
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("building {} for {}: {}", rc.name, p.key(), e.what()));
+  }
+  c.launchable = pr.run != nullptr;
+}
+
+const Prepared& Runtime::Impl::prepare(const gt::Problem& p, const Key& k) {
+  // Preparations take turns (the plugins and broken_entry are not shared between them); the
+  // map is locked only to insert, so calls for prepared problems never wait for a compile.
+  std::lock_guard turn(build_mu);
+  if (const Prepared* done = find(k)) return *done;  // another thread prepared it meanwhile
+  auto t0 = std::chrono::steady_clock::now();
+  auto pr = std::make_unique<Prepared>();
+  pr->problem = p;
+  gt::LookupResult r;
+  broken_entry = false;
+  try {
+    r = table.lookup(p, device_filter, can_implement, fallback);
+  } catch (const gt::InputError& e) {
+    throw Error(broken_entry ? GEMMTUNE_ERROR_BAD_TABLE : GEMMTUNE_ERROR_NOT_SUPPORTED, e.what());
+  } catch (const gt::RuntimeFailure& e) {
+    throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("looking up {}: {}", p.key(), e.what()));
+  }
+  Choice& c = pr->choice;
+  c.match = r.kind == gt::MatchKind::exact     ? GEMMTUNE_MATCH_EXACT
+            : r.kind == gt::MatchKind::nearest ? GEMMTUNE_MATCH_NEAREST
+                                               : GEMMTUNE_MATCH_DEFAULT;
+  c.how = r.how;
+  c.family = r.family;
+  c.problem = p.key();
+  c.note = r.device_note;
+  if (r.entry) {
+    c.tuned_key = r.entry->key.text();
+    c.tuned_time_us = r.entry->time_us;
+  }
+  build(*pr, r);
+  c.prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Prepared& ref = *pr;
+  std::unique_lock lk(mu);
+  prepared.emplace(k, std::move(pr));
+  return ref;
+}
+
+Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.opt = o;
+  try {
+    im.table = gt::LookupTable::load(table_path);
+  } catch (const gt::InputError& e) {
+    throw Error(GEMMTUNE_ERROR_BAD_TABLE, e.what());
+  }
+  try {
+    if (!o.dry_run) {
+      std::string why;
+      if (gt::device_count(&why) == 0) throw Error(GEMMTUNE_ERROR_NO_GPU, "no GPU found: " + why);
+      int dev = o.device;
+      if (dev < 0) {
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e != cudaSuccess) throw Error(GEMMTUNE_ERROR_NO_GPU, std::string("cudaGetDevice: ") + cudaGetErrorString(e));
+      }
+      int count = gt::device_count();
+      if (dev >= count) invalid(fmt::format("device {} does not exist ({} GPU(s))", dev, count));
+      gt::DeviceInfo info = gt::device_info(dev);
+      im.device = dev;
+      im.limits = info.limits;
+      im.arch = info.arch();
+      im.gpu_name = info.name;
+    } else {
+      im.arch = o.arch.empty() ? "sm_90" : o.arch;
+      im.limits = gt::arch_limits(im.arch);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const gt::InputError& e) {
+    throw Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, e.what());
+  } catch (const gt::NoGpuError& e) {
+    throw Error(GEMMTUNE_ERROR_NO_GPU, e.what());
+  } catch (const gt::RuntimeFailure& e) {
+    throw Error(GEMMTUNE_ERROR_NO_GPU, e.what());
+  }
+  if (!o.device_name.empty())
+    im.device_filter = o.device_name;
+  else if (!im.gpu_name.empty())
+    im.device_filter = im.gpu_name;
+  im.device_filter_text = im.device_filter.value_or("");
+
+  auto dirs = gt::plugin_dirs(o.plugin_dirs);
+  im.reg = gt::PluginRegistry::load(dirs);
+  if (im.reg.families().empty()) {
+    std::string where, skipped;
+    for (auto& d : dirs) where += (where.empty() ? "" : ", ") + d.string();
+    for (auto& s : im.reg.skipped()) skipped += fmt::format("; {}: {}", s.path.string(), s.reason);
+    invalid(fmt::format("no gemmtune plugins were found in {} (set GEMMTUNE_PLUGIN_PATH or name a directory){}",
+                        where, skipped));
+  }
+  std::filesystem::path cache_dir = o.cache_dir;
+  if (cache_dir.empty()) {
+    const char* env = std::getenv("GEMMTUNE_CACHE_DIR");
+    cache_dir = env && *env ? std::filesystem::path(env) : gt::default_cache_dir();
+  }
+  im.cache = std::make_unique<gt::CubinCache>(cache_dir);
+  auto inner = gt::plugin_can_implement(im.reg, im.limits);
+  im.can_implement = [inner, &im](const gt::TableEntry& e, const gt::Problem& p) {
+    try {
+      return inner(e, p);
+    } catch (const gt::InputError&) {
+      im.broken_entry = true;  // the table names a config its family no longer has
+      throw;
+    }
+  };
+  im.fallback = gt::plugin_default(im.reg, im.limits, o.default_family);
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::gemm(const GemmArgs& g, cudaStream_t stream) {
+  Impl& im = *impl_;
+  gt::Problem p = problem_of(g);
+  if (!im.opt.dry_run && (!g.a || !g.b || !g.c)) invalid("A, B and C must be device pointers, not null");
+  im.check_device();
+  Key k = key_of(p);
+  const Prepared* pr = im.find(k);
+  if (!pr) pr = &im.prepare(p, k);
+  if (im.opt.dry_run) return;
+  if (!pr->run) throw Error(GEMMTUNE_ERROR_INTERNAL, "no kernel was prepared for " + pr->choice.problem);
+  cudaError_t e = pr->run->launch(g.a, g.b, g.c, stream);
+  if (e != cudaSuccess)
+    throw Error(GEMMTUNE_ERROR_LAUNCH_FAILED,
+                fmt::format("{} for {}: {}", pr->choice.config, pr->choice.problem, cudaGetErrorString(e)));
+}
+
+const Choice& Runtime::prepare(const GemmArgs& g) {
+  gt::Problem p = problem_of(g);
+  impl_->check_device();
+  Key k = key_of(p);
+  if (const Prepared* pr = impl_->find(k)) return pr->choice;
+  return impl_->prepare(p, k).choice;
+}
+
+const gt::Runnable* Runtime::runnable(const GemmArgs& g) const {
+  const Prepared* pr = impl_->find(key_of(problem_of(g)));
+  return pr ? pr->run.get() : nullptr;
+}
+
+size_t Runtime::prepared() const {
+  std::shared_lock lk(impl_->mu);
+  return impl_->prepared.size();
+}
+size_t Runtime::compiles() const { return impl_->compiles.load(); }
+bool Runtime::dry_run() const { return impl_->opt.dry_run; }
+const std::string& Runtime::device_name() const { return impl_->device_filter_text; }
+const std::string& Runtime::arch() const { return impl_->arch; }
+
+}  // namespace gemmtune

@@ -1,0 +1,160 @@
+// The C API: the C++ runtime behind an opaque handle; every exception becomes a status and
+// a thread-local message.
+#include "gemmtune_runtime.h"
+#include "gemmtune_runtime.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+struct gemmtune_runtime {
+  explicit gemmtune_runtime(const std::string& table, const gemmtune::Options& o) : rt(table, o) {}
+  gemmtune::Runtime rt;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+void set_error(const char* what) noexcept {
+  try {
+    g_last_error = what;
+  } catch (...) {
+    g_last_error.clear();  // out of memory for the message itself: the status still says it
+  }
+}
+
+template <class F>
+gemmtune_status guarded(F&& body) noexcept {
+  try {
+    body();
+    g_last_error.clear();
+    return GEMMTUNE_SUCCESS;
+  } catch (const gemmtune::Error& e) {
+    set_error(e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    set_error("out of host memory");
+    return GEMMTUNE_ERROR_INTERNAL;
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    return GEMMTUNE_ERROR_INTERNAL;
+  } catch (...) {
+    set_error("unknown exception");
+    return GEMMTUNE_ERROR_INTERNAL;
+  }
+}
+
+gemmtune::GemmArgs args_of(const gemmtune_gemm_args* a) {
+  if (!a) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "args is NULL");
+  gemmtune::GemmArgs g;
+  g.m = a->m;
+  g.n = a->n;
+  g.k = a->k;
+  g.in = gemmtune_dtype(a->in_dtype);
+  g.out = gemmtune_dtype(a->out_dtype);
+  g.layout = gemmtune_layout(a->layout);
+  g.a = a->a;
+  g.lda = a->lda;
+  g.b = a->b;
+  g.ldb = a->ldb;
+  g.c = a->c;
+  g.ldc = a->ldc;
+  return g;
+}
+
+void copy_out(char* dst, size_t cap, const std::string& s) {
+  if (!dst || cap == 0) return;
+  size_t n = std::min(cap - 1, s.size());
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
+}
+
+std::vector<std::string> split_dirs(const char* s) {
+  std::vector<std::string> out;
+  if (!s) return out;
+  std::string all = s;
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t end = all.find(':', pos);
+    if (end == std::string::npos) end = all.size();
+    if (end > pos) out.push_back(all.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+void gemmtune_options_init(gemmtune_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->device = -1;
+}
+
+gemmtune_status gemmtune_create(const char* table_path, const gemmtune_options* options, gemmtune_runtime** out) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    if (!out) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "out is NULL");
+    if (!table_path) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "table_path is NULL");
+    gemmtune_options defaults;
+    gemmtune_options_init(&defaults);
+    if (options && options->struct_size != sizeof(gemmtune_options))
+      throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT,
+                            "options->struct_size is " + std::to_string(options->struct_size) + ", expected " +
+                                std::to_string(sizeof(gemmtune_options)) + " (call gemmtune_options_init first)");
+    const gemmtune_options& o = options ? *options : defaults;
+    gemmtune::Options cpp;
+    cpp.plugin_dirs = split_dirs(o.plugin_dirs);
+    if (o.cache_dir) cpp.cache_dir = o.cache_dir;
+    cpp.device = o.device;
+    cpp.dry_run = o.dry_run != 0;
+    if (o.arch) cpp.arch = o.arch;
+    if (o.device_name) cpp.device_name = o.device_name;
+    if (o.default_family) cpp.default_family = o.default_family;
+    *out = new gemmtune_runtime(table_path, cpp);
+  });
+}
+
+void gemmtune_destroy(gemmtune_runtime* rt) { delete rt; }
+
+gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* args, void* stream) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    rt->rt.gemm(args_of(args), static_cast<cudaStream_t>(stream));
+  });
+}
+
+gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
+                                size_t config_cap, char* how, size_t how_cap) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    const gemmtune::Choice& c = rt->rt.prepare(args_of(args));
+    if (match) *match = int32_t(c.match);
+    copy_out(config, config_cap, c.config);
+    copy_out(how, how_cap, c.how);
+  });
+}
+
+const char* gemmtune_last_error(void) { return g_last_error.c_str(); }
+
+const char* gemmtune_status_string(gemmtune_status s) {
+  switch (s) {
+    case GEMMTUNE_SUCCESS: return "success";
+    case GEMMTUNE_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case GEMMTUNE_ERROR_BAD_TABLE: return "bad table";
+    case GEMMTUNE_ERROR_NO_GPU: return "no GPU";
+    case GEMMTUNE_ERROR_NOT_SUPPORTED: return "not supported";
+    case GEMMTUNE_ERROR_BUILD_FAILED: return "build failed";
+    case GEMMTUNE_ERROR_LAUNCH_FAILED: return "launch failed";
+    case GEMMTUNE_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+}  // extern "C"
