@@ -412,7 +412,12 @@ TEST_CASE("further heuristic picks and configs of the algorithm space run from t
         split_found = true;
       }
     }
-    CHECK(neighbours + drawn >= 2);
+    // An unaligned problem may have only the heuristic's own algorithms (seen on an H200:
+    // 4097x4095x33 bf16 tn, 2-byte alignment); an aligned one has more.
+    if (p.align >= 16)
+      CHECK(neighbours + drawn >= 2);
+    else if (neighbours + drawn == 0)
+      WARN("no valid config beyond the heuristic's picks for " << p.key());
     for (const Config& c : chosen) {
       INFO(s.name(c) << ": " << f.describe(p, c));
       Measurement m = test::gpu_check(f, p, c);

@@ -30,8 +30,8 @@ struct ErrorSums {
 // Reduces C (as the problem stores it) against C_ref. `scratch` holds at least 64 bytes.
 ErrorSums compare_to_reference(const Problem& p, const void* c, const double* c_ref, void* scratch, cudaStream_t s);
 
-// Roof kernels. fma_peak: each of `threads` threads runs `iters` iterations of 8 independent
-// FMAs (16 FLOP each). stream_read: reads n bytes (multiple of 16) once.
+// Roof kernels. fma_peak: each of `threads` threads runs `iters` iterations of 16 independent
+// FMAs (32 FLOP each; iters a multiple of 4). stream_read: reads n bytes (multiple of 16) once.
 void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s);
 void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s);
 

@@ -9,7 +9,7 @@
 namespace gt {
 
 MeasureService::MeasureService(const PluginRegistry& plugins, const CubinCache& cache, int device_index)
-    : plugins_(plugins), compiler_(&cache), dev_(require_device(device_index)) {
+    : plugins_(plugins), cache_(cache), compiler_(&cache_), dev_(require_device(device_index)) {
   cuda_check(cudaSetDevice(device_index), "cudaSetDevice");
 }
 

@@ -30,6 +30,7 @@ class MeasureService : public Measurer {
  private:
   const Runnable& runnable(const Candidate& c);  // built once, kept in a small LRU
   const PluginRegistry& plugins_;
+  CubinCache cache_;  // a copy: the service outlives whatever the caller passed
   Compiler compiler_;
   DeviceInfo dev_;
   std::unique_ptr<ProblemBench> bench_;

@@ -66,12 +66,12 @@ Roof measure_fp32_roof(const DeviceInfo& dev, double seconds) {
   cuda_check(cudaSetDevice(dev.index), "cudaSetDevice");
   int per_sm = dev.limits.max_threads_per_sm / 256;
   int blocks = dev.limits.sm_count * per_sm * 8;
-  int iters = 4096;
+  int iters = 2048;
   DeviceBuffer out(size_t(blocks) * 256 * sizeof(float));
   auto [t, g] = sustained(dev, [&](cudaStream_t s) { launch_fma_peak(static_cast<float*>(out.get()), blocks, 256, iters, s); },
                           seconds);
-  double flop = double(blocks) * 256 * iters * 16;
-  return {"fp32_fma", flop / t, "FLOP/s", fmt::format("{} blocks x 256 threads x {} iterations of 8 independent FMAs", blocks, iters), g};
+  double flop = double(blocks) * 256 * iters * 32;
+  return {"fp32_fma", flop / t, "FLOP/s", fmt::format("{} blocks x 256 threads x {} iterations of 16 independent FMAs", blocks, iters), g};
 }
 
 Roof measure_read_roof(const DeviceInfo& dev, double seconds) {
