@@ -23,15 +23,23 @@ struct Ctx {
     auto& b = n.source().begin;
     return fmt::format("{}:{}:{}", file, b.line, b.column);
   }
+  // Position of a key's value, or of its table when the key is absent.
+  std::string at_key(const toml::table& t, const char* key) const {
+    const toml::node* n = t.get(key);
+    return (n ? at(*n) : at(t)) + ": " + key;
+  }
   [[noreturn]] void fail(const toml::node& n, const std::string& msg) const {
     throw InputError(fmt::format("{}: {}", at(n), msg));
   }
   void only_keys(const toml::table& t, const std::set<std::string>& known, const std::string& where) const {
     for (auto& [k, v] : t) {
+      (void)v;
       if (!known.count(std::string(k.str()))) {
         std::string list;
         for (auto& x : known) list += (list.empty() ? "" : ", ") + x;
-        fail(v, fmt::format("unknown key '{}' in {} (known: {})", k.str(), where, list));
+        auto& b = k.source().begin;
+        throw InputError(fmt::format("{}:{}:{}: unknown key '{}' in {} (known: {})", file, b.line, b.column, k.str(),
+                                     where, list));
       }
     }
   }
@@ -134,7 +142,7 @@ Job parse_job(std::string_view text, const std::string& source_name) {
     std::vector<std::array<int64_t, 3>> shapes;
     for (auto& s : ctx.strings(t, "shapes")) {
       try {
-        shapes.push_back(parse_shape(s, ctx.at(*t.get("shapes")) + ": shapes"));
+        shapes.push_back(parse_shape(s, ctx.at_key(t, "shapes")));
       } catch (const InputError& e) {
         throw;
       }
@@ -155,11 +163,11 @@ Job parse_job(std::string_view text, const std::string& source_name) {
     auto out = ctx.get<std::string>(t, "out_dtype", "a string");
     auto fams = ctx.strings(t, "families");
     for (auto& d : dtypes) {
-      DType in = parse_dtype(d, ctx.at(*t.get("dtypes")) + ": dtypes");
-      DType od = out ? parse_dtype(*out, ctx.at(*t.get("out_dtype")) + ": out_dtype") : Problem::default_out(in);
+      DType in = parse_dtype(d, ctx.at_key(t, "dtypes"));
+      DType od = out ? parse_dtype(*out, ctx.at_key(t, "out_dtype")) : Problem::default_out(in);
       if (od == DType::tf32) ctx.fail(*t.get("out_dtype"), "out_dtype tf32 is not a storage type; use f32");
       for (auto& l : layouts) {
-        Layout lay = parse_layout(l, t.get("layouts") ? ctx.at(*t.get("layouts")) + ": layouts" : "layouts");
+        Layout lay = parse_layout(l, ctx.at_key(t, "layouts"));
         for (auto& s : shapes) {
           Problem p = Problem::make(s[0], s[1], s[2], in, od, lay);
           if (seen.insert(p.key()).second) job.problems.push_back({p, fams});

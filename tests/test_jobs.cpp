@@ -1,0 +1,92 @@
+// Job files: every shipped job parses and names families that exist; bad jobs are refused
+// with the file, line, column and field.
+#include "errors.hpp"
+#include "job.hpp"
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+using namespace gt;
+using namespace gt::search;
+
+static std::string error_of(const std::string& text) {
+  try {
+    parse_job(text, "job.toml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST_CASE("every shipped job parses, names known families, and the default is embedded", "[jobs]") {
+  auto reg = PluginRegistry::load({test::plugin_dir()});
+  std::vector<std::filesystem::path> files;
+  for (auto dir : {test::source_dir() / "configs", test::source_dir() / "configs" / "lab"})
+    for (auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".toml") files.push_back(e.path());
+  REQUIRE(files.size() >= 4);
+  for (auto& f : files) {
+    INFO(f.string());
+    Job j = load_job(f);
+    CHECK_FALSE(j.problems.empty());
+    std::vector<std::string> fams = j.settings.families;
+    for (auto& p : j.problems) fams.insert(fams.end(), p.families.begin(), p.families.end());
+    for (auto& name : fams) CHECK(reg.find(name) != nullptr);
+  }
+  Job d = parse_job(default_job_text(), "<default job>");
+  CHECK(d.name == "default");
+  CHECK(d.problems.size() == 3);
+}
+
+TEST_CASE("a job expands shapes, m/n/k lists, dtypes and layouts, without duplicates", "[jobs]") {
+  Job j = parse_job(R"(
+name = "x"
+[tune]
+evaluations = 10
+quick = false
+families = ["naive"]
+[[problems]]
+m = [1, 2]
+n = [8]
+k = [16, 32]
+dtypes = ["f16", "bf16"]
+layouts = ["nn", "tn"]
+out_dtype = "f32"
+[[problems]]
+shapes = ["1x8x16"]
+dtypes = ["f16"]
+out_dtype = "f32"
+)",
+                    "x.toml");
+  CHECK(j.problems.size() == 16);  // 2*1*2 shapes * 2 dtypes * 2 layouts; the last set repeats one
+  CHECK(j.settings.evaluations == 10u);
+  CHECK(j.settings.quick == false);
+  CHECK(j.problems[0].problem.out == DType::f32);
+}
+
+TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
+  CHECK_THAT(error_of("name = \n"), Catch::Contains("job.toml:1:") && Catch::Contains("malformed TOML"));
+  CHECK_THAT(error_of("nmae = \"x\"\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:1:1") && Catch::Contains("unknown key 'nmae'"));
+  CHECK_THAT(error_of("[tune]\nevaluations = \"many\"\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("'evaluations' must be a whole number"));
+  CHECK_THAT(error_of("[tune]\nbudget = 3\n[[problems]]\nshapes=[\"1x1x1\"]\n"), Catch::Contains("unknown key 'budget' in [tune]"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"0x4x4\"]\n"), Catch::Contains("job.toml:2:") && Catch::Contains("M is 0"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x-4x4\"]\n"), Catch::Contains("negative"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x99999999999\"]\n"), Catch::Contains("too large"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"4xfourx4\"]\n"), Catch::Contains("not a whole number"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x4\"]\ndtypes = [\"fp8\"]\n"),
+             Catch::Contains("job.toml:3:") && Catch::Contains("unknown dtype 'fp8'"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x4\"]\nlayouts = [\"nx\"]\n"), Catch::Contains("unknown layout 'nx'"));
+  CHECK_THAT(error_of("[[problems]]\nm = [4]\nn = [4]\n"), Catch::Contains("m, n and k must all be given"));
+  CHECK_THAT(error_of("[[problems]]\nm = [0]\nn = [4]\nk = [4]\n"), Catch::Contains("at least 1"));
+  CHECK_THAT(error_of("name = \"x\"\n"), Catch::Contains("no [[problems]]"));
+  CHECK_THAT(error_of("problems = 3\n"), Catch::Contains("array of tables"));
+  CHECK_THAT(error_of("[tune]\nfraction = 1.5\n[[problems]]\nshapes=[\"1x1x1\"]\n"), Catch::Contains("(0, 1]"));
+  CHECK_THAT(error_of("[tune]\ndist = \"gaussian\"\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("unknown distribution"));
+  CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x4\"]\nout_dtype = \"tf32\"\n"), Catch::Contains("not a storage type"));
+  CHECK_THROWS_WITH(load_job("/nonexistent/job.toml"), Catch::Contains("cannot read '/nonexistent/job.toml'"));
+}

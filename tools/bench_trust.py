@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""bench_trust: can gemmtune's timings be trusted? Prints two tables.
+
+1. Repeatability: the same config timed by `gemmtune run` in N separate processes; the
+   spread (max - min) / median of their medians (target <= 1 %).
+2. Agreement: cuBLASLt's heuristic pick (rank 0) timed by gemmtune against an independent
+   PyTorch measurement (torch.matmul, i.e. cuBLAS) of the same shape in the same session,
+   both on iid normal inputs with a settled clock (target: within 3 %).
+
+Usage: tools/bench_trust.py [--gemmtune build/gemmtune] [--processes 5]
+Needs a GPU and PyTorch.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+
+def gemmtune_run(gt, family, shape, dtype, params=None):
+    cmd = [gt, "--json", "run", "--family", family, "--shape", shape, "--dtype", dtype]
+    if params:
+        cmd += ["--params", params]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    j = json.loads(out.stdout)
+    return j["time_us"]["median"], j["config"], j
+
+
+def torch_time(shape, dtype, settle_s=0.5, samples=100):
+    import torch
+    m, n, k = (int(x) for x in shape.split("x"))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 50 << 20)
+    per_set = (m * k + k * n + m * n) * torch.tensor([], dtype=dt).element_size()
+    sets = max(2, -(-2 * l2 // per_set) + 1)
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    As = [torch.randn(m, k, device="cuda", dtype=dt, generator=gen) for _ in range(sets)]
+    Bs = [torch.randn(k, n, device="cuda", dtype=dt, generator=gen) for _ in range(sets)]
+    Cs = [torch.empty(m, n, device="cuda", dtype=dt) for _ in range(sets)]
+    t0 = time.perf_counter()
+    i = 0
+    while time.perf_counter() - t0 < settle_s:  # settle the clock, one call at a time
+        torch.matmul(As[i % sets], Bs[i % sets], out=Cs[i % sets])
+        torch.cuda.synchronize()
+        i += 1
+    ts = []
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for j in range(samples):
+        a, b, c = As[j % sets], Bs[j % sets], Cs[j % sets]
+        s.record()
+        torch.matmul(a, b, out=c)
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e) * 1000.0)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gemmtune", default="build/gemmtune")
+    ap.add_argument("--processes", type=int, default=5)
+    a = ap.parse_args()
+    print("Repeatability: one config, separate processes (median of each process's samples)")
+    print(f"  {'family':<14} {'shape':<16} {'dtype':<5} {'medians (us)':<50} {'spread':>7}")
+    rep = [("cublaslt", "4096x4096x4096", "f16"), ("register_tile", "4096x4096x4096", "f32"),
+           ("wmma", "4096x4096x4096", "f16")]
+    for fam, shape, dt in rep:
+        try:
+            meds = [gemmtune_run(a.gemmtune, fam, shape, dt)[0] for _ in range(a.processes)]
+        except RuntimeError as e:
+            print(f"  {fam:<14} {shape:<16} {dt:<5} failed: {e}")
+            continue
+        spread = (max(meds) - min(meds)) / statistics.median(meds) * 100
+        print(f"  {fam:<14} {shape:<16} {dt:<5} {' '.join(f'{x:.1f}' for x in meds):<50} {spread:6.2f}%")
+    print("\nAgreement with PyTorch (torch.matmul -> cuBLAS), same session")
+    print(f"  {'shape':<16} {'dtype':<5} {'gemmtune rank 0 (us)':>21} {'torch (us)':>11} {'ratio':>7}  config")
+    for shape, dt in [("4096x4096x4096", "f16"), ("8192x8192x8192", "f16"), ("4096x4096x4096", "bf16"),
+                      ("8192x8192x8192", "bf16")]:
+        try:
+            g, name, _ = gemmtune_run(a.gemmtune, "cublaslt", shape, dt)
+            t = torch_time(shape, dt)
+        except Exception as e:  # report and go on: one failure must not hide the others
+            print(f"  {shape:<16} {dt:<5} failed: {e}")
+            continue
+        print(f"  {shape:<16} {dt:<5} {g:>21.1f} {t:>11.1f} {g / t:>7.3f}  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
