@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -138,7 +139,17 @@ Job parse_job(std::string_view text, const std::string& source_name) {
   std::set<std::string> seen;
   for (auto& node : *arr) {
     const toml::table& t = *node.as_table();
-    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "families"}, "[[problems]]");
+    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "families", "configs"}, "[[problems]]");
+    std::map<std::string, std::vector<std::string>> fixed;
+    if (const toml::node* cn = t.get("configs")) {
+      const toml::table* ct = cn->as_table();
+      if (!ct) ctx.fail(*cn, "'configs' must be a table of family = [config, ...]");
+      for (auto& [fam, _] : *ct) {
+        (void)_;
+        fixed[std::string(fam.str())] = ctx.strings(*ct, std::string(fam.str()).c_str());
+        if (fixed[std::string(fam.str())].empty()) ctx.fail(*cn, fmt::format("configs.{} is empty", fam.str()));
+      }
+    }
     std::vector<std::array<int64_t, 3>> shapes;
     for (auto& s : ctx.strings(t, "shapes")) {
       try {
@@ -170,7 +181,21 @@ Job parse_job(std::string_view text, const std::string& source_name) {
         Layout lay = parse_layout(l, ctx.at_key(t, "layouts"));
         for (auto& s : shapes) {
           Problem p = Problem::make(s[0], s[1], s[2], in, od, lay);
-          if (seen.insert(p.key()).second) job.problems.push_back({p, fams});
+          if (seen.insert(p.key()).second) {
+            job.problems.push_back({p, fams, fixed});
+            continue;
+          }
+          // The same problem in another set: one problem, the union of the sets' families.
+          for (auto& jp : job.problems)
+            if (jp.problem.key() == p.key()) {
+              if (jp.families.empty() || fams.empty()) {
+                jp.families.clear();  // one of the sets means "every family"
+              } else {
+                for (auto& f : fams)
+                  if (std::find(jp.families.begin(), jp.families.end(), f) == jp.families.end()) jp.families.push_back(f);
+              }
+              for (auto& [f, list] : fixed) jp.configs[f].insert(jp.configs[f].end(), list.begin(), list.end());
+            }
         }
       }
     }

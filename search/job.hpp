@@ -8,6 +8,7 @@
 #include "problem.hpp"
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ namespace gt::search {
 struct JobProblem {
   Problem problem;
   std::vector<std::string> families;  // empty: the job's (or every) family
+  // Fixed configs per family (canonical names or "K=V,..."): those families measure exactly
+  // these instead of searching (the lab's experiments measure named kernels).
+  std::map<std::string, std::vector<std::string>> configs;
 };
 
 struct JobSettings {

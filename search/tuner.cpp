@@ -65,6 +65,11 @@ int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const M
   r.config_name = s.name(c);
   r.config_hash = hex64(s.hash(c));
   r.m = m;
+  // What the config is, readably (cuBLASLt's algorithm: tile, stages, split-K, ...), kept
+  // with every successful row so a report can name the kernel without the plugin.
+  if (m.status == Status::ok)
+    if (const Family* fam = plugin(s.family()))
+      if (std::string d = fam->describe(p, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
   r.prov = prov;
   r.prov.mode = m.quick ? "quick" : "full";
   return store_->insert(r);
@@ -85,7 +90,26 @@ struct Result {
 };
 }  // namespace
 
-FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
+namespace {
+// The "strategy" of a fixed list: exactly these configs, in order.
+class FixedList : public Strategy {
+ public:
+  explicit FixedList(std::vector<Config> cs) : cs_(std::move(cs)) {}
+  std::string name() const override { return "list"; }
+  std::vector<Config> propose(size_t max) override {
+    std::vector<Config> out;
+    while (out.size() < max && next_ < cs_.size()) out.push_back(cs_[next_++]);
+    return out;
+  }
+  void observe(const Observation&) override {}
+
+ private:
+  std::vector<Config> cs_;
+  size_t next_ = 0;
+};
+}  // namespace
+
+FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed) {
   FamilyOutcome out;
   out.family = family;
   auto t0 = Clock::now();
@@ -119,11 +143,17 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
     strategy_name = (out.valid_space && out.valid_space <= o_.auto_exhaustive_below) || !have_bayes ? "exhaustive" : "bayes";
     if (!have_bayes && out.valid_space > o_.auto_exhaustive_below) strategy_name = "random";
   }
+  std::unique_ptr<Strategy> strategy;
+  if (fixed) {
+    strategy_name = "list";
+    strategy = std::make_unique<FixedList>(*fixed);
+  } else {
+    std::vector<Config> first;
+    if (fam) first = fam->suggest(p, dev.limits, 32, space.dims());
+    first.push_back(space.default_config());
+    strategy = make_strategy(strategy_name, space, o_.seed, first);
+  }
   out.strategy = strategy_name;
-  std::vector<Config> first;
-  if (fam) first = fam->suggest(p, dev.limits, 32, space.dims());
-  first.push_back(space.default_config());
-  auto strategy = make_strategy(strategy_name, space, o_.seed, first);
 
   Provenance prov_quick = provenance_(family, true), prov_full = provenance_(family, false);
   const std::string fingerprint = prov_full.fingerprint();
@@ -142,7 +172,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
   std::string best_name;
   std::mt19937_64 rng(o_.seed ^ stable_hash(p.key() + family));
   const size_t lookahead = o_.lookahead ? o_.lookahead : (pool_ ? 2 * size_t(pool_->threads()) : 8);
-  uint64_t planned_total = out.valid_space;
+  uint64_t planned_total = fixed ? fixed->size() : out.valid_space;
   if (o_.budget.max_evaluations < std::numeric_limits<uint64_t>::max())
     planned_total = planned_total ? std::min(planned_total, o_.budget.max_evaluations) : o_.budget.max_evaluations;
   if (o_.budget.max_fraction < 1.0 && out.valid_space)
@@ -359,14 +389,16 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family) {
   return out;
 }
 
-ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& families) {
+ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& families,
+                           const std::map<std::string, std::vector<Config>>& fixed) {
   ProblemOutcome po;
   po.problem = p;
   auto t0 = Clock::now();
   for (auto& f : families) {
     if (o_.stop && o_.stop->load()) break;
     try {
-      po.families.push_back(tune_family(p, f));
+      auto it = fixed.find(f);
+      po.families.push_back(tune_family(p, f, it == fixed.end() ? nullptr : &it->second));
     } catch (const RuntimeFailure& e) {
       // The problem itself could not be prepared (e.g. not enough memory): no family can run.
       FamilyOutcome fo;

@@ -96,14 +96,16 @@ class Tuner {
   // is null in replay.
   Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
         ProvenanceSource provenance, TuneOptions o);
-  ProblemOutcome tune(const Problem& p, const std::vector<std::string>& families);
+  // `fixed`: families that measure exactly these configs instead of searching.
+  ProblemOutcome tune(const Problem& p, const std::vector<std::string>& families,
+                      const std::map<std::string, std::vector<Config>>& fixed = {});
   // Re-time finalists on this GPU instead of the tuner's own (several GPUs).
   void set_reference(ReferenceGpu* ref) { reference_ = ref; }
   std::function<void(const TuneEvent&)> on_progress;
   std::function<void(const std::string&)> on_note;  // one-line notes (skips, restarts, stale rows)
 
  private:
-  FamilyOutcome tune_family(const Problem& p, const std::string& family);
+  FamilyOutcome tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed);
   void ensure_problem(const Problem& p);
   // Re-times candidates on the reference GPU (or this tuner's own).
   std::vector<Stats> retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);

@@ -176,6 +176,20 @@ static Command add_tune(CLI::App& app, Globals& g) {
                   throw InputError(fmt::format("{}: unknown family '{}' ({}: {})", a.families.empty() ? job.source : "--family",
                                                f, rec_for_names ? "recorded in " + so.replay : "loaded", known));
                 }
+            // Fixed config lists are checked against the families' spaces now (with sm_90's
+            // limits when there is no GPU yet); "@pick" (a library's own choice) is resolved later.
+            if (!rec_for_names)
+              for (auto& jp : job.problems)
+                for (auto& [fam, texts] : jp.configs) {
+                  const Family& f = g.plugins().get(fam);
+                  if (f.is_library()) continue;
+                  Space s = f.space(jp.problem, arch_limits("sm_90"));
+                  for (auto& t : texts) {
+                    std::string err;
+                    if (t != "@pick" && !s.parse(t, &err))
+                      throw InputError(fmt::format("{}: configs.{} for {}: {}", job.source, fam, jp.problem.key(), err));
+                  }
+                }
             if (!a.devices.empty() && a.devices == "all") so.devices = parse_devices("all");
 
             // 2. The store, the measurers (exit 3 without a GPU), then the search.
@@ -250,7 +264,24 @@ static Command add_tune(CLI::App& app, Globals& g) {
               };
               for (size_t j; (j = next++) < mine.size() && !g_stop;) {
                 const JobProblem& jp = job.problems[mine[j]];
-                ProblemOutcome po = tuner.tune(jp.problem, families_for(jp));
+                std::map<std::string, std::vector<Config>> fixed;
+                for (auto& [fam, texts] : jp.configs) {
+                  Space s = session.spaces()(fam, jp.problem);
+                  for (auto& t : texts) {
+                    std::string err;
+                    if (t == "@pick") {
+                      const Family* f = session.plugins() ? session.plugins()->find(fam) : nullptr;
+                      auto picks = f ? f->suggest(jp.problem, session.measurer(gpu).device().limits, 1, s.dims())
+                                     : std::vector<Config>{};
+                      if (!picks.empty()) fixed[fam].push_back(picks[0]);
+                    } else if (auto c = s.parse(t, &err)) {
+                      fixed[fam].push_back(*c);
+                    } else {
+                      throw InputError(fmt::format("{}: configs.{} for {}: {}", job.source, fam, jp.problem.key(), err));
+                    }
+                  }
+                }
+                ProblemOutcome po = tuner.tune(jp.problem, families_for(jp), fixed);
                 if (!bars.empty()) bars.back()->finish();
                 bars.clear();
                 report(po, session.measurers() > 1 ? fmt::format(" [GPU {}]", session.measurer(gpu).device().index) : "");
