@@ -1,18 +1,24 @@
 #include "strategy.hpp"
 
 #include "errors.hpp"
+#include "strategy_anneal.hpp"
 #include "strategy_basic.hpp"
+#include "strategy_bayes.hpp"
+#include "strategy_genetic.hpp"
 
 #include <fmt/format.h>
 
 namespace gt::search {
 
-std::vector<std::string> strategy_names() { return {"exhaustive", "random"}; }
+std::vector<std::string> strategy_names() { return {"exhaustive", "random", "anneal", "genetic", "bayes"}; }
 
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const Space& space, uint64_t seed,
                                         std::vector<Config> first) {
   if (name == "exhaustive") return std::make_unique<Exhaustive>(space, std::move(first));
   if (name == "random") return std::make_unique<RandomSearch>(space, seed, std::move(first));
+  if (name == "anneal") return std::make_unique<Annealing>(space, seed, std::move(first));
+  if (name == "genetic") return std::make_unique<Genetic>(space, seed, std::move(first));
+  if (name == "bayes") return std::make_unique<BayesOpt>(space, seed, std::move(first));
   std::string known;
   for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
   throw InputError(fmt::format("--strategy: unknown strategy '{}' (known: {})", name, known));

@@ -2,8 +2,11 @@
 #include "strategy_basic.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gt::search {
+
+bool usable(const Observation& o) { return o.ok && std::isfinite(o.value) && o.value > 0; }
 
 SeededQueue::SeededQueue(const Space& space, std::vector<Config> first) : space_(space) {
   for (auto& c : first)
@@ -24,6 +27,73 @@ bool SeededQueue::next(Config* out) {
 
 bool SeededQueue::mark(const Config& c) { return seen_.insert(space_.index_of(c)).second; }
 bool SeededQueue::seen(const Config& c) const { return seen_.count(space_.index_of(c)) > 0; }
+
+ValidPool::ValidPool(const Space& space) : space_(space) {
+  uint64_t raw = space_.raw_size();
+  if (raw > kMaterialiseLimit) return;
+  materialised_ = true;
+  for (uint64_t i = 0; i < raw; ++i) {
+    Config c = space_.at(i);
+    if (space_.valid(c)) points_.push_back(std::move(c));
+  }
+}
+
+std::optional<Config> ValidPool::draw_unseen(std::mt19937_64& rng, const SeededQueue& q, int tries) const {
+  if (materialised_) {
+    if (points_.empty()) return std::nullopt;
+    std::uniform_int_distribution<size_t> pick(0, points_.size() - 1);
+    for (int t = 0; t < 32; ++t) {
+      const Config& c = points_[pick(rng)];
+      if (!q.seen(c)) return c;
+    }
+    // Mostly seen: scan from a random start so late draws stay spread over the space.
+    size_t start = pick(rng);
+    for (size_t i = 0; i < points_.size(); ++i) {
+      const Config& c = points_[(start + i) % points_.size()];
+      if (!q.seen(c)) return c;
+    }
+    return std::nullopt;
+  }
+  uint64_t raw = space_.raw_size();
+  if (raw == 0) return std::nullopt;
+  std::uniform_int_distribution<uint64_t> pick(0, raw - 1);
+  for (int t = 0; t < tries; ++t) {
+    Config c = space_.at(pick(rng));
+    if (!q.seen(c) && space_.valid(c)) return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<Config> ValidPool::mutate(const Config& c, std::mt19937_64& rng, const SeededQueue& q, int tries) const {
+  const auto& params = space_.params();
+  std::vector<size_t> movable;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].values.size() > 1) movable.push_back(i);
+  if (movable.empty()) return std::nullopt;
+  auto base = space_.positions(c);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int t = 0; t < tries; ++t) {
+    // Constraints couple parameters (a warp tile must divide its block tile), so a single
+    // step is often invalid where a joint move of two or three is not.
+    double r = u(rng);
+    size_t moves = r < 0.5 ? 1 : r < 0.85 ? 2 : 3;
+    moves = std::min(moves, movable.size());
+    auto pos = base;
+    for (size_t m = 0; m < moves; ++m) {
+      size_t i = movable[std::uniform_int_distribution<size_t>(0, movable.size() - 1)(rng)];
+      int64_t n = int64_t(params[i].values.size());
+      int64_t step = u(rng) < 0.75 ? 1 : 2;
+      if (u(rng) < 0.5) step = -step;
+      int64_t p = int64_t(pos[i]) + step;
+      if (p < 0 || p >= n) p = int64_t(pos[i]) - step;  // bounce off the end of the list
+      pos[i] = size_t(std::clamp<int64_t>(p, 0, n - 1));
+    }
+    if (pos == base) continue;
+    Config x = space_.from_positions(pos);
+    if (!q.seen(x) && space_.valid(x)) return x;
+  }
+  return std::nullopt;
+}
 
 Exhaustive::Exhaustive(const Space& space, std::vector<Config> first) : space_(space), q_(space, std::move(first)) {}
 

@@ -1,0 +1,429 @@
+#include "replay.hpp"
+
+#include "errors.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gt::search {
+
+using nlohmann::json;
+
+struct RecordedSpace::Results {
+  std::map<uint64_t, std::pair<Config, Outcome>> by_index;
+};
+
+namespace {
+
+bool refused(Status s) { return s == Status::cannot_implement || s == Status::resources; }
+
+// Mixed-radix index of a config whose values are all in their lists (Space's order).
+std::optional<uint64_t> index_in(const std::vector<Param>& params, const Config& c) {
+  if (c.size() != params.size()) return std::nullopt;
+  uint64_t idx = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto j = params[i].index_of(c[i]);
+    if (!j) return std::nullopt;
+    idx = idx * params[i].values.size() + *j;
+  }
+  return idx;
+}
+
+const char* type_name(const json& j) {
+  if (j.is_number_integer()) return "an integer";
+  if (j.is_number()) return "a number";
+  return j.type_name();
+}
+
+// Reads one document, every error naming the source and the path inside it.
+struct Reader {
+  std::string source;
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw InputError(fmt::format("{}: {}: {}", source, where, what));
+  }
+  const json& at(const json& obj, const std::string& where, const char* key) const {
+    if (!obj.is_object()) fail(where, fmt::format("expected an object, got {}", type_name(obj)));
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(where, fmt::format("missing key '{}'", key));
+    return *it;
+  }
+  static std::string sub(const std::string& where, const char* key) { return where + "." + key; }
+  std::string str(const json& obj, const std::string& where, const char* key) const {
+    const json& v = at(obj, where, key);
+    if (!v.is_string()) fail(sub(where, key), fmt::format("expected a string, got {}", type_name(v)));
+    return v.get<std::string>();
+  }
+  int64_t integer(const json& v, const std::string& where) const {
+    if (!v.is_number_integer()) fail(where, fmt::format("expected an integer, got {}", type_name(v)));
+    return v.get<int64_t>();
+  }
+  int64_t integer(const json& obj, const std::string& where, const char* key) const {
+    return integer(at(obj, where, key), sub(where, key));
+  }
+  const json& array(const json& obj, const std::string& where, const char* key) const {
+    const json& v = at(obj, where, key);
+    if (!v.is_array()) fail(sub(where, key), fmt::format("expected an array, got {}", type_name(v)));
+    return v;
+  }
+  const json& object(const json& obj, const std::string& where, const char* key) const {
+    const json& v = at(obj, where, key);
+    if (!v.is_object()) fail(sub(where, key), fmt::format("expected an object, got {}", type_name(v)));
+    return v;
+  }
+
+  Problem problem(const json& j, const std::string& where) const {
+    auto dims = [&](const char* k) {
+      int64_t v = integer(j, where, k);
+      if (v < 1 || v > kMaxDim) fail(sub(where, k), fmt::format("{} is out of range [1, {}]", v, kMaxDim));
+      return v;
+    };
+    int64_t m = dims("m"), n = dims("n"), k = dims("k");
+    try {
+      Problem p = Problem::make(m, n, k, parse_dtype(str(j, where, "in"), sub(where, "in")),
+                                parse_dtype(str(j, where, "out"), sub(where, "out")),
+                                parse_layout(str(j, where, "layout"), sub(where, "layout")));
+      if (j.contains("lda") || j.contains("ldb") || j.contains("ldc")) {
+        p.lda = integer(j, where, "lda");
+        p.ldb = integer(j, where, "ldb");
+        p.ldc = integer(j, where, "ldc");
+        p.validate();
+      }
+      int64_t align = integer(j, where, "align");
+      if (align != 1 && align != 2 && align != 4 && align != 8 && align != 16)
+        fail(sub(where, "align"), fmt::format("{} is not 1, 2, 4, 8 or 16", align));
+      if (align > alignment_of(p))
+        fail(sub(where, "align"), fmt::format("{} bytes is more than the leading dimensions allow ({})", align,
+                                              alignment_of(p)));
+      p.align = int32_t(align);
+      return p;
+    } catch (const InputError& e) {
+      if (std::string(e.what()).rfind(source, 0) == 0) throw;  // already ours
+      fail(where, e.what());
+    }
+  }
+
+  Param param(const json& j, const std::string& where) const {
+    Param p;
+    p.name = str(j, where, "name");
+    if (p.name.empty()) fail(sub(where, "name"), "is empty");
+    if (j.contains("help")) p.help = str(j, where, "help");
+    const json& values = array(j, where, "values");
+    if (values.empty()) fail(sub(where, "values"), "is empty");
+    std::set<int64_t> distinct;
+    for (size_t i = 0; i < values.size(); ++i) {
+      int64_t v = integer(values[i], fmt::format("{}.values[{}]", where, i));
+      if (!distinct.insert(v).second) fail(fmt::format("{}.values[{}]", where, i), fmt::format("{} appears twice", v));
+      p.values.push_back(v);
+    }
+    if (j.contains("labels")) {
+      const json& labels = array(j, where, "labels");
+      for (size_t i = 0; i < labels.size(); ++i) {
+        if (!labels[i].is_string())
+          fail(fmt::format("{}.labels[{}]", where, i), fmt::format("expected a string, got {}", type_name(labels[i])));
+        p.labels.push_back(labels[i].get<std::string>());
+      }
+      if (!p.labels.empty() && p.labels.size() != p.values.size())
+        fail(sub(where, "labels"), fmt::format("has {} labels for {} values", p.labels.size(), p.values.size()));
+    }
+    int64_t def = integer(j, where, "default");
+    if (def < 0 || def >= int64_t(p.values.size()))
+      fail(sub(where, "default"), fmt::format("index {} is not in [0, {}]", def, p.values.size() - 1));
+    p.default_index = size_t(def);
+    return p;
+  }
+
+  Outcome outcome(const json& j, const std::string& where) const {
+    Outcome o;
+    std::string s = str(j, where, "status");
+    try {
+      o.status = parse_status(s);
+    } catch (const RuntimeFailure&) {
+      fail(sub(where, "status"), fmt::format("unknown status '{}' (expected ok, cannot_implement, resources, "
+                                             "compile_failed, verify_failed, runtime_fault or timeout)", s));
+    }
+    const json& t = at(j, where, "median_us");
+    if (t.is_null()) {
+      o.median_us = kNaN;
+    } else if (t.is_number()) {
+      o.median_us = t.get<double>();
+    } else {
+      fail(sub(where, "median_us"), fmt::format("expected a number or null, got {}", type_name(t)));
+    }
+    if (o.status == Status::ok && !(o.median_us > 0 && std::isfinite(o.median_us)))
+      fail(sub(where, "median_us"), "an ok result needs a positive time");
+    if (j.contains("message")) o.message = str(j, where, "message");
+    return o;
+  }
+};
+
+json param_json(const Param& p) {
+  return {{"name", p.name}, {"help", p.help}, {"values", p.values}, {"labels", p.labels}, {"default", p.default_index}};
+}
+
+json problem_json(const Problem& p) {
+  json j = {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"in", to_string(p.in)}, {"out", to_string(p.out)},
+            {"layout", to_string(p.layout)}, {"align", p.align}};
+  Problem tight = Problem::make(p.m, p.n, p.k, p.in, p.out, p.layout);
+  if (p.lda != tight.lda || p.ldb != tight.ldb || p.ldc != tight.ldc) {
+    j["lda"] = p.lda;
+    j["ldb"] = p.ldb;
+    j["ldc"] = p.ldc;
+  }
+  return j;
+}
+
+bool same_params(const std::vector<Param>& a, const std::vector<Param>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || a[i].values != b[i].values) return false;
+  return true;
+}
+
+}  // namespace
+
+RecordedSpace::RecordedSpace(std::string recorded, RecordedDevice device, Problem problem, std::string family,
+                             std::string family_version, std::vector<Param> params)
+    : recorded_(std::move(recorded)),
+      device_(std::move(device)),
+      problem_(problem),
+      family_(std::move(family)),
+      family_version_(std::move(family_version)),
+      params_(std::move(params)),
+      results_(std::make_shared<Results>()) {}
+
+RecordedSpace::RecordedSpace(const RecordedSpace& o)
+    : recorded_(o.recorded_),
+      device_(o.device_),
+      problem_(o.problem_),
+      family_(o.family_),
+      family_version_(o.family_version_),
+      params_(o.params_),
+      results_(std::make_shared<Results>(*o.results_)) {}
+
+RecordedSpace& RecordedSpace::operator=(const RecordedSpace& o) {
+  if (this != &o) *this = RecordedSpace(o);
+  return *this;
+}
+
+uint64_t RecordedSpace::index_of(const Config& c) const {
+  auto idx = index_in(params_, c);
+  if (!idx) {
+    std::string why = fmt::format("config has {} values, the space has {} parameters", c.size(), params_.size());
+    for (size_t i = 0; c.size() == params_.size() && i < c.size(); ++i)
+      if (!params_[i].index_of(c[i])) why = fmt::format("{}={} is not one of its values", params_[i].name, c[i]);
+    throw InputError(fmt::format("{} {} on {}: {}", family_, problem_.key(), device_.name, why));
+  }
+  return *idx;
+}
+
+Space RecordedSpace::space() const {
+  Space s(family_, family_version_, params_);
+  std::shared_ptr<const Results> results = results_;
+  s.add_constraint([results, params = params_, device = device_.name,
+                    key = problem_.key()](const Config& c) -> std::optional<std::string> {
+    auto idx = index_in(params, c);
+    auto it = idx ? results->by_index.find(*idx) : results->by_index.end();
+    if (it == results->by_index.end()) return fmt::format("not recorded on {} for {}", device, key);
+    const Outcome& o = it->second.second;
+    if (refused(o.status))
+      return fmt::format("recorded as {} on {}: {}", to_string(o.status), device,
+                         o.message.empty() ? "(no message)" : o.message);
+    return std::nullopt;
+  });
+  return s;
+}
+
+std::optional<Outcome> RecordedSpace::lookup(const Config& c) const {
+  auto idx = index_in(params_, c);
+  if (!idx) return std::nullopt;
+  auto it = results_->by_index.find(*idx);
+  if (it == results_->by_index.end()) return std::nullopt;
+  return it->second.second;
+}
+
+Objective RecordedSpace::objective() const {
+  std::shared_ptr<const Results> results = results_;
+  return [results, params = params_, device = device_.name](const Config& c) -> Outcome {
+    auto idx = index_in(params, c);
+    auto it = idx ? results->by_index.find(*idx) : results->by_index.end();
+    if (it == results->by_index.end()) return {Status::cannot_implement, kNaN, "not recorded on " + device};
+    return it->second.second;
+  };
+}
+
+void RecordedSpace::add(const Config& c, Outcome o) { results_->by_index[index_of(c)] = {c, std::move(o)}; }
+
+size_t RecordedSpace::size() const { return results_->by_index.size(); }
+
+size_t RecordedSpace::valid_count() const {
+  size_t n = 0;
+  for (auto& [idx, r] : results_->by_index) n += !refused(r.second.status);
+  return n;
+}
+
+std::vector<std::pair<Config, Outcome>> RecordedSpace::results() const {
+  std::vector<std::pair<Config, Outcome>> out;
+  out.reserve(results_->by_index.size());
+  for (auto& [idx, r] : results_->by_index) out.push_back(r);
+  return out;
+}
+
+Recording Recording::load(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open the replay file", file.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
+  }
+  return from_json(j, file.string());
+}
+
+Recording Recording::from_json(const json& j, const std::string& source) {
+  Reader r{source};
+  if (!j.is_object()) r.fail("top level", fmt::format("expected an object, got {}", type_name(j)));
+  std::string format = r.str(j, "top level", "format");
+  if (format != kReplayFormat)
+    r.fail("format", fmt::format("'{}' is not a format this build reads ('{}')", format, kReplayFormat));
+  Recording rec;
+  const json& spaces = r.array(j, "top level", "spaces");
+  for (size_t si = 0; si < spaces.size(); ++si) {
+    std::string w = fmt::format("spaces[{}]", si);
+    const json& s = spaces[si];
+    if (!s.is_object()) r.fail(w, fmt::format("expected an object, got {}", type_name(s)));
+    const json& dev = r.object(s, w, "device");
+    RecordedDevice device{r.str(dev, w + ".device", "name"), r.str(dev, w + ".device", "uuid"),
+                          r.str(dev, w + ".device", "arch")};
+    Problem problem = r.problem(r.object(s, w, "problem"), w + ".problem");
+    std::vector<Param> params;
+    const json& pj = r.array(s, w, "params");
+    if (pj.empty()) r.fail(w + ".params", "is empty");
+    std::set<std::string> names;
+    for (size_t pi = 0; pi < pj.size(); ++pi) {
+      params.push_back(r.param(pj[pi], fmt::format("{}.params[{}]", w, pi)));
+      if (!names.insert(params.back().name).second)
+        r.fail(fmt::format("{}.params[{}].name", w, pi), fmt::format("'{}' appears twice", params.back().name));
+    }
+    RecordedSpace space(r.str(s, w, "recorded"), device, problem, r.str(s, w, "family"), r.str(s, w, "family_version"),
+                        params);
+    const json& results = r.array(s, w, "results");
+    for (size_t ri = 0; ri < results.size(); ++ri) {
+      std::string rw = fmt::format("{}.results[{}]", w, ri);
+      const json& cj = r.array(results[ri], rw, "config");
+      Config c;
+      for (size_t k = 0; k < cj.size(); ++k) c.push_back(r.integer(cj[k], fmt::format("{}.config[{}]", rw, k)));
+      if (c.size() != params.size())
+        r.fail(rw + ".config", fmt::format("has {} values for {} parameters", c.size(), params.size()));
+      for (size_t k = 0; k < c.size(); ++k)
+        if (!params[k].index_of(c[k]))
+          r.fail(fmt::format("{}.config[{}]", rw, k), fmt::format("{}={} is not one of its values", params[k].name, c[k]));
+      // A config measured twice keeps its later result (a re-measurement).
+      space.add(c, r.outcome(results[ri], rw));
+    }
+    rec.spaces_.push_back(std::move(space));
+  }
+  return rec;
+}
+
+json Recording::to_json() const {
+  json spaces = json::array();
+  for (auto& s : spaces_) {
+    json params = json::array();
+    for (auto& p : s.params()) params.push_back(param_json(p));
+    json results = json::array();
+    for (auto& [c, o] : s.results())
+      results.push_back({{"config", c},
+                         {"status", to_string(o.status)},
+                         {"median_us", std::isfinite(o.median_us) ? json(o.median_us) : json(nullptr)},
+                         {"message", o.message}});
+    spaces.push_back({{"recorded", s.recorded()},
+                      {"device", {{"name", s.device().name}, {"uuid", s.device().uuid}, {"arch", s.device().arch}}},
+                      {"problem", problem_json(s.problem())},
+                      {"family", s.family()},
+                      {"family_version", s.family_version()},
+                      {"params", std::move(params)},
+                      {"results", std::move(results)}});
+  }
+  return {{"format", kReplayFormat}, {"spaces", std::move(spaces)}};
+}
+
+void Recording::save(const std::filesystem::path& file) const {
+  std::filesystem::path tmp = file;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw RuntimeFailure(fmt::format("{}: cannot write the replay file", tmp.string()));
+    out << to_json().dump(1) << '\n';
+    if (!out.flush()) throw RuntimeFailure(fmt::format("{}: write failed", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) throw RuntimeFailure(fmt::format("{}: cannot rename to {}: {}", tmp.string(), file.string(), ec.message()));
+}
+
+const RecordedSpace* Recording::find(const std::string& problem_key, const std::string& family,
+                                     const std::string& device_uuid) const {
+  for (auto& s : spaces_)
+    if (s.problem().key() == problem_key && s.family() == family && (device_uuid.empty() || s.device().uuid == device_uuid))
+      return &s;
+  return nullptr;
+}
+
+RecordedSpace* Recording::find(const std::string& problem_key, const std::string& family, const std::string& device_uuid) {
+  return const_cast<RecordedSpace*>(std::as_const(*this).find(problem_key, family, device_uuid));
+}
+
+RecordedSpace& Recording::space_for(const RecordedDevice& device, const Problem& problem, const std::string& family,
+                                    const std::string& family_version, const std::vector<Param>& params) {
+  for (auto& s : spaces_) {
+    if (s.device().uuid != device.uuid || s.problem().key() != problem.key() || s.family() != family ||
+        s.family_version() != family_version)
+      continue;
+    if (!same_params(s.params(), params))
+      throw InputError(fmt::format("{} {} {} on {}: the recording has other parameter lists than this build's family",
+                                   family, family_version, problem.key(), device.name));
+    return s;
+  }
+  spaces_.emplace_back(iso_time_now(), device, problem, family, family_version, params);
+  return spaces_.back();
+}
+
+void Recording::merge(const Recording& other) {
+  for (auto& o : other.spaces_) {
+    RecordedSpace* s = nullptr;
+    for (auto& mine : spaces_)
+      if (mine.device().uuid == o.device().uuid && mine.problem().key() == o.problem().key() &&
+          mine.family() == o.family() && mine.family_version() == o.family_version())
+        s = &mine;
+    if (!s) {
+      spaces_.push_back(o);
+      continue;
+    }
+    if (!same_params(s->params(), o.params()))
+      throw InputError(fmt::format("cannot merge {} {} {} on {}: the two recordings have other parameter lists",
+                                   o.family(), o.family_version(), o.problem().key(), o.device().name));
+    for (auto& [c, r] : o.results()) s->add(c, r);
+  }
+}
+
+std::string iso_time_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace gt::search

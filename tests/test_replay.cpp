@@ -1,0 +1,269 @@
+// Replay recordings: round trip, the recorded space's validity and objective, merging,
+// bad files, and that a replayed search is the search it stands in for.
+#include "driver.hpp"
+#include "errors.hpp"
+#include "replay.hpp"
+#include "strategy.hpp"
+#include "synthetic.hpp"
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+using namespace gt;
+using namespace gt::search;
+using nlohmann::json;
+
+namespace {
+
+const RecordedDevice kDevice{"NVIDIA H200", "GPU-0c1d2e3f-test", "sm_90"};
+
+std::vector<Param> params() {
+  return {Param{"bm", "rows of C per block", {64, 128}, {}, 1},
+          Param{"pipe", "pipeline", {0, 1, 2}, {"single", "regdb", "cp2"}, 2}};
+}
+
+RecordedSpace small_space() {
+  RecordedSpace s("2026-11-29T10:00:00Z", kDevice, Problem::make(4096, 4096, 4096, DType::f32, DType::f32, Layout::nn),
+                  "register_tile", "1.0", params());
+  s.add({64, 0}, {Status::ok, 812.5, ""});
+  s.add({64, 1}, {Status::ok, 640.25, ""});
+  s.add({64, 2}, {Status::resources, kNaN, "needs 300000 bytes of shared memory"});
+  s.add({128, 0}, {Status::verify_failed, 12.0, "max error 1.0 exceeds tolerance"});
+  s.add({128, 1}, {Status::cannot_implement, kNaN, "regdb needs bm=64"});
+  return s;  // {128, 2} not recorded
+}
+
+std::string write(const test::TempDir& dir, const std::string& name, const std::string& text) {
+  auto path = dir.path / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+json valid_doc() {
+  Recording r;
+  r.spaces().push_back(small_space());
+  return r.to_json();
+}
+
+// Loading `doc` fails with an InputError that names the file and contains every piece.
+void expect_error(const json& doc, std::vector<std::string> pieces) {
+  test::TempDir dir;
+  std::string path = write(dir, "bad.json", doc.dump());
+  try {
+    Recording::load(path);
+    FAIL("loaded a bad file: " << doc.dump());
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    INFO(what);
+    CHECK(what.find(path) != std::string::npos);
+    for (auto& p : pieces) CHECK(what.find(p) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a recording round-trips through its file", "[replay]") {
+  test::TempDir dir;
+  Recording r;
+  r.spaces().push_back(small_space());
+  RecordedSpace wm("2026-11-29T11:00:00Z", kDevice, Problem::make(1000, 24, 7, DType::f16, DType::f32, Layout::tn),
+                   "wmma", "1.0", {Param{"stages", "", {2, 3}, {}, 0}});
+  wm.add({3}, {Status::timeout, kNaN, "compile exceeded its time limit"});
+  r.spaces().push_back(wm);
+  auto path = dir.path / "rec.json";
+  r.save(path);
+  Recording back = Recording::load(path);
+  CHECK(back.to_json() == r.to_json());
+  REQUIRE(back.spaces().size() == 2);
+  const RecordedSpace& s = back.spaces()[0];
+  CHECK(s.recorded() == "2026-11-29T10:00:00Z");
+  CHECK(s.device().uuid == kDevice.uuid);
+  CHECK(s.device().arch == "sm_90");
+  CHECK(s.problem().key() == "4096x4096x4096 f32>f32 nn a16");
+  CHECK(s.family() == "register_tile");
+  CHECK(s.family_version() == "1.0");
+  REQUIRE(s.params().size() == 2);
+  CHECK(s.params()[1].labels == std::vector<std::string>{"single", "regdb", "cp2"});
+  CHECK(s.params()[1].default_index == 2);
+  CHECK(s.params()[0].help == "rows of C per block");
+  CHECK(s.size() == 5);
+  CHECK(s.lookup({64, 1})->median_us == 640.25);
+  CHECK(s.lookup({128, 0})->status == Status::verify_failed);
+  CHECK(s.lookup({128, 0})->message == "max error 1.0 exceeds tolerance");
+  CHECK(std::isnan(s.lookup({64, 2})->median_us));
+  CHECK_FALSE(s.lookup({128, 2}));
+  CHECK(back.spaces()[1].problem().key() == wm.problem().key());
+  CHECK(back.spaces()[1].problem().layout == Layout::tn);
+  CHECK(back.spaces()[1].lookup({3})->status == Status::timeout);
+}
+
+TEST_CASE("a recorded space is valid where the config could run on the recording device", "[replay]") {
+  RecordedSpace rs = small_space();
+  Space s = rs.space();
+  CHECK(s.family() == "register_tile");
+  CHECK(s.raw_size() == 6);
+  CHECK(s.valid({64, 0}));
+  CHECK(s.valid({128, 0}));  // it failed verification, but it ran: a search may propose it
+  CHECK_THAT(*s.check({64, 2}), Catch::Contains("recorded as resources on NVIDIA H200") &&
+                                    Catch::Contains("shared memory"));
+  CHECK_THAT(*s.check({128, 1}), Catch::Contains("recorded as cannot_implement") && Catch::Contains("regdb needs bm=64"));
+  CHECK_THAT(*s.check({128, 2}), Catch::Contains("not recorded on NVIDIA H200"));
+  CHECK_THAT(*s.check({96, 0}), Catch::Contains("bm=96 is not one of its values"));
+  CHECK(s.count_valid() == 3);
+  CHECK(rs.valid_count() == 3);
+  // The space reads the results live.
+  rs.add({128, 2}, {Status::ok, 500.0, ""});
+  CHECK(s.valid({128, 2}));
+
+  Objective f = rs.objective();
+  CHECK(f({64, 1}).median_us == 640.25);
+  CHECK(f({128, 0}).status == Status::verify_failed);
+  CHECK_FALSE(to_observation({128, 0}, f({128, 0})).ok);
+  CHECK(f({96, 0}).status == Status::cannot_implement);
+  CHECK_THROWS_AS(rs.add({96, 0}, {}), InputError);
+}
+
+TEST_CASE("recordings are found by problem key and family, and merge", "[replay]") {
+  Recording a;
+  a.spaces().push_back(small_space());
+  CHECK(a.find("4096x4096x4096 f32>f32 nn a16", "register_tile") != nullptr);
+  CHECK(a.find("4096x4096x4096 f32>f32 nn a16", "register_tile", kDevice.uuid) != nullptr);
+  CHECK(a.find("4096x4096x4096 f32>f32 nn a16", "register_tile", "GPU-other") == nullptr);
+  CHECK(a.find("4096x4096x4096 f32>f32 nn a16", "wmma") == nullptr);
+  CHECK(a.find("4096x4096x4095 f32>f32 nn a4", "register_tile") == nullptr);
+
+  Recording b;
+  RecordedSpace& s = b.space_for(kDevice, a.spaces()[0].problem(), "register_tile", "1.0", params());
+  s.add({64, 1}, {Status::ok, 600.0, "re-measured"});
+  s.add({128, 2}, {Status::ok, 450.0, ""});
+  RecordedSpace& other = b.space_for({"NVIDIA H100", "GPU-h100", "sm_90"}, a.spaces()[0].problem(), "register_tile",
+                                     "1.0", params());
+  other.add({64, 0}, {Status::ok, 900.0, ""});
+  REQUIRE(b.spaces().size() == 2);
+  a.merge(b);
+  REQUIRE(a.spaces().size() == 2);
+  const RecordedSpace* merged = a.find("4096x4096x4096 f32>f32 nn a16", "register_tile", kDevice.uuid);
+  REQUIRE(merged);
+  CHECK(merged->size() == 6);
+  CHECK(merged->lookup({64, 1})->median_us == 600.0);
+  CHECK(merged->lookup({64, 1})->message == "re-measured");
+  CHECK(merged->lookup({64, 0})->median_us == 812.5);
+  CHECK(a.spaces()[1].device().name == "NVIDIA H100");
+
+  Recording c;
+  c.space_for(kDevice, a.spaces()[0].problem(), "register_tile", "1.0", {Param{"bm", "", {64, 128, 256}, {}, 0}});
+  CHECK_THROWS_AS(a.merge(c), InputError);
+  CHECK_THROWS_AS(a.space_for(kDevice, a.spaces()[0].problem(), "register_tile", "1.0", {Param{"bm", "", {64}, {}, 0}}),
+                  InputError);
+}
+
+TEST_CASE("a bad replay file is an InputError naming the file and what is wrong", "[replay]") {
+  test::TempDir dir;
+  CHECK_THROWS_WITH(Recording::load(dir.path / "missing.json"), Catch::Contains("cannot open"));
+  std::string junk = write(dir, "junk.json", "{\"format\": ");
+  CHECK_THROWS_AS(Recording::load(junk), InputError);
+  CHECK_THROWS_WITH(Recording::load(junk), Catch::Contains("junk.json") && Catch::Contains("not valid JSON"));
+
+  json d = valid_doc();
+  d["format"] = "gemmtune-replay/2";
+  expect_error(d, {"gemmtune-replay/2", "gemmtune-replay/1"});
+
+  d = valid_doc();
+  d.erase("format");
+  expect_error(d, {"missing key 'format'"});
+
+  d = valid_doc();
+  d["spaces"][0].erase("problem");
+  expect_error(d, {"spaces[0]", "missing key 'problem'"});
+
+  d = valid_doc();
+  d["spaces"][0]["problem"]["m"] = "4096";
+  expect_error(d, {"spaces[0].problem.m", "expected an integer, got string"});
+
+  d = valid_doc();
+  d["spaces"][0]["problem"]["in"] = "f64";
+  expect_error(d, {"unknown dtype 'f64'"});
+
+  d = valid_doc();
+  d["spaces"][0]["problem"]["align"] = 3;
+  expect_error(d, {"spaces[0].problem.align", "3 is not 1, 2, 4, 8 or 16"});
+
+  d = valid_doc();
+  d["spaces"][0]["problem"]["n"] = 4095;  // f32 rows of 4095 floats are 4-byte aligned at best
+  expect_error(d, {"spaces[0].problem.align", "16 bytes is more than the leading dimensions allow (4)"});
+
+  d = valid_doc();
+  d["spaces"][0]["device"].erase("uuid");
+  expect_error(d, {"spaces[0].device", "missing key 'uuid'"});
+
+  d = valid_doc();
+  d["spaces"][0]["params"][0]["values"] = json::array({64, 64.5});
+  expect_error(d, {"spaces[0].params[0].values[1]", "expected an integer, got a number"});
+
+  d = valid_doc();
+  d["spaces"][0]["params"][1]["default"] = 3;
+  expect_error(d, {"spaces[0].params[1].default", "index 3 is not in [0, 2]"});
+
+  d = valid_doc();
+  d["spaces"][0]["params"][1]["labels"] = json::array({"single"});
+  expect_error(d, {"spaces[0].params[1].labels", "1 labels for 3 values"});
+
+  d = valid_doc();
+  d["spaces"][0]["results"][2]["config"] = json::array({96, 0});
+  expect_error(d, {"spaces[0].results[2].config[0]", "bm=96 is not one of its values"});
+
+  d = valid_doc();
+  d["spaces"][0]["results"][0]["config"] = json::array({64});
+  expect_error(d, {"spaces[0].results[0].config", "1 values for 2 parameters"});
+
+  d = valid_doc();
+  d["spaces"][0]["results"][1]["status"] = "fast";
+  expect_error(d, {"spaces[0].results[1].status", "unknown status 'fast'"});
+
+  d = valid_doc();
+  d["spaces"][0]["results"][1]["median_us"] = nullptr;
+  expect_error(d, {"spaces[0].results[1].median_us", "an ok result needs a positive time"});
+
+  d = valid_doc();
+  d["spaces"][0]["results"] = json::object();
+  expect_error(d, {"spaces[0].results", "expected an array, got object"});
+}
+
+TEST_CASE("a replayed search is the search it stands in for", "[replay]") {
+  // Record every config of a synthetic space that could run, then search the recording:
+  // same valid set, same outcomes (doubles survive the JSON), so the same proposals.
+  test::TempDir dir;
+  SyntheticGemm g = SyntheticGemm::suite(3)[5];
+  Recording rec;
+  RecordedSpace& rs = rec.space_for(kDevice, g.problem(), g.space().family(), g.space().version(), g.space().params());
+  for (uint64_t i = 0; i < g.space().raw_size(); ++i) {
+    Config c = g.space().at(i);
+    Outcome o = g.evaluate(c);
+    if (o.status != Status::cannot_implement && o.status != Status::resources) rs.add(c, o);
+  }
+  rec.save(dir.path / "synthetic.json");
+  Recording back = Recording::load(dir.path / "synthetic.json");
+  const RecordedSpace* replay = back.find(g.problem().key(), "wmma");
+  REQUIRE(replay);
+  Space space = replay->space();
+  CHECK(space.count_valid() == g.space().count_valid());
+
+  for (std::string name : {"random", "bayes"}) {
+    Budget b;
+    b.max_evaluations = 60;
+    auto live = make_strategy(name, g.space(), 8);
+    auto replayed = make_strategy(name, space, 8);
+    SearchResult x = run_search(*live, g.objective(), b, {2, 0});
+    SearchResult y = run_search(*replayed, replay->objective(), b, {2, 0});
+    REQUIRE(x.history.size() == y.history.size());
+    for (size_t i = 0; i < x.history.size(); ++i) {
+      CHECK(x.history[i].config == y.history[i].config);
+      CHECK(x.history[i].ok == y.history[i].ok);
+      if (x.history[i].ok) CHECK(x.history[i].value == y.history[i].value);
+    }
+  }
+}
