@@ -8,7 +8,7 @@ set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/carry/build
-rm -rf "$root/carry"
+rm -rf "$root/carry/build"
 mkdir -p "$out/tests" "$out/tools"
 cp "$build/gemmtune" "$out/"
 cp -r "$build/plugins" "$out/"
