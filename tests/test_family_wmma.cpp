@@ -402,6 +402,13 @@ TEST_CASE("wmma is correct for every dtype, output type and layout at aligned an
     Space s = fam.space(j.p, d);
     Measurement m = test::gpu_check(fam, j.p, j.c);
     INFO(j.p.key() << " " << s.name(j.c) << ": " << to_string(m.status) << " " << m.message);
+    if (size_t(j.p.align) < size_of(j.p.in)) {
+      // tf32 inputs with a 16-bit C of odd width: the problem's alignment class (2 bytes) is
+      // below the input element, and the family says so rather than guess.
+      CHECK(m.status == Status::cannot_implement);
+      CHECK_THAT(m.message, Catch::Contains("alignment"));
+      continue;
+    }
     CHECK(m.status == Status::ok);
     CHECK(m.err_rel_fro <= tolerance_for(j.p).rel_fro);
     ++runs[j.variant];

@@ -141,12 +141,12 @@ __device__ __forceinline__ int fresh_tid() {
   asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
   return int(t);
 }
-// p + step, as an addition the compiler cannot reassociate: a thread's copies walk their
-// rows one step at a time, instead of the compiler hoisting every row's offset out of the
-// main loop into a register pair of its own.
+// p + step elements, as an addition the compiler cannot reassociate: a thread's copies walk
+// their rows one step at a time, instead of the compiler hoisting every row's offset out of
+// the main loop into a register pair of its own. PTX adds bytes: the step is scaled here.
 __device__ __forceinline__ const in_t* step_rows(const in_t* p, long long step) {
   const in_t* q;
-  asm volatile("add.s64 %0, %1, %2;" : "=l"(q) : "l"(p), "l"(step));
+  asm volatile("add.s64 %0, %1, %2;" : "=l"(q) : "l"(p), "l"(step * ESIZE));
   return q;
 }
 
