@@ -1,6 +1,8 @@
 // gemmtune export: the lookup table of winners from the results store, as TOML, JSON, CSV
-// or a self-contained C++ header. Needs no GPU.
+// or a self-contained C++ header; or, with --recording, one tune's measurements as a replay
+// recording. Needs no GPU.
 #include "cli.hpp"
+#include "replay_measurer.hpp"
 #include "store.hpp"
 #include "table.hpp"
 
@@ -29,11 +31,42 @@ static std::optional<std::string> params_of(const PluginRegistry& reg, const Sto
   }
 }
 
+// A tune's measurements as a replay recording. The parameter lists come from the plugins,
+// for the architecture the rows were measured on.
+static int export_recording(Globals& g, const std::string& tune_id, const std::string& output) {
+  if (output.empty() || output == "-") throw InputError("--recording: name the file to write with -o");
+  fs::path db = g.db_path();
+  std::error_code ec;
+  if (!fs::exists(db, ec)) throw InputError(fmt::format("--db: there is no results store at {}", db.string()));
+  Store store = Store::open_readonly(db);
+  RowFilter f;
+  f.tune_id = tune_id;
+  f.limit = 1;
+  auto first = store.rows(f);
+  if (first.empty()) throw InputError(fmt::format("--recording: the store {} holds no row of tune '{}'", db.string(), tune_id));
+  const gt_device lim = arch_limits(first.front().prov.arch.empty() ? "sm_90" : first.front().prov.arch);
+  auto space_of = [&g, &lim](const std::string& family, const Problem& p) {
+    const Family* fam = g.plugins().find(family);
+    if (!fam) throw InputError(fmt::format("--recording: family '{}' of the tune is not loaded", family));
+    if (fam->is_library())
+      throw InputError(fmt::format("--recording: family '{}' describes its space on a GPU only; record it with "
+                                   "`tune --record` instead", family));
+    return fam->space(p, lim);
+  };
+  search::Recording rec = search::recording_from_store(store, tune_id, space_of);
+  rec.save(output);
+  size_t configs = 0;
+  for (auto& sp : rec.spaces()) configs += sp.size();
+  fmt::print(stderr, "recorded {} space(s), {} configs, of tune {} from {} to {}\n", rec.spaces().size(), configs,
+             tune_id, db.string(), output);
+  return 0;
+}
+
 static Command add_export(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand(
       "export", "writes the lookup table of winners from the store: TOML, JSON, CSV or a self-contained C++ header "
                 "(no GPU)");
-  static std::string format, output, device, ns = "gemmtune_table";
+  static std::string format, output, device, ns = "gemmtune_table", recording;
   static bool include_replay = false;
   sub->add_option("--format", format,
                   "toml|json|csv|cpp (default: from the extension of -o, else json with --json, else toml)");
@@ -42,7 +75,11 @@ static Command add_export(CLI::App& app, Globals& g) {
   sub->add_flag("--include-replay", include_replay,
                 "keep results made by replaying recorded measurements (left out by default: not measured on a GPU)");
   sub->add_option("--namespace", ns, "C++ namespace of the header (cpp format)")->default_str("gemmtune_table");
+  sub->add_option("--recording", recording,
+                  "instead of a table: the measurements of this tune (its tune_id, as `tune --json` prints it) as a "
+                  "replay recording (JSON, for `tune --replay` and bench_search); source families only");
   return {sub, [&g] {
+            if (!recording.empty()) return export_recording(g, recording, output);
             TableFormat f = TableFormat::toml;
             if (!format.empty())
               f = parse_table_format(format, "--format");
