@@ -144,6 +144,10 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     if (!have_bayes && out.valid_space > o_.auto_exhaustive_below) strategy_name = "random";
   }
   std::unique_ptr<Strategy> strategy;
+  // The family's own first choice (its first suggestion, e.g. cuBLASLt's heuristic pick, else
+  // its default): always a finalist, so the winner is never one that only looked faster than
+  // it in the short exploration timings.
+  std::optional<Config> baseline;
   if (fixed) {
     strategy_name = "list";
     strategy = std::make_unique<FixedList>(*fixed);
@@ -151,6 +155,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     std::vector<Config> first;
     if (fam) first = fam->suggest(p, dev.limits, 32, space.dims());
     first.push_back(space.default_config());
+    baseline = first.front();
     strategy = make_strategy(strategy_name, space, o_.seed, first);
   }
   out.strategy = strategy_name;
@@ -338,6 +343,12 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     if (fin.size() < size_t(std::max(1, o_.finalists)) &&
         std::none_of(fin.begin(), fin.end(), [&](const Result& f) { return f.name == r.name; }))
       fin.push_back(r);
+  if (baseline) {
+    const std::string bname = space.name(*baseline);
+    auto b = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return r.name == bname; });
+    if (b != ok.end() && std::none_of(fin.begin(), fin.end(), [&](const Result& f) { return f.name == bname; }))
+      fin.push_back(*b);
+  }
   ResultKey key = ResultKey::of(dev.name, p);
   bool all_reused = out.reused == out.evaluated;
   std::optional<Winner> stored;
