@@ -1,0 +1,75 @@
+// Finalists: exploration timings are short and can flatter a config; the interleaved re-timing
+// decides. The family's own first choice (its default here) is always re-timed beside the
+// fastest explored configs, so a config that only looked faster cannot beat it.
+#include "replay_measurer.hpp"
+#include "tuner.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gt;
+using namespace gt::search;
+
+namespace {
+
+// Explores from a recording, but re-times with "true" times that differ from the explored
+// ones, as a GPU whose clock drops under sustained load would.
+class RetimingMeasurer : public ReplayMeasurer {
+ public:
+  RetimingMeasurer(const Recording& rec, std::function<double(const Config&)> truth)
+      : ReplayMeasurer(rec), truth_(std::move(truth)) {}
+  bool is_replay() const override { return false; }
+  std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t) override {
+    ++retimes;
+    last.clear();
+    std::vector<Stats> out;
+    for (auto& c : cs) {
+      Stats s;
+      s.count = rounds;
+      s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = truth_(c.config);
+      out.push_back(s);
+      last.push_back(c.config);
+    }
+    return out;
+  }
+  int retimes = 0;
+  std::vector<Config> last;
+
+ private:
+  std::function<double(const Config&)> truth_;
+};
+
+}  // namespace
+
+TEST_CASE("the default is always a finalist: a config that only explored faster cannot beat it", "[tune]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
+  Recording rec;
+  RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, "toy", "1.0", params);
+  // Explored: x=0..3 look fastest (100..103 us), the default x=5 looks slow (110 us).
+  for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, i == 5 ? 110.0 : 100.0 + double(i), ""});
+  // Re-timed side by side: the default is in truth the fastest.
+  RetimingMeasurer meas(rec, [](const Config& c) { return c[0] == 5 ? 90.0 : 100.0 + double(c[0]); });
+
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.finalists = 2;
+  o.settle_s = 0;
+  o.tune_id = "test";
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) {
+    return rec.find(q.key(), fam)->space();
+  };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+  ProblemOutcome po = t.tune(p, {"toy"});
+  REQUIRE(po.families.size() == 1);
+  const FamilyOutcome& f = po.families[0];
+  REQUIRE(meas.retimes == 1);
+  // Re-timed: the two fastest explored (x=0, x=1) and the default beside them.
+  CHECK(meas.last.size() == 3);
+  CHECK(std::count(meas.last.begin(), meas.last.end(), Config{5}) == 1);
+  REQUIRE(f.best);
+  CHECK(*f.best == Config{5});
+  CHECK(f.best_m.time.median == Approx(90.0));
+}
