@@ -46,14 +46,23 @@ Shard resolve_shard(const std::string& flag, const std::map<std::string, std::st
     return it == env.end() ? nullptr : &it->second;
   };
   if (auto id = get("SLURM_ARRAY_TASK_ID"), n = get("SLURM_ARRAY_TASK_COUNT"); id && n) {
-    size_t min = 0;
-    if (auto m = get("SLURM_ARRAY_TASK_MIN")) to_size(*m, &min);
-    return pair(*id, *n, "SLURM_ARRAY_TASK_ID", min);
+    // --array=MIN-MAX:STEP numbers the tasks MIN, MIN+STEP, ...: shard (ID - MIN) / STEP.
+    size_t min = 0, step = 1, task = 0;
+    if (auto m = get("SLURM_ARRAY_TASK_MIN"); m && !to_size(*m, &min))
+      throw InputError(fmt::format("SLURM_ARRAY_TASK_MIN: '{}' is not a task number", *m));
+    if (auto st = get("SLURM_ARRAY_TASK_STEP"); st && (!to_size(*st, &step) || step == 0))
+      throw InputError(fmt::format("SLURM_ARRAY_TASK_STEP: '{}' is not a positive step", *st));
+    if (!to_size(*id, &task) || task < min || (task - min) % step != 0)
+      throw InputError(fmt::format("SLURM_ARRAY_TASK_ID: task '{}' is not MIN {} plus a multiple of STEP {}", *id,
+                                   min, step));
+    return pair(std::to_string((task - min) / step), *n, "SLURM_ARRAY_TASK_ID");
   }
-  if (auto id = get("SLURM_PROCID"), n = get("SLURM_NTASKS"); id && n) return pair(*id, *n, "SLURM_PROCID");
+  // A launcher's own rank before Slurm's: ranks started by mpirun inside a Slurm allocation
+  // inherit the allocation's SLURM_PROCID.
   if (auto id = get("OMPI_COMM_WORLD_RANK"), n = get("OMPI_COMM_WORLD_SIZE"); id && n)
     return pair(*id, *n, "OMPI_COMM_WORLD_RANK");
   if (auto id = get("PMI_RANK"), n = get("PMI_SIZE"); id && n) return pair(*id, *n, "PMI_RANK");
+  if (auto id = get("SLURM_PROCID"), n = get("SLURM_NTASKS"); id && n) return pair(*id, *n, "SLURM_PROCID");
   return s;
 }
 

@@ -17,9 +17,10 @@ struct Shard {
 };
 
 // From "--shard i/n" when given, else from the environment of a Slurm job array
-// (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT), a Slurm step
-// (SLURM_PROCID of SLURM_NTASKS), Open MPI (OMPI_COMM_WORLD_RANK/SIZE) or PMI
-// (PMI_RANK/PMI_SIZE); else 0/1. InputError for a malformed flag or i >= n.
+// ((SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP of
+// SLURM_ARRAY_TASK_COUNT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/PMI_SIZE) or a
+// Slurm step (SLURM_PROCID of SLURM_NTASKS); else 0/1. InputError for a malformed flag or
+// variable, or i >= n.
 Shard resolve_shard(const std::string& flag, const std::map<std::string, std::string>& env);
 std::map<std::string, std::string> environment();
 

@@ -33,15 +33,26 @@ Tuner::Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, Co
 
 const Family* Tuner::plugin(const std::string& family) const { return plugins_ ? plugins_->find(family) : nullptr; }
 
+// When this tuner's GPU is also the reference GPU, the other tuners re-time their finalists on
+// it: every use of its measurer then holds the reference's lock (a worker answers one request
+// at a time), and the problem its buffers hold is the reference's record, which the others
+// change.
+bool Tuner::is_reference() const { return reference_ && reference_->measurer == &measurer_; }
+std::unique_lock<std::mutex> Tuner::hold_measurer() {
+  return is_reference() ? std::unique_lock<std::mutex>(reference_->mu) : std::unique_lock<std::mutex>();
+}
+
 void Tuner::ensure_problem(const Problem& p) {
-  if (prepared_ && *prepared_ == p.key()) return;
+  std::optional<std::string>& prepared = is_reference() ? reference_->prepared : prepared_;
+  if (prepared && *prepared == p.key()) return;
   measurer_.set_problem(p, o_.dist, o_.input_seed);
-  prepared_ = p.key();
+  prepared = p.key();
   settled_ = false;
 }
 
 std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed) {
-  if (!reference_ || reference_->measurer == &measurer_) {
+  if (!reference_ || is_reference()) {
+    auto lock = hold_measurer();
     ensure_problem(p);
     return measurer_.retime(cs, o_.retime_rounds, seed);
   }
@@ -298,6 +309,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       }
     }
     if (runnable) {
+      auto lock = hold_measurer();
       ensure_problem(p);
       Candidate cand{family, fam, pe.config};
       m = measurer_.measure(cand, o_.quick_explore);
@@ -370,12 +382,26 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
     try {
       std::vector<Stats> st = retime(p, cs, o_.seed);
+      // Re-timed on the reference GPU: the rows say so, and carry no sensor readings (those
+      // came from this GPU's exploration).
+      Provenance prov_fin = prov_full;
+      const bool elsewhere = reference_ && !is_reference();
+      if (elsewhere) {
+        const DeviceInfo& rd = reference_->measurer->device();
+        prov_fin.device_name = rd.name;
+        prov_fin.device_uuid = rd.uuid;
+        prov_fin.sm_count = rd.limits.sm_count;
+      }
       for (size_t i = 0; i < fin.size(); ++i) {
         fin[i].m.time = st[i];
         fin[i].m.quick = false;
-        fin[i].m.message = fmt::format("finalist: re-timed interleaved with {} others over {} rounds", fin.size() - 1,
-                                       o_.retime_rounds);
-        fin[i].row = record(p, space, fin[i].config, fin[i].m, prov_full);
+        fin[i].m.message = fmt::format("finalist: re-timed interleaved with {} others over {} rounds{}", fin.size() - 1,
+                                       o_.retime_rounds, elsewhere ? " on the reference GPU" : "");
+        if (elsewhere) {
+          fin[i].m.sensors = GpuSensors{};
+          fin[i].m.throttle.clear();
+        }
+        fin[i].row = record(p, space, fin[i].config, fin[i].m, prov_fin);
       }
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
         return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;

@@ -106,7 +106,9 @@ class Tuner {
 
  private:
   FamilyOutcome tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed);
-  void ensure_problem(const Problem& p);
+  bool is_reference() const;
+  std::unique_lock<std::mutex> hold_measurer();
+  void ensure_problem(const Problem& p);  // the caller holds hold_measurer()
   // Re-times candidates on the reference GPU (or this tuner's own).
   std::vector<Stats> retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
   int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);

@@ -15,7 +15,13 @@ MeasureService::MeasureService(const PluginRegistry& plugins, const CubinCache& 
 
 std::string MeasureService::describe() const { return fmt::format("GPU {} ({}), in-process", dev_.index, dev_.name); }
 
+// The CUDA runtime's current device belongs to the calling thread; with several GPUs in one
+// process (--no-isolation) another tuner's thread may call this service (finalists re-timed
+// on the reference GPU), so every entry point selects the device first.
+void MeasureService::use_device() const { cuda_check(cudaSetDevice(dev_.index), "cudaSetDevice"); }
+
 void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed) {
+  use_device();
   runnables_.clear();
   bench_.reset();
   bench_ = std::make_unique<ProblemBench>(p, dev_, d, seed);
@@ -24,6 +30,7 @@ void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed
 
 Measurement MeasureService::measure(const Candidate& c, bool quick) {
   if (!bench_) throw RuntimeFailure("measure before set_problem");
+  use_device();
   EvaluateOptions o;
   o.quick = quick;
   o.timing = timing;
@@ -63,6 +70,7 @@ const Runnable& MeasureService::runnable(const Candidate& c) {
 
 double MeasureService::settle(const Candidate& c, double cap_s) {
   if (!bench_) throw RuntimeFailure("settle before set_problem");
+  use_device();
   try {
     return bench_->settle(runnable(c).launch_fn(), cap_s).first;
   } catch (const LaunchError& e) {
@@ -73,6 +81,7 @@ double MeasureService::settle(const Candidate& c, double cap_s) {
 
 std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) {
   if (!bench_) throw RuntimeFailure("retime before set_problem");
+  use_device();
   std::vector<std::vector<double>> samples(cs.size());
   std::vector<size_t> order(cs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

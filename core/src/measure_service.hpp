@@ -28,6 +28,7 @@ class MeasureService : public Measurer {
   std::function<void(double)> heartbeat;  // after every completed GPU call (see ProblemBench)
 
  private:
+  void use_device() const;
   const Runnable& runnable(const Candidate& c);  // built once, kept in a small LRU
   const PluginRegistry& plugins_;
   CubinCache cache_;  // a copy: the service outlives whatever the caller passed

@@ -71,7 +71,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                   "finalists re-timed on the first GPU named)");
   sub->add_option("--shard", a.shard,
                   "I/N: tune only the problems whose index in the job is I modulo N (else from SLURM_ARRAY_TASK_ID, "
-                  "SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK); combine the shards' stores with `gemmtune merge`");
+                  "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID); combine the shards' stores with `gemmtune merge`");
   sub->add_option("--hang-floor", a.hang_floor,
                   "seconds a silent worker is given before a candidate counts as hung (also 50x its slowest call)")
       ->default_val(10);
