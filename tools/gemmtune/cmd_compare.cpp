@@ -132,7 +132,10 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   auto& e = entries[ok_idx[j]];
                   e.m.time = st[j];
                   e.m.quick = false;
-                  e.m.message = fmt::format("compare: timed interleaved with {} others over {} rounds", cands.size() - 1, rounds);
+                  // The config's description stays first (the report reads cuBLASLt's pick and its
+                  // algorithm from it), the note on how it was timed after it.
+                  e.m.message = fmt::format("{}{}compare: timed interleaved with {} others over {} rounds", e.description,
+                                            e.description.empty() ? "" : "; ", cands.size() - 1, rounds);
                   StoredRow r;
                   r.tune_id = to.tune_id;
                   r.problem = p;

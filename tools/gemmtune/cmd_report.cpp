@@ -1,0 +1,680 @@
+// gemmtune report: a self-contained HTML page with plots from the results store. This
+// command reads the store (read-only: it never writes to it), writes everything the plots
+// need to DIR/data.json, and hands that to tools/report.py (matplotlib) for the pictures
+// and the page. Keeping the plotting in Python keeps matplotlib out of the C++ build; the
+// JSON stays behind even when Python is missing, so the data are never lost to a plot.
+#include "cli.hpp"
+#include "job.hpp"
+#include "store.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char** environ;
+
+namespace gt::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+static Command add_report(CLI::App& app, Globals& g);
+static Registrar reg_report(80, add_report);
+
+namespace {
+
+json num(double v) { return std::isfinite(v) ? json(v) : json(); }
+
+// ---------------------------------------------------------------------------------------
+// Parameters of a stored config, as an ordered list of [name, value text].
+
+using Params = std::vector<std::pair<std::string, std::string>>;
+std::optional<Params> from_description(const std::string& msg);
+
+Params split_assignments(const std::string& a) {
+  Params out;
+  size_t i = 0;
+  while (i < a.size()) {
+    size_t comma = a.find(',', i);
+    std::string kv = a.substr(i, comma == std::string::npos ? std::string::npos : comma - i);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    if (comma == std::string::npos) break;
+    i = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> name_tokens(const StoredRow& r) {
+  std::vector<std::string> t;
+  std::string prefix = r.family + "_";
+  if (r.config_name.rfind(prefix, 0) != 0) return t;
+  std::string rest = r.config_name.substr(prefix.size());
+  size_t i = 0;
+  while (i <= rest.size()) {
+    size_t u = rest.find('_', i);
+    t.push_back(rest.substr(i, u == std::string::npos ? std::string::npos : u - i));
+    if (u == std::string::npos) break;
+    i = u + 1;
+  }
+  return t;
+}
+
+// Resolves parameters through the family's own space (its names and labels), which needs
+// the plugin and, for library families, a GPU. Where that is not possible the canonical
+// name is split instead: a name is family_p1V1_p2V2..., so when it has one token per
+// parameter, the part all of the family's tokens at a position share is the parameter's
+// name and the rest its value; else the row's description where it spells them (cuBLASLt's
+// "algo N: tile 256x128, stages 8x3, ..."); else the parameters are numbered.
+class ParamResolver {
+ public:
+  ParamResolver(Globals& g, bool use_plugins) : g_(g), use_plugins_(use_plugins) {}
+
+  // First pass: everything the name-based fallback needs to know about the family.
+  void observe(const StoredRow& r) {
+    auto t = name_tokens(r);
+    if (t.size() == r.config.size()) tokens_[r.family].push_back(std::move(t));
+  }
+
+  std::pair<Params, std::string> resolve(const StoredRow& r) {
+    if (auto p = from_plugin(r)) return {*p, "plugin"};
+    auto t = name_tokens(r);
+    Params out;
+    if (!r.config.empty() && t.size() == r.config.size()) {
+      const auto& names = common_names(r.family, t.size());
+      for (size_t i = 0; i < t.size(); ++i) {
+        const std::string& n = names[i];
+        out.emplace_back(n, t[i].substr(std::min(n.size(), t[i].size())));
+      }
+      return {out, "name"};
+    }
+    if (auto d = from_description(r.m.message)) return {*d, "description"};
+    for (size_t i = 0; i < r.config.size(); ++i) out.emplace_back(fmt::format("p{}", i), std::to_string(r.config[i]));
+    return {out, "index"};
+  }
+
+ private:
+  std::optional<Params> from_plugin(const StoredRow& r) {
+    if (!use_plugins_) return std::nullopt;
+    const PluginRegistry* reg = nullptr;
+    try {
+      reg = &g_.plugins();
+    } catch (const std::exception&) {
+      use_plugins_ = false;
+      return std::nullopt;
+    }
+    const Family* fam = reg->find(r.family);
+    if (!fam) return std::nullopt;
+    std::string arch = r.prov.arch.empty() ? "sm_90" : r.prov.arch;
+    std::string cache_key = r.family + "|" + arch + "|" + r.problem.key() + "|" + std::to_string(r.problem.lda) + "," +
+                            std::to_string(r.problem.ldb) + "," + std::to_string(r.problem.ldc);
+    auto it = spaces_.find(cache_key);
+    if (it == spaces_.end()) {
+      std::optional<Space> s;
+      try {
+        s = fam->space(r.problem, arch_limits(arch));
+      } catch (const std::exception&) {
+        // A library family without a GPU, an unknown architecture: the name says the rest.
+      }
+      it = spaces_.emplace(cache_key, std::move(s)).first;
+    }
+    if (!it->second) return std::nullopt;
+    const Space& s = *it->second;
+    try {
+      // A plugin that changed since the row was stored would spell other parameters.
+      if (r.config.size() != s.dims() || s.name(r.config) != r.config_name) return std::nullopt;
+      return split_assignments(s.assignments(r.config));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  const std::vector<std::string>& common_names(const std::string& family, size_t n) {
+    auto key = family + "#" + std::to_string(n);
+    auto it = names_.find(key);
+    if (it != names_.end()) return it->second;
+    std::vector<std::string> names(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::optional<std::string> common;
+      for (auto& t : tokens_[family]) {
+        if (t.size() != n) continue;
+        if (!common) {
+          common = t[i];
+        } else {
+          size_t j = 0;
+          while (j < common->size() && j < t[i].size() && (*common)[j] == t[i][j]) ++j;
+          common->resize(j);
+        }
+      }
+      // The name is the letters all tokens share; a shared leading digit ("bm1" of bm128
+      // and bm16) belongs to the value. With one value only nothing says where the name
+      // ends, and its leading letters are the guess.
+      std::string c = common.value_or("");
+      size_t letters = 0;
+      while (letters < c.size() && std::isalpha(static_cast<unsigned char>(c[letters]))) ++letters;
+      names[i] = c.substr(0, letters);
+      if (names[i].empty()) names[i] = fmt::format("p{}", i);
+    }
+    return names_.emplace(key, std::move(names)).first->second;
+  }
+
+  Globals& g_;
+  bool use_plugins_;
+  std::map<std::string, std::optional<Space>> spaces_;
+  std::map<std::string, std::vector<std::vector<std::string>>> tokens_;
+  std::map<std::string, std::vector<std::string>> names_;
+};
+
+// A library family's parameters where its space needs a GPU: cuBLASLt describes its configs
+// as "... algo 55: tile 256x128, stages 8x3, split-K 1, CTA swizzle off, ..." (the message of
+// every row it measured). Each item is a name and a value: the value starts at the first
+// word that starts with a digit, else it is the last word.
+std::optional<Params> from_description(const std::string& msg) {
+  static const std::regex head(R"((?:^|[\s;])algo (\d+): )");
+  std::smatch m;
+  if (!std::regex_search(msg, m, head)) return std::nullopt;
+  Params out{{"algo", m[1].str()}};
+  std::string rest = msg.substr(size_t(m.position(0) + m.length(0)));
+  rest = rest.substr(0, rest.find(';'));
+  size_t i = 0;
+  while (i < rest.size()) {
+    size_t comma = rest.find(", ", i);
+    std::string item = rest.substr(i, comma == std::string::npos ? std::string::npos : comma - i);
+    i = comma == std::string::npos ? rest.size() : comma + 2;
+    std::vector<std::string> words;
+    std::istringstream ws(item);
+    for (std::string w; ws >> w;) words.push_back(w);
+    if (words.size() < 2) return std::nullopt;
+    size_t v = words.size() - 1;
+    for (size_t j = 1; j < words.size(); ++j)
+      if (std::isdigit(static_cast<unsigned char>(words[j][0]))) {
+        v = j;
+        break;
+      }
+    std::string name, value;
+    for (size_t j = 0; j < words.size(); ++j) (j < v ? name : value) += (j == 0 || j == v ? "" : " ") + words[j];
+    // "split-K 4 (reduction inplace)": a second parameter in parentheses.
+    std::string inner;
+    if (size_t open = value.find(" ("); open != std::string::npos && value.back() == ')') {
+      inner = value.substr(open + 2, value.size() - open - 3);
+      value.resize(open);
+    }
+    out.emplace_back(name, value);
+    if (size_t sp = inner.rfind(' '); sp != std::string::npos) out.emplace_back(inner.substr(0, sp), inner.substr(sp + 1));
+  }
+  if (out.size() < 3) return std::nullopt;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+json problem_fields(const Problem& p) {
+  return {{"key", p.key()},
+          {"m", p.m},
+          {"n", p.n},
+          {"k", p.k},
+          {"dtype", to_string(p.in)},
+          {"out_dtype", to_string(p.out)},
+          {"layout", to_string(p.layout)},
+          {"align", p.align}};
+}
+
+// The fewest bytes any kernel moves: A and B read once, C written once, with tight leading
+// dimensions (the roofline's intensity is a property of the problem, not of its padding).
+double minimal_bytes(const Problem& p) {
+  return double(p.m) * double(p.k) * double(size_of(storage_of(p.in))) +
+         double(p.k) * double(p.n) * double(size_of(storage_of(p.in))) +
+         double(p.m) * double(p.n) * double(size_of(storage_of(p.out)));
+}
+
+bool is_pick_message(const std::string& msg) { return msg.find("(cuBLASLt's pick)") != std::string::npos; }
+
+json limits_json(const std::string& arch) {
+  try {
+    gt_device d = arch_limits(arch);
+    return {{"arch", arch},
+            {"regs_per_sm", d.regs_per_sm},
+            {"regs_per_block", d.regs_per_block},
+            {"max_threads_per_sm", d.max_threads_per_sm},
+            {"max_threads_per_block", d.max_threads_per_block},
+            {"max_blocks_per_sm", d.max_blocks_per_sm},
+            {"smem_per_sm", d.smem_per_sm},
+            {"smem_per_block_optin", d.smem_per_block_optin},
+            {"warp_size", d.warp_size},
+            {"l2_bytes", d.l2_bytes}};
+  } catch (const std::exception&) {
+    return json();
+  }
+}
+
+// One lab (or other) job: its problems and, per family, the configs it fixes, with their
+// canonical names where the family's space can parse them, so the page can find the rows.
+json job_json(Globals& g, const search::Job& job, const fs::path& file) {
+  json problems = json::array();
+  for (auto& jp : job.problems) {
+    json pj = problem_fields(jp.problem);
+    std::vector<std::string> fams = !jp.families.empty() ? jp.families : job.settings.families;
+    pj["families"] = fams;
+    json configs = json::object();
+    for (auto& [fam, texts] : jp.configs) {
+      json list = json::array();
+      std::optional<Space> space;
+      try {
+        if (const Family* f = g.plugins().find(fam); f && !f->is_library())
+          space = f->space(jp.problem, arch_limits("sm_90"));
+      } catch (const std::exception&) {
+      }
+      for (auto& t : texts) {
+        json c = {{"text", t}, {"pick", t == "@pick"}, {"name", json()}, {"params", json()}};
+        if (t != "@pick") {
+          std::string err;
+          if (space) {
+            if (auto cfg = space->parse(t, &err)) {
+              c["name"] = space->name(*cfg);
+              json ps = json::array();
+              for (auto& [k, v] : split_assignments(space->assignments(*cfg))) ps.push_back({k, v});
+              c["params"] = ps;
+            }
+          } else if (t.rfind(fam + "_", 0) == 0) {
+            c["name"] = t;  // already a canonical name
+          }
+        }
+        list.push_back(c);
+      }
+      configs[fam] = list;
+    }
+    pj["configs"] = configs;
+    problems.push_back(pj);
+  }
+  return {{"name", job.name},
+          {"description", job.description},
+          {"source", job.source},
+          {"id", file.stem().string()},
+          {"lab", file.parent_path().filename() == "lab"},
+          {"problems", problems}};
+}
+
+// ---------------------------------------------------------------------------------------
+// Running Python.
+
+// Runs argv; the child's output goes where ours goes unless `quiet`. Returns the exit
+// status, or -1 (errno set) when it could not be started.
+int run_process(const std::vector<std::string>& argv, bool quiet) {
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    errno = rc;
+    return -1;
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// The interpreter to plot with: the one named (--python or GEMMTUNE_PYTHON), else the first
+// of python3 on PATH and /usr/bin/python3 that imports matplotlib. Debian's
+// python3-matplotlib serves /usr/bin/python3, which a python3 earlier on PATH (a pyenv or
+// virtualenv) may not see. RuntimeFailure (exit 1) saying what is missing.
+std::string find_python(const std::string& named) {
+  std::vector<std::string> candidates;
+  if (!named.empty())
+    candidates = {named};
+  else
+    candidates = {"python3", "/usr/bin/python3"};
+  std::vector<std::string> without_mpl, missing;
+  for (auto& c : candidates) {
+    int rc = run_process({c, "-c", "import matplotlib"}, true);
+    if (rc == 0) return c;
+    if (rc < 0 || rc == 127)
+      missing.push_back(c);
+    else
+      without_mpl.push_back(c);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (without_mpl.empty())
+    throw RuntimeFailure(fmt::format(
+        "python3 was not found ({} tried); the report's plots need python3 with matplotlib (Debian: apt-get install "
+        "python3-matplotlib; tools/install_deps.sh installs it)",
+        join(missing)));
+  throw RuntimeFailure(fmt::format(
+      "matplotlib is missing: {} cannot import it; install Debian's python3-matplotlib (tools/install_deps.sh does), "
+      "or name an interpreter that has it with --python or GEMMTUNE_PYTHON",
+      join(without_mpl)));
+}
+
+// tools/report.py: beside the binary's parent (a build inside the checkout, or an install
+// under share/gemmtune), beside the configs folder, else the source tree this was built from.
+fs::path report_script() {
+  std::vector<fs::path> where = {executable_dir() / ".." / "tools" / "report.py",
+                                 executable_dir() / ".." / "share" / "gemmtune" / "report.py",
+                                 config_dir() / ".." / "tools" / "report.py",
+                                 fs::path(GEMMTUNE_SOURCE_DIR) / "tools" / "report.py"};
+  for (auto& p : where)
+    if (fs::is_regular_file(p)) return fs::weakly_canonical(p);
+  std::string tried;
+  for (auto& p : where) tried += (tried.empty() ? "" : ", ") + p.lexically_normal().string();
+  throw RuntimeFailure("the report script tools/report.py was not found (looked in: " + tried + ")");
+}
+
+// Opens the store without writing to it or beside it. SQLite opens a WAL store, even
+// read-only, by creating its -shm and -wal files next to it, and leaves them there; so
+// where nobody has the store open (it has no -shm file) a copy in a temporary directory is
+// read instead, which also works where the store's directory cannot be written. A store
+// in use (a tune writing to it) is read in place, through the files its writer made.
+struct ReadonlyStore {
+  std::optional<Store> store;
+  fs::path snapshot_dir;
+  ~ReadonlyStore() {
+    store.reset();
+    std::error_code ec;
+    if (!snapshot_dir.empty()) fs::remove_all(snapshot_dir, ec);
+  }
+};
+
+void open_store(const fs::path& db, ReadonlyStore& out) {
+  fs::path shm = db.string() + "-shm", wal = db.string() + "-wal";
+  if (fs::exists(shm)) {
+    out.store.emplace(Store::open_readonly(db));
+    return;
+  }
+  out.snapshot_dir = fs::temp_directory_path() / ("gemmtune-report-" + new_uuid().substr(0, 12));
+  fs::create_directories(out.snapshot_dir);
+  fs::path copy = out.snapshot_dir / "store.db";
+  fs::copy_file(db, copy);
+  if (fs::exists(wal)) fs::copy_file(wal, fs::path(copy.string() + "-wal"));
+  out.store.emplace(Store::open_readonly(copy));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+
+static Command add_report(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand(
+      "report", "writes a self-contained HTML page with plots from the store (roofline, TFLOP/s against size, speed-up "
+                "over cuBLASLt's pick, parameters, winners, the lab's experiments); needs python3 with matplotlib, no "
+                "GPU. The store is only read.");
+  static std::string out_dir = "gemmtune-report", store_file, python;
+  static std::vector<std::string> jobs;
+  static bool no_plugins = false;
+  sub->add_option("-o,--output", out_dir, "directory to write index.html and data.json to (created when missing)")
+      ->default_str("gemmtune-report");
+  sub->add_option("--store", store_file, "the results store to read (default: --db, GEMMTUNE_DB, else the user's store)");
+  sub->add_option("--job", jobs,
+                  "a job file whose experiment gets its own section (repeatable; default: every lab job in "
+                  "configs/lab, shown where the store holds its problems)");
+  sub->add_option("--python", python,
+                  "the Python interpreter to plot with (default: GEMMTUNE_PYTHON, else the first of python3 on PATH "
+                  "and /usr/bin/python3 that has matplotlib)");
+  sub->add_flag("--no-plugins", no_plugins,
+                "do not load plugins to spell parameters out (they are then read from the config names)");
+  return {sub, [&g] {
+            fs::path db = store_file.empty() ? g.db_path() : fs::path(store_file);
+            std::error_code ec;
+            if (!fs::exists(db, ec))
+              throw InputError(fmt::format("{}: there is no results store at {} (tune first, or name one with --store)",
+                                           store_file.empty() ? "--db" : "--store", db.string()));
+            // Jobs first: bad input is reported before anything is written.
+            std::vector<std::pair<search::Job, fs::path>> loaded;
+            bool jobs_named = !jobs.empty();
+            if (jobs_named) {
+              for (auto& j : jobs) loaded.emplace_back(search::load_job(j), fs::path(j));
+            } else {
+              fs::path lab = config_dir() / "lab";
+              std::vector<fs::path> files;
+              if (fs::is_directory(lab, ec))
+                for (auto& e : fs::directory_iterator(lab, ec))
+                  if (e.path().extension() == ".toml") files.push_back(e.path());
+              std::sort(files.begin(), files.end());
+              for (auto& f : files) {
+                try {
+                  loaded.emplace_back(search::load_job(f), f);
+                } catch (const std::exception& e) {
+                  fmt::print(stderr, "note: lab job {} left out: {}\n", f.string(), e.what());
+                }
+              }
+            }
+            std::string py_named = python;
+            if (py_named.empty())
+              if (const char* e = std::getenv("GEMMTUNE_PYTHON"); e && *e) py_named = e;
+
+            ReadonlyStore rs;
+            open_store(db, rs);
+            Store& store = *rs.store;
+            std::vector<StoredRow> rows = store.rows();
+            std::vector<RoofRow> roofs;
+            std::vector<std::string> notes;
+            try {
+              roofs = store.roofs();
+            } catch (const std::exception& e) {
+              notes.push_back(std::string("the store has no roofs table (an older store): ") + e.what());
+            }
+            std::vector<Winner> winners = store.winners();
+            rs.store.reset();  // everything is read: let go of the file before the slow part
+
+            ParamResolver params(g, !no_plugins);
+            for (auto& r : rows)
+              if (r.m.status == Status::ok) params.observe(r);
+
+            // The cuBLASLt pick: the plugin's description says so where it was measured;
+            // other rows of that config for the same key (compare's re-timings) are the pick too.
+            std::set<std::string> pick_names;  // device|key|config_name
+            auto key_of = [](const StoredRow& r) { return r.prov.device_name + "|" + r.problem.key(); };
+            for (auto& r : rows)
+              if (r.m.status == Status::ok && is_pick_message(r.m.message))
+                pick_names.insert(key_of(r) + "|" + r.config_name);
+
+            json measurements = json::array();
+            std::map<std::string, std::map<std::string, int64_t>> by_status;  // family -> status -> count
+            std::map<std::string, std::string> first_message;                 // family|status -> message
+            struct DevSummary {
+              std::set<std::string> uuids, archs, drivers, runtimes, nvrtcs, hosts, gemmtune, dists, tunes;
+              std::map<std::string, std::set<std::string>> libraries, family_versions;
+              int64_t sm_count = 0, rows = 0, ok = 0, replay = 0, quick = 0;
+              std::string first, last;
+            };
+            std::map<std::string, DevSummary> devices;
+            for (auto& r : rows) {
+              auto& d = devices[r.prov.device_name];
+              d.rows++;
+              d.uuids.insert(r.prov.device_uuid);
+              d.archs.insert(r.prov.arch);
+              d.sm_count = std::max<int64_t>(d.sm_count, r.prov.sm_count);
+              d.drivers.insert(r.prov.driver);
+              d.runtimes.insert(r.prov.cuda_runtime);
+              d.nvrtcs.insert(r.prov.nvrtc);
+              d.hosts.insert(r.prov.host);
+              d.gemmtune.insert(r.prov.gemmtune_version);
+              d.dists.insert(r.prov.input_dist);
+              d.tunes.insert(r.tune_id);
+              if (!r.prov.library.empty()) d.libraries[r.family].insert(r.prov.library);
+              d.family_versions[r.family].insert(r.prov.family_version);
+              d.replay += r.replay;
+              d.quick += r.m.quick;
+              if (d.first.empty() || r.time_utc < d.first) d.first = r.time_utc;
+              if (r.time_utc > d.last) d.last = r.time_utc;
+              std::string st = to_string(r.m.status);
+              by_status[r.family][st]++;
+              if (r.m.status != Status::ok) {
+                first_message.emplace(r.family + "|" + st, r.m.message.substr(0, 300));
+                continue;
+              }
+              d.ok++;
+              auto [ps, source] = params.resolve(r);
+              json pj = json::array();
+              for (auto& [k, v] : ps) pj.push_back({k, v});
+              json m = problem_fields(r.problem);
+              double flops = r.problem.flops(), bytes = minimal_bytes(r.problem);
+              m.update({{"id", r.id},
+                        {"device", r.prov.device_name},
+                        {"family", r.family},
+                        {"config", r.config_name},
+                        {"params", pj},
+                        {"params_from", source},
+                        {"median_us", num(r.m.time.median)},
+                        {"min_us", num(r.m.time.min)},
+                        {"max_us", num(r.m.time.max)},
+                        {"p10_us", num(r.m.time.p10)},
+                        {"p90_us", num(r.m.time.p90)},
+                        {"ci_low_us", num(r.m.time.ci_low)},
+                        {"ci_high_us", num(r.m.time.ci_high)},
+                        {"samples", r.m.time.count},
+                        {"tflops", num(r.tflops())},
+                        {"flops", flops},
+                        {"bytes", bytes},
+                        {"intensity", flops / bytes},
+                        {"err_rel_fro", num(r.m.err_rel_fro)},
+                        {"err_max_norm", num(r.m.err_max_norm)},
+                        {"registers", r.m.res.registers},
+                        {"spill_stores", r.m.res.spill_stores},
+                        {"spill_loads", r.m.res.spill_loads},
+                        {"static_smem", r.m.res.static_smem},
+                        {"sm_clock_mhz", num(r.m.sensors.sm_clock_mhz)},
+                        {"power_w", num(r.m.sensors.power_w)},
+                        {"temp_c", num(r.m.sensors.temp_c)},
+                        {"replay", r.replay},
+                        {"quick", r.m.quick},
+                        {"tune_id", r.tune_id},
+                        {"time_utc", r.time_utc},
+                        {"description", r.m.message},
+                        {"pick", pick_names.count(key_of(r) + "|" + r.config_name) > 0}});
+              measurements.push_back(std::move(m));
+            }
+
+            json devs = json::array();
+            for (auto& [name, d] : devices) {
+              json libs = json::object(), fvs = json::object();
+              for (auto& [f, s] : d.libraries) libs[f] = s;
+              for (auto& [f, s] : d.family_versions) fvs[f] = s;
+              devs.push_back({{"name", name},
+                              {"uuids", d.uuids},
+                              {"archs", d.archs},
+                              {"sm_count", d.sm_count},
+                              {"drivers", d.drivers},
+                              {"cuda_runtimes", d.runtimes},
+                              {"nvrtc", d.nvrtcs},
+                              {"libraries", libs},
+                              {"family_versions", fvs},
+                              {"hosts", d.hosts},
+                              {"gemmtune_versions", d.gemmtune},
+                              {"input_dists", d.dists},
+                              {"tune_runs", d.tunes.size()},
+                              {"rows", d.rows},
+                              {"ok", d.ok},
+                              {"replay_rows", d.replay},
+                              {"quick_rows", d.quick},
+                              {"first", d.first},
+                              {"last", d.last},
+                              {"limits", d.archs.size() == 1 ? limits_json(*d.archs.begin()) : json()}});
+            }
+            for (auto& r : roofs)
+              if (!devices.count(r.device_name))
+                devs.push_back({{"name", r.device_name}, {"rows", 0}, {"ok", 0}, {"replay_rows", 0}});
+
+            json status_counts = json::array();
+            for (auto& [fam, m] : by_status)
+              for (auto& [st, n] : m)
+                status_counts.push_back({{"family", fam}, {"status", st}, {"count", n},
+                                         {"example", st == "ok" ? json() : json(first_message[fam + "|" + st])}});
+
+            json roofs_j = json::array();
+            for (auto& r : roofs)
+              roofs_j.push_back({{"device", r.device_name}, {"name", r.name}, {"value", num(r.value)},
+                                 {"unit", r.unit}, {"how", r.how}, {"sm_clock_mhz", num(r.sm_clock_mhz)},
+                                 {"power_w", num(r.power_w)}, {"temp_c", num(r.temp_c)}, {"time_utc", r.time_utc}});
+            json winners_j = json::array();
+            for (auto& w : winners) {
+              json wj = {{"device", w.key.device_name}, {"m", w.key.m}, {"n", w.key.n}, {"k", w.key.k},
+                         {"dtype", to_string(w.key.in)}, {"out_dtype", to_string(w.key.out)},
+                         {"layout", to_string(w.key.layout)}, {"align", w.key.align}, {"family", w.family},
+                         {"config", w.config_name}, {"row_id", w.row_id}, {"note", w.note}, {"time_utc", w.time_utc}};
+              wj["key"] = fmt::format("{}x{}x{} {}>{} {} a{}", w.key.m, w.key.n, w.key.k, to_string(w.key.in),
+                                      to_string(w.key.out), to_string(w.key.layout), w.key.align);
+              winners_j.push_back(std::move(wj));
+            }
+            json jobs_j = json::array();
+            for (auto& [job, file] : loaded) jobs_j.push_back(job_json(g, job, file));
+
+            auto [now, unix_now] = utc_now();
+            (void)unix_now;
+            json data = {{"format", "gemmtune-report/1"},
+                         {"generated", now},
+                         {"gemmtune_version", kGemmtuneVersion},
+                         {"store", fs::absolute(db).lexically_normal().string()},
+                         {"rows", rows.size()},
+                         {"devices", devs},
+                         {"status_counts", status_counts},
+                         {"roofs", roofs_j},
+                         {"measurements", measurements},
+                         {"winners", winners_j},
+                         {"jobs", jobs_j},
+                         {"jobs_named", jobs_named},
+                         {"notes", notes}};
+
+            fs::path out = out_dir;
+            fs::create_directories(out, ec);
+            if (ec) throw InputError(fmt::format("-o: cannot create {}: {}", out.string(), ec.message()));
+            fs::path data_file = out / "data.json";
+            {
+              fs::path tmp = out / ".data.json.tmp";
+              std::ofstream f(tmp);
+              f << data.dump(1) << "\n";
+              f.close();
+              if (!f) throw RuntimeFailure(fmt::format("cannot write {}", tmp.string()));
+              fs::rename(tmp, data_file);
+            }
+            if (!g.quiet)
+              fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n",
+                         data_file.string(), rows.size(), measurements.size(), roofs.size(), winners.size(),
+                         jobs_j.size());
+            for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
+
+            fs::path script = report_script();
+            std::string py;
+            try {
+              py = find_python(py_named);
+            } catch (const RuntimeFailure& e) {
+              throw RuntimeFailure(fmt::format("{}. The data are in {}: run `python3 {} {}` once matplotlib is there",
+                                               e.what(), data_file.string(), script.string(), out.string()));
+            }
+            int rc = run_process({py, script.string(), out.string()}, false);
+            if (rc != 0)
+              throw RuntimeFailure(fmt::format("{} {} {} failed (exit {}); the data are in {}", py, script.string(),
+                                               out.string(), rc < 0 ? std::string(std::strerror(errno)) : std::to_string(rc),
+                                               data_file.string()));
+            fs::path html = out / "index.html";
+            if (g.json)
+              print_json({{"html", html.string()}, {"data", data_file.string()}, {"measurements", measurements.size()}});
+            else
+              fmt::print("{}\n", html.string());
+            return 0;
+          }};
+}
+
+}  // namespace gt::cli
