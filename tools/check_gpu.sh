@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole GPU check, from a build carried to the GPU machine (tools/pack_for_gpu.sh):
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
-# smoke tune, and the benchmarks. Logs go to LOG_DIR (one file per step, and summary.txt).
+# smoke tune with its exported table run through the runtime example, and the benchmarks
+# (bench_* binaries; bench_trust.py and bench_tune.py; PyTorch for one of its tables).
+# Logs go to LOG_DIR (one file per step, and summary.txt).
 #   tools/check_gpu.sh LOG_DIR [BUILD_DIR]       (BUILD_DIR default: carry/build, else build)
 # Exit status: the number of failed steps (0: all passed).
 set -uo pipefail
@@ -33,10 +35,16 @@ step() {  # step NAME COMMAND...
 step devices        "$gt" devices
 step gpu_tests      "$build/tests/gemmtune_tests" "[gpu]" --durations yes
 step run_naive      "$gt" run --family naive --shape 4096x4096x4096 --dtype f32
-step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive --budget 12
+step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive --family cublaslt --budget 12
+step export_smoke   "$gt" export -o "$work/smoke.json"
+step example_runtime "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1024x1024x1024 --dtype f16
+step example_nearest "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1000x1000x1000 --dtype f16
 for b in "$build"/tools/bench_*; do
   [ -x "$b" ] || continue
   step "$(basename "$b")" "$b"
+done
+for py in bench_trust bench_tune; do
+  step "$py" python3 "$root/tools/$py.py" --gemmtune "$gt"
 done
 echo "failed steps: $failed" | tee -a "$summary"
 rm -rf "$work"
