@@ -1,5 +1,7 @@
 #include "bench.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,7 +27,14 @@ Tolerance tolerance_for(const Problem& p) {
 }
 
 size_t ProblemBench::min_bytes(const Problem& p) {
-  return p.bytes_a() + p.bytes_b() + p.bytes_c() + size_t(p.m) * size_t(p.n) * sizeof(double) + 4096;
+  // In floating point: near 2^31 per dimension the byte counts overflow 64 bits, and the
+  // refusal below must still see them as too large.
+  const double a = double(p.a_rows()) * double(p.lda) * double(size_of(p.in));
+  const double b = double(p.b_rows()) * double(p.ldb) * double(size_of(p.in));
+  const double c = double(p.m) * double(p.ldc) * double(size_of(p.out));
+  const double ref = double(p.m) * double(p.n) * double(sizeof(double));
+  const double total = a + b + c + ref + 4096.0;
+  return total >= 1.8e19 ? std::numeric_limits<size_t>::max() : size_t(total);
 }
 
 ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution dist, uint64_t seed, size_t max_bytes)

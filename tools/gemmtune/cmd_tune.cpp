@@ -34,6 +34,7 @@ struct TuneArgs {
   int device = 0;
   std::string shard;
   double hang_floor = 10;
+  double compile_timeout = 120;
   bool no_isolation = false, full = false, no_reuse = false;
   int finalists = -1, rounds = 8;
   std::string dist;
@@ -75,6 +76,10 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--hang-floor", a.hang_floor,
                   "seconds a silent worker is given before a candidate counts as hung (also 50x its slowest call)")
       ->default_val(10);
+  sub->add_option("--compile-timeout", a.compile_timeout,
+                  "seconds a candidate's NVRTC compile may take before it counts as a timeout")
+      ->default_val(120)
+      ->check(CLI::PositiveNumber);
   sub->add_flag("--no-isolation", a.no_isolation,
                 "measure in this process rather than a worker process (a faulting kernel then ends the tune)");
   sub->add_flag("--full", a.full, "full timing for every candidate (default: quick exploration, full finalists)");
@@ -114,6 +119,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                                              a.strategy.empty() ? job.source : "--strategy", o.strategy, known));
               }
             }
+            o.compile_timeout_s = a.compile_timeout;
             if (a.budget) o.budget.max_evaluations = a.budget;
             else if (js.evaluations) o.budget.max_evaluations = *js.evaluations;
             if (a.seconds > 0) o.budget.max_seconds = a.seconds;

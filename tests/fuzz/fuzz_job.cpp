@@ -1,0 +1,57 @@
+// libFuzzer target for the job loader (search/job.cpp): any bytes given as a job file must
+// either load or be refused with an InputError. Any other exception escapes to libFuzzer
+// (std::terminate: reported as a crash), and so does a loaded job that breaks the
+// promises the tuner relies on without checking again.
+#include "errors.hpp"
+#include "job.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string_view>
+
+namespace {
+
+[[noreturn]] void broken(const char* what) {
+  std::fprintf(stderr, "fuzz_job: a loaded job breaks an invariant: %s\n", what);
+  std::abort();
+}
+
+void check(const gt::search::Job& job) {
+  if (job.problems.empty()) broken("a job without problems was accepted");
+  std::set<std::string> keys;
+  for (auto& jp : job.problems) {
+    const gt::Problem& p = jp.problem;
+    p.validate();  // throws InputError, which would be a bug here: the loader made it
+    if (p.out == gt::DType::tf32) broken("tf32 output accepted");
+    if (!keys.insert(p.key()).second) broken("the same problem listed twice");
+    for (auto& [family, configs] : jp.configs)
+      if (configs.empty()) broken("an empty fixed config list accepted");
+  }
+  const gt::search::JobSettings& s = job.settings;
+  if (s.fraction && !(*s.fraction > 0 && *s.fraction <= 1)) broken("fraction outside (0, 1] accepted");
+  if (s.seconds && !(std::isfinite(*s.seconds) && *s.seconds > 0)) broken("a time budget that is not a positive time");
+  if (s.finalists && *s.finalists < 0) broken("a negative number of finalists");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  gt::search::Job job;
+  try {
+    job = gt::search::parse_job(text, "fuzz.toml");
+  } catch (const gt::InputError&) {
+    return 0;  // refused with a message: what bad input should get
+  }
+  try {
+    check(job);
+  } catch (const gt::InputError& e) {
+    std::fprintf(stderr, "fuzz_job: a loaded problem does not validate: %s\n", e.what());
+    std::abort();
+  }
+  return 0;
+}

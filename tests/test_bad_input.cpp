@@ -1,0 +1,308 @@
+// Bad input through the real command line (issue "Reliability", items 5 and 6): every case
+// exits with code 2 and a message that names the flag, or the file, line and field; the
+// results store is byte-for-byte what it was; and it all happens before any GPU work (on a
+// machine without a GPU a valid command would exit 3 instead). Also: broken plugins are
+// named and skipped, plugins load only from the configured directories, and nothing in a
+// job file is executed. CPU only.
+//
+// The loaders' own tests (test_jobs.cpp, test_table.cpp, test_store.cpp, test_plugins.cpp)
+// cover the messages in more depth; here the point is the whole path a user takes.
+#include "errors.hpp"
+#include "store.hpp"
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace gt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+// A digest of what a store holds: the database file and its write-ahead log (committed rows
+// may still be in the log while another connection is open). An empty log holds nothing: a
+// read-only open leaves one behind, as SQLite does for every reader of a WAL database.
+std::string store_bytes(const fs::path& db) {
+  fs::path wal = db.string() + "-wal";
+  std::string all = read_bytes(db) + "\n--wal--\n" + (fs::exists(wal) ? read_bytes(wal) : std::string());
+  return fmt::format("{} bytes, hash {:016x}", all.size(), std::hash<std::string>{}(all));
+}
+
+std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
+
+// A replay recording of a two-config family: a tune over it runs in well under a second
+// and needs no GPU.
+const char* kRecording = R"({"format": "gemmtune-replay/1", "spaces": [{
+  "recorded": "2026-11-29T12:00:00Z",
+  "device": {"name": "NVIDIA H200", "uuid": "GPU-00000000-0000-0000-0000-000000000000", "arch": "sm_90"},
+  "problem": {"m": 64, "n": 64, "k": 64, "in": "f32", "out": "f32", "layout": "nn", "align": 16},
+  "family": "toy", "family_version": "1.0",
+  "params": [{"name": "bx", "help": "block width", "values": [16, 32], "labels": [], "default": 0}],
+  "results": [{"config": [16], "status": "ok", "median_us": 10.0, "message": ""},
+              {"config": [32], "status": "ok", "median_us": 8.0, "message": ""}]}]})";
+
+// Everything a case needs: the binary with only the naive plugin (fast to start), a store
+// that holds the rows and winners of a tune (replayed: no GPU needed), and its recording.
+struct Fixture {
+  test::TempDir tmp;
+  fs::path plugins = tmp.path / "plugins", db = tmp.path / "results.db", rec = tmp.path / "rec.json";
+  std::string bin;
+  Fixture() {
+    fs::create_directories(plugins);
+    fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", plugins / "libgemmtune_naive.so");
+    write_file(rec, kRecording);
+    bin = fmt::format("{} --plugin-dir {} --db {} --quiet", quote(test::gemmtune_binary()), quote(plugins), quote(db));
+    auto r = test::run_command(bin + " tune --replay " + quote(rec) + " --shape 64x64x64");
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+  }
+  fs::path file(const std::string& name, const std::string& content) const {
+    fs::path p = tmp.path / name;
+    write_file(p, content);
+    return p;
+  }
+};
+
+// Runs `args` after the binary and its global options; exit code 2, every phrase in the
+// output, and the store exactly as it was.
+void refused(const Fixture& f, const std::string& args, const std::vector<std::string>& phrases) {
+  std::string before = store_bytes(f.db);
+  REQUIRE_FALSE(before.empty());
+  auto r = test::run_command(f.bin + " " + args);
+  INFO("gemmtune " << args << "\n" << r.out);
+  CHECK(r.exit_code == 2);
+  for (auto& p : phrases) CHECK_THAT(r.out, Catch::Contains(p));
+  CHECK(store_bytes(f.db) == before);
+}
+
+int64_t rows_in(const fs::path& db) { return Store::open_readonly(db).count(); }
+
+}  // namespace
+
+TEST_CASE("bad job files: exit 2 naming the file, line and field; the store untouched", "[reliability][cli]") {
+  Fixture f;
+  const int64_t rows = rows_in(f.db);
+  REQUIRE(rows > 0);
+  auto job = [&](const std::string& name, const std::string& text) {
+    fs::path p = f.file(name, text);
+    return std::pair{"tune --config " + quote(p), p.string()};
+  };
+  const std::string ok_set = "[[problems]]\nshapes = [\"64x64x64\"]\n";
+  struct Case {
+    std::string file, text;
+    std::vector<std::string> phrases;
+  };
+  std::vector<Case> cases = {
+      {"malformed.toml", "name = \n" + ok_set, {":1:", "malformed TOML"}},
+      {"unknown_key.toml", "nmae = \"x\"\n" + ok_set, {":1:1:", "unknown key 'nmae'"}},
+      {"unknown_tune_key.toml", "[tune]\nbudget = 3\n" + ok_set, {":2:1:", "unknown key 'budget' in [tune]"}},
+      {"wrong_type.toml", "[tune]\nevaluations = \"many\"\n" + ok_set, {":2:", "'evaluations' must be a whole number"}},
+      {"wrong_type_array.toml", "[[problems]]\nshapes = \"64x64x64\"\n", {":2:", "'shapes' must be an array"}},
+      {"zero.toml", "[[problems]]\nshapes = [\"0x4x4\"]\n", {":2:", "shapes", "M is 0"}},
+      {"negative.toml", "[[problems]]\nshapes = [\"4x-4x4\"]\n", {":2:", "shapes", "N = -4 is negative"}},
+      {"huge.toml", "[[problems]]\nshapes = [\"4x4x2147483648\"]\n", {":2:", "shapes", "too large"}},
+      {"not_numeric.toml", "[[problems]]\nshapes = [\"4xfourx4\"]\n", {":2:", "shapes", "not a whole number"}},
+      {"m_zero.toml", "[[problems]]\nm = [0]\nn = [4]\nk = [4]\n", {":2:", "'m' = 0"}},
+      {"m_huge.toml", "[[problems]]\nm = [4]\nn = [4]\nk = [4294967296]\n", {":4:", "'k' = 4294967296 is too large"}},
+      {"dtype.toml", ok_set + "dtypes = [\"fp8\"]\n", {":3:", "dtypes", "unknown dtype 'fp8'"}},
+      {"layout.toml", ok_set + "layouts = [\"nx\"]\n", {":3:", "layouts", "unknown layout 'nx'"}},
+      {"out_dtype.toml", ok_set + "out_dtype = \"f64\"\n", {":3:", "out_dtype", "unknown dtype 'f64'"}},
+      // Names that only the plugins and strategies can judge: the file and the name.
+      {"family.toml", ok_set + "families = [\"nope\"]\n", {"unknown family 'nope'", "loaded: naive"}},
+      {"strategy.toml", "[tune]\nstrategy = \"nope\"\n" + ok_set, {"unknown strategy 'nope'"}},
+      {"config.toml", ok_set + "[problems.configs]\nnaive = [\"naive_mapsideways\"]\n", {"configs.naive"}},
+      {"no_problems.toml", "name = \"x\"\n", {"no [[problems]]"}},
+      // Found by tests/fuzz: these were accepted.
+      {"seconds_nan.toml", "[tune]\nseconds = nan\n" + ok_set, {":2:", "'seconds' must be a positive number"}},
+      {"seconds_negative.toml", "[tune]\nseconds = -5.0\n" + ok_set, {":2:", "'seconds' must be a positive number"}},
+      {"finalists_huge.toml", "[tune]\nfinalists = 4294967297\n" + ok_set, {":2:", "'finalists' = 4294967297 is too large"}},
+  };
+  for (auto& c : cases) {
+    auto [args, path] = job(c.file, c.text);
+    std::vector<std::string> phrases = c.phrases;
+    phrases.push_back(path);  // every message names the file
+    refused(f, args, phrases);
+  }
+  refused(f, "tune --config " + quote(f.tmp.path / "missing.toml"), {"--config", "missing.toml", "cannot read"});
+  // The same problems through `compare` (which needs a GPU for valid input) are refused first.
+  refused(f, "compare --config " + quote(f.tmp.path / "zero.toml"), {"zero.toml:2:", "M is 0"});
+  CHECK(rows_in(f.db) == rows);
+}
+
+TEST_CASE("bad flags: exit 2 naming the flag, before any GPU work; the store untouched", "[reliability][cli]") {
+  Fixture f;
+  const std::string tune = "tune --family naive ";
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {tune + "--shape 0x4x4", {"--shape", "M is 0"}},
+      {tune + "--shape 4x-4x4", {"--shape", "N = -4 is negative"}},
+      {tune + "--shape 4x4x2147483648", {"--shape", "too large"}},
+      {tune + "--shape 4x4x99999999999999999999999", {"--shape", "too large"}},
+      {tune + "--shape 4xfourx4", {"--shape", "'four' is not a whole number"}},
+      {tune + "--shape 4x4", {"--shape", "not a shape"}},
+      {tune + "--shape 64x64x64 --dtype fp8", {"--dtype", "unknown dtype 'fp8'"}},
+      {tune + "--shape 64x64x64 --out-dtype tf32", {"--out-dtype", "tf32"}},
+      {tune + "--shape 64x64x64 --layout nx", {"--layout", "unknown layout 'nx'"}},
+      {"tune --shape 64x64x64 --family nope", {"--family", "unknown family 'nope'"}},
+      {tune + "--shape 64x64x64 --strategy nope", {"--strategy", "unknown strategy 'nope'"}},
+      {tune + "--shape 64x64x64 --fraction 1.5", {"--fraction"}},
+      {tune + "--shape 64x64x64 --budget many", {"--budget"}},
+      {tune + "--shape 64x64x64 --dist gaussian", {"gaussian"}},
+      {tune + "--shape 64x64x64 --bogus-flag", {"--bogus-flag"}},
+      // Commands that need a GPU for valid input refuse bad input first (exit 2, not 3).
+      {"run --family naive --shape 64x0x64", {"--shape", "N is 0"}},
+      {"run --family nope --shape 64x64x64", {"--family", "unknown family 'nope'"}},
+      {"compare --shape 64x64x64 --layout xx", {"--layout", "unknown layout 'xx'"}},
+      {"compile --family naive --shape 64x64x64 --dtype f8", {"--dtype", "unknown dtype 'f8'"}},
+  };
+  for (auto& [args, phrases] : cases) refused(f, args, phrases);
+}
+
+TEST_CASE("a store of a newer schema, or a file that is not a database, is refused and left as it was",
+          "[reliability][cli]") {
+  Fixture f;
+  auto set_schema = [](const fs::path& db, int version) {
+    sqlite3* h = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+    std::string sql = fmt::format("UPDATE meta SET value = '{}' WHERE key = 'schema_version'", version);
+    int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+    REQUIRE(rc == SQLITE_OK);
+  };
+  fs::path newer = f.tmp.path / "newer.db";
+  fs::copy_file(f.db, newer);
+  set_schema(newer, 99);
+  fs::path text = f.file("notes.db", "these are my notes, not a database\n" + std::string(4096, 'x'));
+  const std::string bin = quote(test::gemmtune_binary()) + " --plugin-dir " + quote(f.plugins) + " --quiet";
+  for (const fs::path& bad : {newer, text}) {
+    const std::string phrase = bad == newer ? "has schema v99" : "not an SQLite database";
+    const std::string before = store_bytes(bad), good_before = store_bytes(f.db);
+    // As the store a tune writes to, an export reads, a merge reads, and a merge writes to.
+    for (const std::string& cmd :
+         {"--db " + quote(bad) + " tune --replay " + quote(f.rec) + " --shape 64x64x64",
+          "--db " + quote(bad) + " export --format json", "merge -o " + quote(f.tmp.path / "merged.db") + " " + quote(bad),
+          "merge -o " + quote(bad) + " " + quote(f.db)}) {
+      auto r = test::run_command(bin + " " + cmd);
+      INFO("gemmtune " << cmd << "\n" << r.out);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.out, Catch::Contains(bad.string()) && Catch::Contains(phrase));
+      CHECK(store_bytes(bad) == before);
+      CHECK(store_bytes(f.db) == good_before);
+    }
+    CHECK_FALSE(fs::exists(f.tmp.path / "merged.db"));
+  }
+}
+
+TEST_CASE("a bad table file: exit 2 naming the file, line and field", "[reliability][cli]") {
+  Fixture f;
+  fs::path t = f.file("table.toml",
+                      "gemmtune_table = 1\n\n[[entries]]\ndevice = \"G\"\nm = \"64\"\nn = 64\nk = 64\ndtype = \"f32\"\n"
+                      "out_dtype = \"f32\"\nlayout = \"nn\"\nalign = 16\nfamily = \"naive\"\n"
+                      "config = \"naive_mapcoalesced_bx32_by8\"\ntime_us = 1.5\n");
+  refused(f, "lookup --table " + quote(t) + " --shape 64x64x64",
+          {t.string(), "entries[0]", "(line 5)", "field 'm'", "expected an integer"});
+  fs::path bad_syntax = f.file("bad.json", "{\"gemmtune_table\": 1,\n \"entries\": [ }");
+  refused(f, "lookup --table " + quote(bad_syntax) + " --shape 64x64x64", {bad_syntax.string() + ":2:", "not valid JSON"});
+  // Found by tests/fuzz: a number beyond a double's range ended the program with a JSON
+  // library exception (exit 1), and a time so small that its rate overflows was accepted
+  // and made the table impossible to write out.
+  fs::path overflow = f.file("overflow.json", "{\"gemmtune_table\": 1,\n \"x\": 1e999}");
+  refused(f, "lookup --table " + quote(overflow) + " --shape 64x64x64",
+          {overflow.string() + ":2:7", "not valid JSON", "number overflow"});
+  fs::path tiny = f.file("tiny.toml",
+                         "gemmtune_table = 1\n\n[[entries]]\ndevice = \"G\"\nm = 64\nn = 64\nk = 64\ndtype = \"f32\"\n"
+                         "out_dtype = \"f32\"\nlayout = \"nn\"\nalign = 16\nfamily = \"naive\"\n"
+                         "config = \"naive_mapcoalesced_bx32_by8\"\ntime_us = 1e-300\n");
+  refused(f, "lookup --table " + quote(tiny) + " --shape 64x64x64", {tiny.string(), "(line 14)", "field 'time_us'", "too small"});
+  // (A table naming a config its plugin no longer has: test_table.cpp, "a table naming a
+  // config its family no longer has is reported, not crashed on".)
+}
+
+TEST_CASE("broken plugins are named with the reason and skipped; a family only they would give is unknown",
+          "[reliability][cli][plugins]") {
+  Fixture f;
+  fs::path broken = test::test_plugin_dir() / "broken";
+  std::string with_broken = fmt::format("{} --plugin-dir {} --plugin-dir {} --db {} --quiet",
+                                        quote(test::gemmtune_binary()), quote(broken), quote(f.plugins), quote(f.db));
+  auto r = test::run_command(with_broken + " list");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);  // the good plugins still work
+  CHECK_THAT(r.out, Catch::Contains("naive"));
+  for (auto [file, reason] : {std::pair{"libnot_a_plugin.so", "not a gemmtune plugin"},
+                              {"libwrong_abi.so", "built for plugin ABI v99"},
+                              {"libthrowing_entry.so", "its entry point threw"},
+                              {"libgarbage.so", "cannot be loaded"}})
+    CHECK_THAT(r.out, Catch::Contains((broken / file).string() + ": " + reason));
+  std::string before = store_bytes(f.db);
+  r = test::run_command(with_broken + " tune --shape 64x64x64 --family wrong_abi");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--family: unknown family 'wrong_abi' (loaded: naive)"));
+  CHECK(store_bytes(f.db) == before);
+}
+
+TEST_CASE("plugins load only from the configured directories", "[reliability][cli][plugins]") {
+  test::TempDir tmp;
+  // A working directory holding plugins, loose and in a plugins/ folder, and a plugin
+  // directory that holds one only in a subdirectory: none of them may be loaded.
+  fs::path work = tmp.path / "work", empty = tmp.path / "empty";
+  fs::create_directories(work / "plugins");
+  fs::create_directories(empty / "nested");
+  fs::path naive = test::plugin_dir() / "libgemmtune_naive.so";
+  fs::copy_file(naive, work / "libgemmtune_naive.so");
+  fs::copy_file(naive, work / "plugins" / "libgemmtune_naive.so");
+  fs::copy_file(naive, empty / "nested" / "libgemmtune_naive.so");
+  fs::copy_file(test::test_plugin_dir() / "broken" / "libwrong_abi.so", work / "plugins" / "libwrong_abi.so");
+  const std::string bin = quote(test::gemmtune_binary());
+  auto in_work = [&](const std::string& env, const std::string& args) {
+    return test::run_command(fmt::format("cd {} && env -u GEMMTUNE_PLUGIN_PATH {} {} {} list", quote(work), env, bin, args));
+  };
+  auto r = in_work("", "--plugin-dir " + quote(empty));
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("naive") == std::string::npos);
+  CHECK(r.out.find(work.string()) == std::string::npos);
+  // The same through the environment variable.
+  r = in_work("GEMMTUNE_PLUGIN_PATH=" + quote(empty), "");
+  INFO(r.out);
+  CHECK(r.out.find("naive") == std::string::npos);
+  // With neither, the plugins beside the binary, never the working directory's.
+  r = in_work("", "");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("naive"));
+  CHECK(r.out.find(work.string()) == std::string::npos);  // neither loaded nor even reported as skipped
+  CHECK(r.out.find("wrong_abi") == std::string::npos);
+}
+
+TEST_CASE("nothing in a job file is executed", "[reliability][cli]") {
+  Fixture f;
+  fs::path marker = f.tmp.path / "pwned";
+  const std::string touch = "touch " + marker.string();
+  // Strings that a shell, or a format string, would act on.
+  std::vector<std::string> texts = {
+      "name = \"$(" + touch + ")\"\n[[problems]]\nshapes = [\"64x64x64\"]\nfamilies = [\"`" + touch + "`\"]\n",
+      "[[problems]]\nshapes = [\"64x64x64; " + touch + "\"]\n",
+      "[[problems]]\nshapes = [\"64x64x64\"]\ndtypes = [\"f32 | " + touch + "\"]\n",
+      "[[problems]]\nshapes = [\"64x64x64\"]\n[problems.configs]\nnaive = [\"$(" + touch + ")\", \"{}{:>999999}%n%s\"]\n",
+  };
+  for (size_t i = 0; i < texts.size(); ++i) {
+    fs::path p = f.file(fmt::format("evil{}.toml", i), texts[i]);
+    refused(f, "tune --config " + quote(p), {p.string()});
+  }
+  CHECK_FALSE(fs::exists(marker));
+}
