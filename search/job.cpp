@@ -22,6 +22,7 @@ namespace {
 
 struct Ctx {
   std::string file;
+  std::map<std::string, std::string>* where = nullptr;  // Job::where
   std::string at(const toml::node& n) const {
     auto& b = n.source().begin;
     return fmt::format("{}:{}:{}", file, b.line, b.column);
@@ -73,6 +74,7 @@ struct Ctx {
     for (auto& e : *a) {
       auto s = e.value<std::string>();
       if (!s) fail(e, fmt::format("'{}' must hold strings only", key));
+      if (where) where->emplace(std::string(key) + ":" + *s, at(e));
       out.push_back(*s);
     }
     return out;
@@ -107,6 +109,7 @@ Job parse_job(std::string_view text, const std::string& source_name) {
   }
   Job job;
   job.source = source_name;
+  ctx.where = &job.where;
   ctx.only_keys(root, {"name", "description", "tune", "problems"}, "the job");
   job.name = ctx.get<std::string>(root, "name", "a string").value_or(std::filesystem::path(source_name).stem().string());
   job.description = ctx.get<std::string>(root, "description", "a string").value_or("");
@@ -117,6 +120,7 @@ Job parse_job(std::string_view text, const std::string& source_name) {
                   "[tune]");
     JobSettings& s = job.settings;
     s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
+    if (s.strategy) job.where.emplace("strategy", ctx.at(*t->get("strategy")));
     s.evaluations = ctx.get<uint64_t>(*t, "evaluations", "a whole number");
     s.seconds = ctx.get<double>(*t, "seconds", "a number");
     if (s.seconds && !(std::isfinite(*s.seconds) && *s.seconds > 0))
@@ -214,6 +218,11 @@ Job load_job(const std::filesystem::path& file) {
   std::stringstream ss;
   ss << f.rdbuf();
   return parse_job(ss.str(), file.string());
+}
+
+std::string Job::at(const std::string& what) const {
+  auto it = where.find(what);
+  return it != where.end() ? it->second : source;
 }
 
 }  // namespace gt::search

@@ -43,6 +43,12 @@ struct Job {
   std::string source;  // file name (or "<embedded default>")
   JobSettings settings;
   std::vector<JobProblem> problems;  // expanded and de-duplicated, in file order
+  // "FILE:LINE:COL" of strings the job names, keyed "ARRAY:TEXT" ("families:wmma",
+  // "register_tile:bm=64,..." for a configs list), first occurrence: later checks (a family
+  // that is not loaded, a config not in its space) point at the line.
+  std::map<std::string, std::string> where;
+  // The position of `what`, or the file name when it is not known.
+  std::string at(const std::string& what) const;
 };
 
 // Parses a job; InputError "FILE:LINE:COL: ..." on malformed TOML, unknown keys, wrong

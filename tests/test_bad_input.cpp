@@ -123,10 +123,11 @@ TEST_CASE("bad job files: exit 2 naming the file, line and field; the store unto
       {"dtype.toml", ok_set + "dtypes = [\"fp8\"]\n", {":3:", "dtypes", "unknown dtype 'fp8'"}},
       {"layout.toml", ok_set + "layouts = [\"nx\"]\n", {":3:", "layouts", "unknown layout 'nx'"}},
       {"out_dtype.toml", ok_set + "out_dtype = \"f64\"\n", {":3:", "out_dtype", "unknown dtype 'f64'"}},
-      // Names that only the plugins and strategies can judge: the file and the name.
-      {"family.toml", ok_set + "families = [\"nope\"]\n", {"unknown family 'nope'", "loaded: naive"}},
-      {"strategy.toml", "[tune]\nstrategy = \"nope\"\n" + ok_set, {"unknown strategy 'nope'"}},
-      {"config.toml", ok_set + "[problems.configs]\nnaive = [\"naive_mapsideways\"]\n", {"configs.naive"}},
+      // Names that only the plugins and strategies can judge, checked after parsing: still the
+      // line and column of the name.
+      {"family.toml", ok_set + "families = [\"nope\"]\n", {":3:13:", "unknown family 'nope'", "loaded: naive"}},
+      {"strategy.toml", "[tune]\nstrategy = \"nope\"\n" + ok_set, {":2:12:", "unknown strategy 'nope'"}},
+      {"config.toml", ok_set + "[problems.configs]\nnaive = [\"naive_mapsideways\"]\n", {":4:10:", "configs.naive"}},
       {"no_problems.toml", "name = \"x\"\n", {"no [[problems]]"}},
       // Found by tests/fuzz: these were accepted.
       {"seconds_nan.toml", "[tune]\nseconds = nan\n" + ok_set, {":2:", "'seconds' must be a positive number"}},

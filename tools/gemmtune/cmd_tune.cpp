@@ -116,7 +116,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                 std::string known;
                 for (auto& n : names) known += ", " + n;
                 throw InputError(fmt::format("{}: unknown strategy '{}' (known: auto{})",
-                                             a.strategy.empty() ? job.source : "--strategy", o.strategy, known));
+                                             a.strategy.empty() ? job.at("strategy") : "--strategy", o.strategy, known));
               }
             }
             o.compile_timeout_s = a.compile_timeout;
@@ -179,7 +179,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
                 if (std::find(all.begin(), all.end(), f) == all.end()) {
                   std::string known;
                   for (auto& x : all) known += (known.empty() ? "" : ", ") + x;
-                  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})", a.families.empty() ? job.source : "--family",
+                  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})",
+                                               a.families.empty() ? job.at("families:" + f) : "--family",
                                                f, rec_for_names ? "recorded in " + so.replay : "loaded", known));
                 }
             // Fixed config lists are checked against the families' spaces now (with sm_90's
@@ -193,7 +194,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                   for (auto& t : texts) {
                     std::string err;
                     if (t != "@pick" && !s.parse(t, &err))
-                      throw InputError(fmt::format("{}: configs.{} for {}: {}", job.source, fam, jp.problem.key(), err));
+                      throw InputError(fmt::format("{}: configs.{} for {}: {}", job.at(fam + ":" + t), fam, jp.problem.key(), err));
                   }
                 }
             if (!a.devices.empty() && a.devices == "all") so.devices = parse_devices("all");
