@@ -8,6 +8,7 @@
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -265,5 +266,43 @@ TEST_CASE("a replayed search is the search it stands in for", "[replay]") {
       CHECK(x.history[i].ok == y.history[i].ok);
       if (x.history[i].ok) CHECK(x.history[i].value == y.history[i].value);
     }
+  }
+}
+
+// The spaces recorded on the H200 (tests/data/replay): every strategy, through the command
+// line, keeps its budget, never lets a failed or unrecorded config win, and repeats itself
+// for a seed.
+TEST_CASE("tunes replayed from the H200 recordings keep budgets and repeat for a seed", "[replay][cli]") {
+  test::TempDir tmp;
+  const auto rec = test::source_dir() / "tests" / "data" / "replay" / "wmma_f16_4096x4096x4096.json";
+  REQUIRE(std::filesystem::exists(rec));
+  Recording r = Recording::load(rec);
+  REQUIRE(r.spaces().size() == 1);
+  double optimum = std::numeric_limits<double>::infinity();
+  for (auto& [c, o] : r.spaces()[0].results())
+    if (o.status == Status::ok) optimum = std::min(optimum, o.median_us);
+  for (std::string strategy : {"random", "anneal", "genetic", "bayes"}) {
+    std::vector<std::string> bests;
+    for (int run = 0; run < 2; ++run) {
+      auto db = tmp.path / fmt::format("{}{}.db", strategy, run);
+      auto res = test::run_command(fmt::format(
+          "{} --quiet --json --db {} tune --replay {} --shape 4096x4096x4096 --dtype f16 --family wmma "
+          "--strategy {} --budget 40 --seed 5",
+          test::gemmtune_binary().string(), db.string(), rec.string(), strategy));
+      INFO(strategy << " run " << run << "\n" << res.out);
+      REQUIRE(res.exit_code == 0);
+      auto j = nlohmann::json::parse(res.out.substr(res.out.find('{')));
+      auto f = j["problems"][0]["families"][0];
+      CHECK(f["evaluated"] == 40);
+      CHECK(f["strategy"] == strategy);
+      CHECK(j["replay"] == true);
+      // The winner is a recorded, successful config, no faster than the space's optimum.
+      REQUIRE(f["best"].is_string());
+      CHECK(f["best_measurement"]["status"] == "ok");
+      const double best_us = f["best_measurement"]["time_us"]["median"];
+      CHECK(best_us >= optimum);
+      bests.push_back(f["best"]);
+    }
+    CHECK(bests[0] == bests[1]);
   }
 }
