@@ -385,7 +385,8 @@ RecordedSpace* Recording::find(const std::string& problem_key, const std::string
 }
 
 RecordedSpace& Recording::space_for(const RecordedDevice& device, const Problem& problem, const std::string& family,
-                                    const std::string& family_version, const std::vector<Param>& params) {
+                                    const std::string& family_version, const std::vector<Param>& params,
+                                    const std::string& recorded) {
   for (auto& s : spaces_) {
     if (s.device().uuid != device.uuid || s.problem().key() != problem.key() || s.family() != family ||
         s.family_version() != family_version)
@@ -395,7 +396,7 @@ RecordedSpace& Recording::space_for(const RecordedDevice& device, const Problem&
                                    family, family_version, problem.key(), device.name));
     return s;
   }
-  spaces_.emplace_back(iso_time_now(), device, problem, family, family_version, params);
+  spaces_.emplace_back(recorded.empty() ? iso_time_now() : recorded, device, problem, family, family_version, params);
   return spaces_.back();
 }
 

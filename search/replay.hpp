@@ -105,8 +105,10 @@ class Recording {
   RecordedSpace* find(const std::string& problem_key, const std::string& family, const std::string& device_uuid = "");
   // The space of (device, problem, family, version), added empty when missing.
   // InputError when it exists with other parameter lists.
+  // `recorded`: when the measurements were taken (ISO time; empty: now).
   RecordedSpace& space_for(const RecordedDevice& device, const Problem& problem, const std::string& family,
-                           const std::string& family_version, const std::vector<Param>& params);
+                           const std::string& family_version, const std::vector<Param>& params,
+                           const std::string& recorded = "");
   // Adds every result of `other`: into the matching space (same device uuid, problem key,
   // family and version; other's outcome wins per config), or as a new space.
   void merge(const Recording& other);

@@ -94,7 +94,7 @@ Recording recording_from_store(const Store& store, const std::string& tune_id,
     RecordedSpace* rs = rec.find(r.problem.key(), r.family, dev.uuid);
     if (!rs) {
       Space s = space_of(r.family, r.problem);
-      rs = &rec.space_for(dev, r.problem, r.family, r.prov.family_version, s.params());
+      rs = &rec.space_for(dev, r.problem, r.family, r.prov.family_version, s.params(), r.time_utc);
     }
     if (rs->lookup(r.config)) continue;  // the exploration outcome is recorded; re-timings are not
     rs->add(r.config, Outcome{r.m.status, r.m.status == Status::ok ? r.m.time.median : kNaN, r.m.message});
