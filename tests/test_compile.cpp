@@ -7,23 +7,35 @@
 
 using namespace gt;
 
-TEST_CASE("every naive candidate compiles for sm_90, and again from the cache", "[compile]") {
+TEST_CASE("every naive candidate compiles for sm_90 (every dtype, two layouts) and sm_80 (two), and again from "
+          "the cache", "[compile]") {
   auto reg = PluginRegistry::load({test::plugin_dir()});
   const Family& naive = reg.get("naive");
   test::TempDir tmp;
   CubinCache cache(tmp.path);
   Compiler compiler(&cache);
-  gt_device d = arch_limits("sm_90");
-  for (auto dt : {DType::f32, DType::tf32, DType::f16, DType::bf16}) {
-    for (auto lay : {Layout::nn, Layout::tt}) {
-      Problem p = Problem::make(512, 512, 512, dt, Problem::default_out(dt), lay);
-      Space s = naive.space(p, d);
+  struct Case {
+    const char* arch;
+    DType dt;
+    Layout lay;
+  };
+  std::vector<Case> cases;
+  for (auto dt : {DType::f32, DType::tf32, DType::f16, DType::bf16})
+    for (auto lay : {Layout::nn, Layout::tt}) cases.push_back({"sm_90", dt, lay});
+  cases.push_back({"sm_80", DType::f32, Layout::nn});
+  cases.push_back({"sm_80", DType::bf16, Layout::tt});
+  const gt_device d = arch_limits("sm_90");
+  for (auto& cs : cases) {
+    {
+      const gt_device da = arch_limits(cs.arch);
+      Problem p = Problem::make(512, 512, 512, cs.dt, Problem::default_out(cs.dt), cs.lay);
+      Space s = naive.space(p, da);
       CompilePool pool(compiler, 2);
       std::vector<std::shared_future<CompileResult>> fut;
       for (uint64_t i = 0; i < s.raw_size(); ++i) {
         Config c = s.at(i);
         if (!s.valid(c)) continue;
-        auto req = compile_request(naive, p, c, d, "sm_90", nullptr, nullptr);
+        auto req = compile_request(naive, p, c, da, cs.arch, nullptr, nullptr);
         REQUIRE(req);
         fut.push_back(pool.submit(*req));
       }
@@ -47,8 +59,8 @@ TEST_CASE("every naive candidate compiles for sm_90, and again from the cache", 
   CHECK(again.ok);
   CHECK(again.from_cache);
   CHECK(again.res.registers > 0);
-  // Another architecture is another key.
-  req->arch = "sm_80";
+  // Another architecture is another key (sm_86: not compiled above).
+  req->arch = "sm_86";
   CompileResult other = compiler.compile(*req);
   CHECK(other.ok);
   CHECK_FALSE(other.from_cache);
