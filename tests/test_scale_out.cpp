@@ -479,3 +479,18 @@ configs = { naive = ["map=coalesced,bx=32,by=8", "map=uncoalesced,bx=32,by=8", "
   CHECK(us.size() == 1);
   CHECK(ud == us);
 }
+
+TEST_CASE("--devices all with --replay needs no GPU: the recording is the one measurer", "[scale][replay]") {
+  test::TempDir tmp;
+  const auto rec = test::source_dir() / "tests" / "data" / "replay" / "wmma_f16_4096x4096x4096.json";
+  auto r = test::run_command(fmt::format(
+      "{} --quiet --json --db {} tune --replay {} --shape 4096x4096x4096 --dtype f16 --family wmma --budget 5 "
+      "--devices all",
+      test::gemmtune_binary().string(), (tmp.path / "r.db").string(), rec.string()));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  CHECK(j["replay"] == true);
+  CHECK(j["gpus"] == 1);
+  CHECK(j["problems"][0]["families"][0]["evaluated"] == 5);
+}

@@ -153,6 +153,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
             so.hang_floor_s = a.hang_floor;
             so.devices = !a.devices.empty() ? std::vector<int>{} : std::vector<int>{a.device};
             if (!a.devices.empty() && a.devices != "all") so.devices = parse_devices(a.devices);
+            so.devices_flag = !a.devices.empty();
             // The README's main command on a machine without a GPU: the same job, replayed.
             std::string why_none;
             if (a.default_job && so.replay.empty() && device_count(&why_none) == 0) {
@@ -197,7 +198,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
                       throw InputError(fmt::format("{}: configs.{} for {}: {}", job.at(fam + ":" + t), fam, jp.problem.key(), err));
                   }
                 }
-            if (!a.devices.empty() && a.devices == "all") so.devices = parse_devices("all");
+            // "all" counts the GPUs; a replay has none to count (its recording is the one measurer).
+            if (!a.devices.empty() && a.devices == "all" && so.replay.empty()) so.devices = parse_devices("all");
 
             // 2. The store, the measurers (exit 3 without a GPU), then the search.
             Session session(g, so);

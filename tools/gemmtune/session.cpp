@@ -56,7 +56,9 @@ Session::Session(Globals& g, const SessionOptions& o)
   int n = device_count(&why);
   if (n == 0) throw NoGpuError(why);
   for (int d : o.devices)
-    if (d >= n) throw InputError(fmt::format("--device: GPU {} does not exist (this machine has {})", d, n));
+    if (d >= n)
+      throw InputError(fmt::format("{}: GPU {} does not exist (this machine has {})",
+                                   o.devices.size() > 1 || o.devices_flag ? "--devices" : "--device", d, n));
   store_.emplace(Store::open(db_));
   for (int d : o.devices) {
     if (!o.isolate) {

@@ -16,6 +16,7 @@ namespace gt::cli {
 
 struct SessionOptions {
   std::vector<int> devices = {0};
+  bool devices_flag = false;  // the GPUs came from --devices (for messages), not --device
   bool isolate = true;     // measure in worker processes
   std::string replay;      // a recording instead of a GPU
   double hang_floor_s = 10;
