@@ -86,8 +86,10 @@ struct Ctx {
     const toml::array* a = n->as_array();
     if (!a) fail(*n, fmt::format("'{}' must be an array of whole numbers", key));
     for (auto& e : *a) {
+      // The type first: toml++ would convert a float such as 4e96 to an integer, out of range.
+      if (!e.is_integer()) fail(e, fmt::format("'{}' must hold whole numbers only", key));
       auto v = e.value<int64_t>();
-      if (!e.is_integer() || !v) fail(e, fmt::format("'{}' must hold whole numbers only", key));
+      if (!v) fail(e, fmt::format("'{}' must hold whole numbers only", key));
       if (*v < 1) fail(e, fmt::format("'{}' = {}: every dimension must be at least 1", key, *v));
       if (*v > kMaxDim) fail(e, fmt::format("'{}' = {} is too large (at most {})", key, *v, kMaxDim));
       out.push_back(*v);

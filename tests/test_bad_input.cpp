@@ -133,6 +133,7 @@ TEST_CASE("bad job files: exit 2 naming the file, line and field; the store unto
       {"seconds_nan.toml", "[tune]\nseconds = nan\n" + ok_set, {":2:", "'seconds' must be a positive number"}},
       {"seconds_negative.toml", "[tune]\nseconds = -5.0\n" + ok_set, {":2:", "'seconds' must be a positive number"}},
       {"finalists_huge.toml", "[tune]\nfinalists = 4294967297\n" + ok_set, {":2:", "'finalists' = 4294967297 is too large"}},
+      {"m_float.toml", "[[problems]]\nm = [4E96]\nn = [4]\nk = [4]\n", {":2:", "'m' must hold whole numbers"}},
   };
   for (auto& c : cases) {
     auto [args, path] = job(c.file, c.text);
