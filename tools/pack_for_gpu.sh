@@ -13,6 +13,7 @@ mkdir -p "$out/tests" "$out/tools"
 cp "$build/gemmtune" "$out/"
 cp -r "$build/plugins" "$out/"
 cp "$build/tests/gemmtune_tests" "$out/tests/"
+for h in store_writer fake_worker; do [ -x "$build/tests/$h" ] && cp "$build/tests/$h" "$out/tests/"; done
 [ -d "$build/tests/test_plugins" ] && cp -r "$build/tests/test_plugins" "$out/tests/"
 for f in "$build"/tools/bench_* "$build"/tools/example_*; do
   [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$out/tools/"
