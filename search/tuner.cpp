@@ -47,6 +47,7 @@ void Tuner::ensure_problem(const Problem& p) {
   if (prepared && *prepared == p.key()) return;
   measurer_.set_problem(p, o_.dist, o_.input_seed);
   prepared = p.key();
+  prepared_ = p.key();  // also for a reference GPU: this tuner has prepared a problem
   settled_ = false;
 }
 
