@@ -513,7 +513,10 @@ def section_speedup(model, dev):
     fig.tight_layout()
     return ("<h2>Speed-up over cuBLASLt's pick</h2><p>Per shape: the fastest config of any family (bar, coloured "
             "by the family that won, cuBLASLt's own algorithm search included) and each family's best (ticks), "
-            f"as cuBLASLt pick's time ÷ its time. Geomean over {len(rows)} shapes: <b>{gm:.3f}×</b>.</p>"
+            f"as cuBLASLt pick's time ÷ its time. Geomean over {len(rows)} shapes: <b>{gm:.3f}×</b>. Each config "
+            "counts with its best stored timing (full timings preferred over exploration ones) from any run in the "
+            "store, which favours configs timed more often; <code>gemmtune compare</code> times the candidates side "
+            "by side in one run and is the stricter comparison.</p>"
             + fig_html(fig, "speed-up over cuBLASLt's pick"))
 
 
