@@ -88,14 +88,9 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p{};
-  p.abi_version = GT_ABI_VERSION;
-  p.struct_size = sizeof(gt_plugin);
-  p.name = "naive";
-  p.version = "1.0";
-  p.summary = "one thread per output element, operands from global memory (the lab's first rung)";
-  p.kind = GT_KIND_SOURCE;
-  p.source_hash = fnv1a64(k_naive);
+  gt_plugin p = source_plugin("naive", "1.0",
+                              "one thread per output element, operands from global memory (the lab's first rung)",
+                              k_naive);
   p.describe_space = describe_space;
   p.can_implement = can_implement;
   p.build_kernel = build_kernel;

@@ -332,15 +332,10 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p{};
-  p.abi_version = GT_ABI_VERSION;
-  p.struct_size = sizeof(gt_plugin);
-  p.name = "register_tile";
-  p.version = "1.0";
-  p.summary = "SIMT fp32: block, warp and thread tiles, vector loads, A transposed in shared memory, "
-              "single/double-buffered or cp.async pipelines (the lab's register-tile rung and beyond)";
-  p.kind = GT_KIND_SOURCE;
-  p.source_hash = fnv1a64(k_register_tile);
+  gt_plugin p = source_plugin("register_tile", "1.0",
+                              "SIMT fp32: block, warp and thread tiles, vector loads, A transposed in shared memory, "
+                              "single/double-buffered or cp.async pipelines (the lab's register-tile rung and beyond)",
+                              k_register_tile);
   p.describe_space = describe_space;
   p.can_implement = can_implement;
   p.build_kernel = build_kernel;

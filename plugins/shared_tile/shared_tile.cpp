@@ -106,15 +106,9 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p{};
-  p.abi_version = GT_ABI_VERSION;
-  p.struct_size = sizeof(gt_plugin);
-  p.name = "shared_tile";
-  p.version = "1.0";
-  p.summary = "tiles of A and B staged in shared memory with coalesced loads, one thread per output element "
-              "(the lab's third rung)";
-  p.kind = GT_KIND_SOURCE;
-  p.source_hash = fnv1a64(k_shared_tile);
+  gt_plugin p = source_plugin("shared_tile", "1.0",
+                              "tiles of A and B staged in shared memory with coalesced loads, one thread per output element "
+                              "(the lab's third rung)", k_shared_tile);
   p.describe_space = describe_space;
   p.can_implement = can_implement;
   p.build_kernel = build_kernel;

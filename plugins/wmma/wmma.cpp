@@ -425,14 +425,9 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p{};
-  p.abi_version = GT_ABI_VERSION;
-  p.struct_size = sizeof(gt_plugin);
-  p.name = "wmma";
-  p.version = "1.0";
-  p.summary = "tensor-core GEMM: WMMA API or ldmatrix + mma.sync, cp.async multi-stage pipeline, fp32 accumulation";
-  p.kind = GT_KIND_SOURCE;
-  p.source_hash = fnv1a64(k_wmma);
+  gt_plugin p = source_plugin("wmma", "1.0",
+                              "tensor-core GEMM: WMMA API or ldmatrix + mma.sync, cp.async multi-stage pipeline, fp32 accumulation",
+                              k_wmma);
   p.describe_space = describe_space;
   p.can_implement = can_implement;
   p.build_kernel = build_kernel;

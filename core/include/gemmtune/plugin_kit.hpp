@@ -81,6 +81,20 @@ inline uint64_t fnv1a64(std::string_view s, uint64_t h = 1469598103934665603ull)
   return h;
 }
 
+// A source family's plugin table with its header filled in (ABI version and size, names, kind,
+// the hash of its kernel source); the family sets the callbacks it has.
+inline gt_plugin source_plugin(const char* name, const char* version, const char* summary, std::string_view source) {
+  gt_plugin p{};
+  p.abi_version = GT_ABI_VERSION;
+  p.struct_size = sizeof(gt_plugin);
+  p.name = name;
+  p.version = version;
+  p.summary = summary;
+  p.kind = GT_KIND_SOURCE;
+  p.source_hash = fnv1a64(source);
+  return p;
+}
+
 struct ParamDef {
   std::string name;
   std::string help;

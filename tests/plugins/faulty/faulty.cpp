@@ -39,14 +39,8 @@ gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const g
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p{};
-  p.abi_version = GT_ABI_VERSION;
-  p.struct_size = sizeof(gt_plugin);
-  p.name = "faulty";
-  p.version = "1.0";
-  p.summary = "kernels that fault, hang or leave output unwritten on purpose (tests only)";
-  p.kind = GT_KIND_SOURCE;
-  p.source_hash = fnv1a64(k_faulty);
+  gt_plugin p = source_plugin("faulty", "1.0",
+                              "kernels that fault, hang or leave output unwritten on purpose (tests only)", k_faulty);
   p.describe_space = describe_space;
   p.can_implement = can_implement;
   p.build_kernel = build_kernel;
