@@ -55,18 +55,6 @@ Config fit(const Space& s, const std::string& text) {
   return c;
 }
 
-// Every `step`-th valid config from `offset` on, in index order: a deterministic sample of a
-// space too large to compile whole in CI.
-std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset) {
-  std::vector<Config> out;
-  uint64_t k = 0;
-  for (uint64_t i = 0; i < s.raw_size(); ++i) {
-    Config c = s.at(i);
-    if (!s.valid(c)) continue;
-    if (k++ % step == offset) out.push_back(std::move(c));
-  }
-  return out;
-}
 
 bool contains(const std::optional<std::string>& why, const std::string& word) {
   return why && why->find(word) != std::string::npos;
@@ -191,28 +179,18 @@ TEST_CASE("register_tile candidates compile for sm_90 and sm_80 (a deterministic
   // every 530th at 4096³ nn for sm_80 (offset 11), plus every default and the lab's four
   // kernels (~50 compiles, ~40 s on 2 cores). Each must compile, use registers, and not spill.
   const Family& fam = family();
-  test::TempDir tmp;
-  CubinCache cache(tmp.path);
-  Compiler compiler(&cache);
-  CompilePool pool(compiler, 2);
-  struct Job {
-    std::string what;
-    std::shared_future<CompileResult> result;
-  };
-  std::vector<Job> jobs;
+  test::CompileSample sample(fam);
   auto add = [&](const Problem& p, const std::string& arch, const Space& s, const std::vector<Config>& configs) {
     for (auto& c : configs) {
-      std::string why;
-      auto req = compile_request(fam, p, c, arch_limits(arch), arch, nullptr, &why);
+      std::string why = sample.add(p, c, arch);
       INFO(s.name(c) << ": " << why);
-      REQUIRE(req);
-      jobs.push_back({arch + " " + p.key() + " " + s.name(c), pool.submit(*req)});
+      REQUIRE(why.empty());
     }
   };
   {
     Problem p = Problem::make(4096, 4096, 4096, DType::f32, DType::f32, Layout::nn);
     Space s = fam.space(p, arch_limits("sm_90"));
-    auto cs = every_kth_valid(s, 200, 0);
+    auto cs = test::every_kth_valid(s, 200, 0);
     CHECK(cs.size() >= 15);
     cs.push_back(s.default_config());
     for (int tt : {1, 2, 4, 8}) cs.push_back(parse(s, lab_config(tt)));
@@ -222,7 +200,7 @@ TEST_CASE("register_tile candidates compile for sm_90 and sm_80 (a deterministic
   for (auto lay : kLayouts) {
     Problem p = Problem::make(4097, 4095, 33, DType::f32, DType::f32, lay);
     Space s = fam.space(p, arch_limits("sm_90"));
-    auto cs = every_kth_valid(s, 290, offset);
+    auto cs = test::every_kth_valid(s, 290, offset);
     offset += 37;
     CHECK(cs.size() >= 3);
     cs.push_back(s.default_config());
@@ -231,12 +209,12 @@ TEST_CASE("register_tile candidates compile for sm_90 and sm_80 (a deterministic
   {
     Problem p = Problem::make(4096, 4096, 4096, DType::f32, DType::f32, Layout::nn);
     Space s = fam.space(p, arch_limits("sm_80"));
-    auto cs = every_kth_valid(s, 530, 11);
+    auto cs = test::every_kth_valid(s, 530, 11);
     cs.push_back(s.default_config());
     add(p, "sm_80", s, cs);
   }
-  for (auto& j : jobs) {
-    const CompileResult& r = j.result.get();
+  for (auto& j : sample.results()) {
+    const CompileResult& r = j.result;
     INFO(j.what << "\n" << r.log);
     REQUIRE(r.ok);
     CHECK(r.res.registers > 0);
@@ -315,17 +293,7 @@ TEST_CASE("register_tile is correct in every layout at aligned and odd shapes", 
   DeviceInfo dev = device_info(0);
   const gt_device& d = dev.limits;
   const std::vector<GpuJob> jobs = gpu_jobs(d);
-  // Compile everything ahead on every core, into the cache gpu_check reads (test_util's
-  // gemmtune-test-cubins); the checks below then only load cubins.
-  {
-    CubinCache cache(std::filesystem::temp_directory_path() / "gemmtune-test-cubins");
-    Compiler compiler(&cache);
-    CompilePool pool(compiler);
-    std::vector<std::shared_future<CompileResult>> ahead;
-    for (auto& j : jobs)
-      if (auto req = compile_request(fam, j.p, j.c, d, dev.arch(), nullptr, nullptr)) ahead.push_back(pool.submit(*req));
-    for (auto& f : ahead) f.wait();
-  }
+  test::compile_ahead_jobs(fam, jobs);  // the checks below then only load cubins
   for (auto& j : jobs) {
     Space s = fam.space(j.p, d);
     Measurement m = test::gpu_check(fam, j.p, j.c);

@@ -105,24 +105,11 @@ TEST_CASE("shared_tile candidates compile for sm_90 and sm_80", "[compile][share
   // layout, f16 nn, bf16 -> f32 tt, tf32 tn) every 18th config from a per-problem offset,
   // and every 18th for sm_80: a deterministic sample that keeps this test near 20 s on 2 cores.
   const Family& fam = family();
-  test::TempDir tmp;
-  CubinCache cache(tmp.path);
-  Compiler compiler(&cache);
-  CompilePool pool(compiler, 2);
-  struct Job {
-    std::string what;
-    std::shared_future<CompileResult> result;
-  };
-  std::vector<Job> jobs;
+  test::CompileSample sample(fam);
   auto add = [&](const Problem& p, const std::string& arch, uint64_t step, uint64_t offset) {
     Space s = fam.space(p, arch_limits(arch));
     REQUIRE(s.count_valid() == 54);
-    for (uint64_t i = offset; i < s.raw_size(); i += step) {
-      Config c = s.at(i);
-      auto req = compile_request(fam, p, c, arch_limits(arch), arch, nullptr, nullptr);
-      REQUIRE(req);
-      jobs.push_back({arch + " " + p.key() + " " + s.name(c), pool.submit(*req)});
-    }
+    for (uint64_t i = offset; i < s.raw_size(); i += step) REQUIRE(sample.add(p, s.at(i), arch).empty());
   };
   add(Problem::make(4096, 4096, 4096, DType::f32, DType::f32, Layout::nn), "sm_90", 1, 0);
   uint64_t offset = 0;
@@ -132,8 +119,8 @@ TEST_CASE("shared_tile candidates compile for sm_90 and sm_80", "[compile][share
   add(Problem::make(4097, 4095, 33, DType::tf32, DType::f32, Layout::tn), "sm_90", 18, offset++);
   add(Problem::make(4096, 4096, 4096, DType::f32, DType::f32, Layout::nn), "sm_80", 18, 7);
   const std::string default_name = "shared_tile_tile_m32_tile_n32_tile_k32_pad1";
-  for (auto& j : jobs) {
-    const CompileResult& r = j.result.get();
+  for (auto& j : sample.results()) {
+    const CompileResult& r = j.result;
     INFO(j.what << "\n" << r.log);
     REQUIRE(r.ok);
     CHECK(r.res.registers > 0);
@@ -179,17 +166,7 @@ TEST_CASE("shared_tile is correct at every dtype, layout and odd shape", "[gpu][
         for (auto& v : variants) jobs.push_back({p, parse(s, v)});
       }
   }
-  // Compile ahead on every core into the cache gpu_check reads (test_util's
-  // gemmtune-test-cubins), so the checks below only load cubins.
-  {
-    CubinCache cache(std::filesystem::temp_directory_path() / "gemmtune-test-cubins");
-    Compiler compiler(&cache);
-    CompilePool pool(compiler);
-    std::vector<std::shared_future<CompileResult>> ahead;
-    for (auto& j : jobs)
-      if (auto req = compile_request(fam, j.p, j.c, d, dev.arch(), nullptr, nullptr)) ahead.push_back(pool.submit(*req));
-    for (auto& f : ahead) f.wait();
-  }
+  test::compile_ahead_jobs(fam, jobs);  // the checks below then only load cubins
   for (auto& j : jobs) {
     Space s = fam.space(j.p, d);
     Measurement m = test::gpu_check(fam, j.p, j.c);

@@ -35,18 +35,6 @@ bool contains(const std::optional<std::string>& why, const std::string& word) {
   return why && why->find(word) != std::string::npos;
 }
 
-// Every `step`-th valid config from `offset` on, in index order: a deterministic sample of a
-// space too large to compile whole in CI.
-std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset) {
-  std::vector<Config> out;
-  uint64_t k = 0;
-  for (uint64_t i = 0; i < s.raw_size(); ++i) {
-    Config c = s.at(i);
-    if (!s.valid(c)) continue;
-    if (k++ % step == offset) out.push_back(std::move(c));
-  }
-  return out;
-}
 
 std::string option(const KernelSpec& k, const std::string& name) {
   for (auto& o : k.options)
@@ -274,22 +262,12 @@ TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)"
   // (copies through registers, m16n8k8). About 65 kernels. Each must compile, use at most 255
   // registers and not spill.
   const Family& fam = family();
-  test::TempDir tmp;
-  CubinCache cache(tmp.path);
-  Compiler compiler(&cache);
-  CompilePool pool(compiler, 2);
-  struct Job {
-    std::string what;
-    std::shared_future<CompileResult> result;
-  };
-  std::vector<Job> jobs;
+  test::CompileSample sample(fam);
   auto add = [&](const Problem& p, const std::string& arch, const Space& s, const std::vector<Config>& configs) {
     for (auto& c : configs) {
-      std::string why;
-      auto req = compile_request(fam, p, c, arch_limits(arch), arch, nullptr, &why);
+      std::string why = sample.add(p, c, arch);
       INFO(s.name(c) << ": " << why);
-      REQUIRE(req);
-      jobs.push_back({arch + " " + p.key() + " " + s.name(c), pool.submit(*req)});
+      REQUIRE(why.empty());
     }
   };
   struct Sample {
@@ -305,7 +283,7 @@ TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)"
   };
   for (auto& sm : samples) {
     Space s = fam.space(sm.p, arch_limits("sm_90"));
-    auto cs = every_kth_valid(s, sm.step, sm.offset);
+    auto cs = test::every_kth_valid(s, sm.step, sm.offset);
     CHECK(cs.size() >= 4);
     cs.push_back(s.default_config());
     add(sm.p, "sm_90", s, cs);
@@ -321,7 +299,7 @@ TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)"
   {
     Problem p = samples.front().p;
     Space s = fam.space(p, arch_limits("sm_80"));
-    add(p, "sm_80", s, every_kth_valid(s, 300, 101));
+    add(p, "sm_80", s, test::every_kth_valid(s, 300, 101));
   }
   for (auto lay : {Layout::nn, Layout::tt}) {
     const DType dt = lay == Layout::nn ? DType::bf16 : DType::tf32;
@@ -333,8 +311,8 @@ TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)"
     CHECK(cs.size() >= 3);
     add(p, "sm_90", s, cs);
   }
-  for (auto& j : jobs) {
-    const CompileResult& r = j.result.get();
+  for (auto& j : sample.results()) {
+    const CompileResult& r = j.result;
     INFO(j.what << "\n" << r.log);
     REQUIRE(r.ok);
     CHECK(r.res.registers > 0);
@@ -386,17 +364,7 @@ TEST_CASE("wmma is correct for every dtype, output type and layout at aligned an
             break;
           }
         }
-  // Compile everything ahead on every core, into the cache gpu_check reads (test_util's
-  // gemmtune-test-cubins); the checks below then only load cubins.
-  {
-    CubinCache cache(std::filesystem::temp_directory_path() / "gemmtune-test-cubins");
-    Compiler compiler(&cache);
-    CompilePool pool(compiler);
-    std::vector<std::shared_future<CompileResult>> ahead;
-    for (auto& j : jobs)
-      if (auto req = compile_request(fam, j.p, j.c, d, dev.arch(), nullptr, nullptr)) ahead.push_back(pool.submit(*req));
-    for (auto& f : ahead) f.wait();
-  }
+  test::compile_ahead_jobs(fam, jobs);  // the checks below then only load cubins
   std::map<int, int> runs;
   for (auto& j : jobs) {
     Space s = fam.space(j.p, d);

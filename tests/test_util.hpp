@@ -46,9 +46,45 @@ CommandResult run_command(const std::string& cmdline);
 
 #include "evaluate.hpp"
 
+#include <future>
+#include <memory>
+#include <vector>
+
 namespace gt::test {
 // Verifies (and, with time_it, times quickly) one config on GPU 0 with fresh inputs.
 Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it = false);
 // The plugins of the build, loaded once.
 const PluginRegistry& plugins();
+
+// Every `step`-th valid config from `offset` on, in index order: a deterministic sample of a
+// space too large to compile whole in CI.
+std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset);
+
+// Configs compiled in the background on two threads into a fresh cache (the [compile] tests).
+class CompileSample {
+ public:
+  explicit CompileSample(const Family& fam);
+  ~CompileSample();
+  // Queues one config for `arch`; the family's refusal when it builds none ("" when queued).
+  std::string add(const Problem& p, const Config& c, const std::string& arch);
+  struct Done {
+    std::string what;  // "ARCH KEY CONFIG"
+    CompileResult result;
+  };
+  std::vector<Done> results();  // every queued compile, in order, once all have finished
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compiles the jobs' (problem, config) for GPU 0 on every core into the cache gpu_check reads,
+// so the checks that follow only load cubins. Configs the family refuses are left to the check.
+void compile_ahead(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs);
+template <class Jobs>
+void compile_ahead_jobs(const Family& fam, const Jobs& jobs) {
+  std::vector<std::pair<Problem, Config>> pc;
+  for (auto& j : jobs) pc.emplace_back(j.p, j.c);
+  compile_ahead(fam, pc);
+}
 }  // namespace gt::test

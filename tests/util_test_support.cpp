@@ -71,16 +71,68 @@ const PluginRegistry& plugins() {
   return reg;
 }
 
+// The cache gpu_check compiles into, and compile_ahead fills.
+static fs::path gpu_check_cache_dir() { return fs::temp_directory_path() / "gemmtune-test-cubins"; }
+
 Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it) {
   static std::random_device rd;
   DeviceInfo dev = device_info(0);
   ProblemBench bench(p, dev, Distribution::normal, (uint64_t(rd()) << 32) | rd(), size_t(256) << 20);
-  static CubinCache cache(fs::temp_directory_path() / "gemmtune-test-cubins");
+  static CubinCache cache(gpu_check_cache_dir());
   Compiler compiler(&cache);
   EvaluateOptions o;
   o.time_it = time_it;
   o.quick = true;
   return evaluate(fam, p, c, dev, bench, compiler, nullptr, o).m;
+}
+
+std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset) {
+  std::vector<Config> out;
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < s.raw_size(); ++i) {
+    Config c = s.at(i);
+    if (!s.valid(c)) continue;
+    if (k++ % step == offset) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+struct CompileSample::Impl {
+  explicit Impl(const Family& f) : fam(f), cache(tmp.path), compiler(&cache), pool(compiler, 2) {}
+  const Family& fam;
+  TempDir tmp;
+  CubinCache cache;
+  Compiler compiler;
+  CompilePool pool;
+  std::vector<std::pair<std::string, std::shared_future<CompileResult>>> jobs;
+};
+CompileSample::CompileSample(const Family& fam) : impl_(std::make_unique<Impl>(fam)) {}
+CompileSample::~CompileSample() = default;
+
+std::string CompileSample::add(const Problem& p, const Config& c, const std::string& arch) {
+  std::string why;
+  auto req = compile_request(impl_->fam, p, c, arch_limits(arch), arch, nullptr, &why);
+  if (!req) return why.empty() ? "refused" : why;
+  impl_->jobs.emplace_back(arch + " " + p.key() + " " + impl_->fam.space(p, arch_limits(arch)).name(c),
+                           impl_->pool.submit(*req));
+  return "";
+}
+
+std::vector<CompileSample::Done> CompileSample::results() {
+  std::vector<Done> out;
+  for (auto& [what, f] : impl_->jobs) out.push_back({what, f.get()});
+  return out;
+}
+
+void compile_ahead(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs) {
+  const DeviceInfo dev = device_info(0);
+  CubinCache cache(gpu_check_cache_dir());
+  Compiler compiler(&cache);
+  CompilePool pool(compiler);
+  std::vector<std::shared_future<CompileResult>> ahead;
+  for (auto& [p, c] : jobs)
+    if (auto req = compile_request(fam, p, c, dev.limits, dev.arch(), nullptr, nullptr)) ahead.push_back(pool.submit(*req));
+  for (auto& f : ahead) f.wait();
 }
 
 }  // namespace gt::test
