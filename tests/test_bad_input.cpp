@@ -23,24 +23,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const fs::path& p, const std::string& s) {
-  std::ofstream out(p, std::ios::binary);
-  out << s;
-}
-
 // A digest of what a store holds: the database file and its write-ahead log (committed rows
 // may still be in the log while another connection is open). An empty log holds nothing: a
 // read-only open leaves one behind, as SQLite does for every reader of a WAL database.
 std::string store_bytes(const fs::path& db) {
   fs::path wal = db.string() + "-wal";
-  std::string all = read_bytes(db) + "\n--wal--\n" + (fs::exists(wal) ? read_bytes(wal) : std::string());
+  std::string all = test::read_file(db) + "\n--wal--\n" + (fs::exists(wal) ? test::read_file(wal) : std::string());
   return fmt::format("{} bytes, hash {:016x}", all.size(), std::hash<std::string>{}(all));
 }
 
@@ -66,7 +54,7 @@ struct Fixture {
   Fixture() {
     fs::create_directories(plugins);
     fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", plugins / "libgemmtune_naive.so");
-    write_file(rec, kRecording);
+    test::write_file(rec, kRecording);
     bin = fmt::format("{} --plugin-dir {} --db {} --quiet", quote(test::gemmtune_binary()), quote(plugins), quote(db));
     auto r = test::run_command(bin + " tune --replay " + quote(rec) + " --shape 64x64x64");
     INFO(r.out);
@@ -74,7 +62,7 @@ struct Fixture {
   }
   fs::path file(const std::string& name, const std::string& content) const {
     fs::path p = tmp.path / name;
-    write_file(p, content);
+    test::write_file(p, content);
     return p;
   }
 };

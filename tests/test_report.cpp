@@ -23,13 +23,6 @@ namespace {
 
 const char* kGpu = "NVIDIA H200";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 std::set<std::string> files_in(const fs::path& dir) {
   std::set<std::string> out;
   for (auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
@@ -154,7 +147,7 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
   REQUIRE(replay_ok > 10);
   REQUIRE(ok_rows == replay_ok + 2);
   REQUIRE(winners >= 2);
-  const std::string before = slurp(db);
+  const std::string before = test::read_file(db);
   const auto beside = files_in(dir.path);
 
   fs::path out = dir.path / "report";
@@ -162,13 +155,13 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
   INFO(r.out);
   // Read-only, whatever happened after: the store's bytes, and nothing new beside it (SQLite
   // leaves -shm and -wal files next to a WAL store it opens, even read-only).
-  CHECK(slurp(db) == before);
+  CHECK(test::read_file(db) == before);
   auto after = files_in(dir.path);
   after.erase("report");
   CHECK(after == beside);
   REQUIRE(fs::exists(out / "data.json"));
 
-  json data = json::parse(slurp(out / "data.json"));
+  json data = json::parse(test::read_file(out / "data.json"));
   CHECK(data["format"] == "gemmtune-report/1");
   auto& ms = data["measurements"];
   CHECK(int64_t(ms.size()) == ok_rows);
@@ -219,7 +212,7 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
     return;
   }
   REQUIRE(fs::exists(out / "index.html"));
-  std::string page = slurp(out / "index.html");
+  std::string page = test::read_file(out / "index.html");
   // Roofline, TFLOP/s against size, speed-up, parameters and the lab's cuBLAS-size plot.
   CHECK(count_of(page, "src=\"data:image/png;base64,") >= 5);
   CHECK(page.find("REPLAY") != std::string::npos);
@@ -234,7 +227,7 @@ TEST_CASE("report: without python3 or matplotlib it says which is missing and ke
   test::TempDir dir;
   fs::path db = dir.path / "results.db";
   add_gpu_rows(db);
-  const std::string before = slurp(db);
+  const std::string before = test::read_file(db);
 
   auto none = test::run_command(report_cmd(db, dir.path / "a", "GEMMTUNE_PYTHON=/nonexistent/python3 "));
   INFO(none.out);
@@ -249,7 +242,7 @@ TEST_CASE("report: without python3 or matplotlib it says which is missing and ke
   CHECK(no_mpl.exit_code == 1);
   CHECK_THAT(no_mpl.out, Catch::Contains("matplotlib is missing") && Catch::Contains("data.json"));
   CHECK(fs::exists(dir.path / "b" / "data.json"));
-  CHECK(slurp(db) == before);
+  CHECK(test::read_file(db) == before);
 
   auto missing = test::run_command(report_cmd(dir.path / "nowhere.db", dir.path / "c"));
   INFO(missing.out);

@@ -36,17 +36,6 @@ namespace {
 
 const char* kDevice = "NVIDIA Test GPU";
 
-// Only the naive plugin: defaults then do not depend on whether cuBLASLt can answer here.
-fs::path naive_only_dir() {
-  static test::TempDir d;
-  static bool copied = [] {
-    fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", d.path / "libgemmtune_naive.so");
-    return true;
-  }();
-  (void)copied;
-  return d.path;
-}
-
 const std::string& config_at(const LookupTable& t, int64_t m, int64_t n, int64_t k) {
   for (auto& e : t.entries)
     if (e.key.m == m && e.key.n == n && e.key.k == k) return e.config;
@@ -134,7 +123,7 @@ struct TableFile {
 
 gemmtune::Options dry_options(const fs::path& cache) {
   gemmtune::Options o;
-  o.plugin_dirs = {naive_only_dir().string()};
+  o.plugin_dirs = {test::naive_only_dir().string()};
   o.cache_dir = cache.string();
   o.dry_run = true;
   o.arch = "sm_90";
@@ -207,7 +196,7 @@ TEST_CASE("runtime (dry run): exact, nearest and default; prepared once; the hot
     gemmtune_runtime* h = nullptr;
     gemmtune_options o;
     gemmtune_options_init(&o);
-    std::string dirs = naive_only_dir().string(), cdir = cache.path.string();
+    std::string dirs = test::naive_only_dir().string(), cdir = cache.path.string();
     o.plugin_dirs = dirs.c_str();
     o.cache_dir = cdir.c_str();
     o.dry_run = 1;
@@ -264,7 +253,7 @@ TEST_CASE("runtime (dry run): exact, nearest and default; prepared once; the hot
 
 TEST_CASE("runtime C API: statuses and messages", "[runtime]") {
   test::TempDir cache;
-  std::string dirs = naive_only_dir().string(), cdir = cache.path.string();
+  std::string dirs = test::naive_only_dir().string(), cdir = cache.path.string();
   gemmtune_options o;
   gemmtune_options_init(&o);
   CHECK(o.struct_size == sizeof(gemmtune_options));

@@ -104,18 +104,6 @@ void require_same_row(const StoredRow& a, const StoredRow& b) {
   CHECK(a.config == b.config);
 }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_bytes(const fs::path& p, const std::string& s) {
-  std::ofstream out(p, std::ios::binary);
-  out << s;
-}
-
 void raw_sql(const fs::path& db, const std::string& sql) {
   sqlite3* h = nullptr;
   REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
@@ -508,7 +496,7 @@ TEST_CASE("store: queries by key, family, status and tune; best per key", "[stor
 TEST_CASE("store: files that are not stores are refused and left unchanged", "[store]") {
   test::TempDir tmp;
   auto refused = [](const fs::path& p, const std::string& phrase, bool readonly = false) {
-    std::string before = read_bytes(p);
+    std::string before = test::read_file(p);
     std::string msg;
     try {
       if (readonly) Store::open_readonly(p);
@@ -519,20 +507,20 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     INFO("message: " << msg);
     CHECK_THAT(msg, Catch::Contains(p.string()));
     CHECK_THAT(msg, Catch::Contains(phrase));
-    CHECK(read_bytes(p) == before);
+    CHECK(test::read_file(p) == before);
   };
 
   SECTION("not a database") {
     fs::path p = tmp.path / "notes.txt";
-    write_bytes(p, "this is a text file, not a database\n" + std::string(5000, 'x'));
+    test::write_file(p, "this is a text file, not a database\n" + std::string(5000, 'x'));
     refused(p, "is not a gemmtune store (not an SQLite database)");
     refused(p, "is not a gemmtune store (not an SQLite database)", true);
     fs::path tiny = tmp.path / "tiny";
-    write_bytes(tiny, "abc");
+    test::write_file(tiny, "abc");
     refused(tiny, "not an SQLite database");
     // A valid header on garbage.
     fs::path fake = tmp.path / "fake.db";
-    write_bytes(fake, std::string("SQLite format 3", 16) + std::string(8192, '\x7f'));
+    test::write_file(fake, std::string("SQLite format 3", 16) + std::string(8192, '\x7f'));
     refused(fake, "not an SQLite database");
   }
   SECTION("an SQLite database of something else") {
@@ -567,7 +555,7 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
   }
   SECTION("an empty file becomes a store; a store opens read-only") {
     fs::path p = tmp.path / "empty.db";
-    write_bytes(p, "");
+    test::write_file(p, "");
     {
       Store s = Store::open(p);
       s.insert(sample_row());
@@ -762,7 +750,7 @@ TEST_CASE("store: merging is associative, commutative and idempotent", "[store]"
     CHECK(snapshot(Store::open_readonly(out)) == l);
     CHECK_THROWS_AS(merge_stores({a.path(), out}, out), InputError);
     fs::path junk = tmp.path / "junk.db";
-    write_bytes(junk, "junk junk junk junk");
+    test::write_file(junk, "junk junk junk junk");
     fs::path out2 = tmp.path / "out2.db";
     CHECK_THROWS_AS(merge_stores({a.path(), junk}, out2), InputError);
     CHECK_FALSE(fs::exists(out2));

@@ -28,17 +28,8 @@ const Family& naive() { return test::plugins().get("naive"); }
 
 // Only the naive plugin, so that defaults do not depend on whether cuBLASLt can answer here
 // (it can on a GPU machine).
-fs::path naive_only_dir() {
-  static test::TempDir d;
-  static bool copied = [] {
-    fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", d.path / "libgemmtune_naive.so");
-    return true;
-  }();
-  (void)copied;
-  return d.path;
-}
 const PluginRegistry& naive_only() {
-  static PluginRegistry r = PluginRegistry::load({naive_only_dir()});
+  static PluginRegistry r = PluginRegistry::load({test::naive_only_dir()});
   return r;
 }
 
@@ -101,18 +92,6 @@ const TableEntry* entry_for(const LookupTable& t, int64_t m, int64_t n, int64_t 
   for (auto& e : t.entries)
     if (e.key.m == m && e.key.n == n && e.key.k == k && e.key.device_name == device) return &e;
   return nullptr;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const fs::path& p, const std::string& s) {
-  std::ofstream out(p, std::ios::binary);
-  out << s;
 }
 
 // A store with one key per way an entry can come about.
@@ -356,7 +335,7 @@ TEST_CASE("C++ header: compiles on its own, escapes every name, and can be searc
   t.sort();
   fs::path header = d.path / "table.hpp";
   t.save(header, TableFormat::cpp);
-  std::string text = read_file(header);
+  std::string text = test::read_file(header);
   CHECK(text.find("#error") != std::string::npos);  // present, but only inside strings and comments
 
   // On its own: a translation unit that includes nothing else.
@@ -371,7 +350,7 @@ TEST_CASE("C++ header: compiles on its own, escapes every name, and can be searc
 
   // A program that searches the table at compile time and prints every string byte for byte.
   fs::path prog = d.path / "main.cpp";
-  write_file(prog, R"(#include "table.hpp"
+  test::write_file(prog, R"(#include "table.hpp"
 #include <cstdio>
 using namespace gemmtune_table;
 static_assert(kEntries.size() == 3, "three entries");
@@ -406,7 +385,7 @@ int main() {
     auto r2 = syntax_only(h2);
     INFO(r2.out);
     CHECK(r2.exit_code == 0);
-    CHECK(read_file(h2).find("namespace my::tables {") != std::string::npos);
+    CHECK(test::read_file(h2).find("namespace my::tables {") != std::string::npos);
     CHECK_THROWS_AS(empty.serialize(TableFormat::cpp, "bad name"), InputError);
     CHECK_THROWS_AS(empty.serialize(TableFormat::cpp, "int"), InputError);
   }
@@ -608,7 +587,7 @@ TEST_CASE("a table naming a config its family no longer has is reported, not cra
             .kind == MatchKind::nearest);
   // The command line says the same, with exit code 2.
   auto r = test::run_command(fmt::format("'{}' --plugin-dir '{}' lookup --table '{}' --device '{}' --shape 4096x4096x4096",
-                                         test::gemmtune_binary().string(), naive_only_dir().string(), file.string(),
+                                         test::gemmtune_binary().string(), test::naive_only_dir().string(), file.string(),
                                          kDevice));
   CHECK(r.exit_code == 2);
   CHECK(r.out.find("no longer exists") != std::string::npos);
@@ -675,7 +654,7 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
   for (auto& c : cases) {
     INFO(c.name << ":\n" << c.content);
     fs::path f = d.path / c.file;
-    write_file(f, c.content);
+    test::write_file(f, c.content);
     try {
       LookupTable::load(f);
       FAIL("loaded without an error");
@@ -687,9 +666,9 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
     }
   }
   // The good ones load.
-  write_file(d.path / "g.toml", toml_with("", ""));
+  test::write_file(d.path / "g.toml", toml_with("", ""));
   CHECK(LookupTable::load(d.path / "g.toml").entries.size() == 1);
-  write_file(d.path / "g.json", json_good);
+  test::write_file(d.path / "g.json", json_good);
   LookupTable g = LookupTable::load(d.path / "g.json");
   REQUIRE(g.entries.size() == 1);
   CHECK(g.entries[0].tflops == Approx(2.0 * 64 * 64 * 64 / 1.5e-6 / 1e12));  // derived when missing
@@ -702,7 +681,7 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   SampleStore ss;
   test::TempDir d;
   std::string bin = fmt::format("'{}' --plugin-dir '{}' --db '{}'", test::gemmtune_binary().string(),
-                                naive_only_dir().string(), ss.path.string());
+                                test::naive_only_dir().string(), ss.path.string());
   fs::path json_file = d.path / "table.json", toml_file = d.path / "table.toml";
   auto r = test::run_command(fmt::format("{} export -o '{}'", bin, json_file.string()));
   INFO(r.out);
@@ -735,7 +714,7 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   r = test::run_command(fmt::format("{} export --include-replay --device '{}' -o '{}'", bin, kDevice,
                                     replay_file.string()));
   REQUIRE(r.exit_code == 0);
-  auto j = json::parse(read_file(replay_file));
+  auto j = json::parse(test::read_file(replay_file));
   CHECK(j["entries"].size() == 6);  // replay 512 in, Other GPU out
 
   std::string lookup = fmt::format("{} lookup --table '{}' --device '{}'", bin, json_file.string(), kDevice);

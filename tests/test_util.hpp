@@ -31,6 +31,14 @@ struct CommandResult {
 // Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& cmdline);
 
+// A file's bytes ("" when it cannot be read), and a file written whole.
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+
+// A plugin directory holding only the build's naive plugin (made once per test run), for tests
+// whose defaults must not depend on whether cuBLASLt can answer on this machine.
+std::filesystem::path naive_only_dir();
+
 }  // namespace gt::test
 
 // First line of a [gpu] test: without a GPU the test is counted as skipped, says why, and

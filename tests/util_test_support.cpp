@@ -8,6 +8,8 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <sys/wait.h>
 
@@ -60,6 +62,28 @@ CommandResult run_command(const std::string& cmdline) {
   int st = pclose(f);
   r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+fs::path naive_only_dir() {
+  static TempDir d;
+  static bool copied = [] {
+    fs::copy_file(plugin_dir() / "libgemmtune_naive.so", d.path / "libgemmtune_naive.so");
+    return true;
+  }();
+  (void)copied;
+  return d.path;
 }
 
 }  // namespace gt::test
