@@ -9,12 +9,15 @@ static Registrar reg_devices(10, add_devices);
 
 static Command add_devices(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("devices", "GPUs with name, compute capability, SMs, memory, L2, clocks, and the "
-                                            "driver / runtime / NVRTC versions (needs a GPU)");
+                                            "driver / runtime / NVRTC versions and the version of each library a plugin calls (cuBLASLt); needs a GPU");
   return {sub, [&g] {
             std::string why;
             int n = device_count(&why);
             if (n == 0) throw NoGpuError(why);
             nlohmann::json out = nlohmann::json::array();
+            nlohmann::json libraries = nlohmann::json::object();  // family -> its library's version
+            for (auto& f : g.plugins().families())
+              if (!f.provenance().empty()) libraries[f.name()] = f.provenance();
             Nvml& nvml = Nvml::get();
             for (int i = 0; i < n; ++i) {
               DeviceInfo d = device_info(i);
@@ -37,7 +40,8 @@ static Command add_devices(CLI::App& app, Globals& g) {
                                   {"driver", nvml.driver_version()},
                                   {"driver_cuda", d.driver_version},
                                   {"runtime", d.runtime_version},
-                                  {"nvrtc", nvrtc_version()}};
+                                  {"nvrtc", nvrtc_version()},
+                                  {"libraries", libraries}};
               out.push_back(j);
               if (!g.json) {
                 fmt::print("GPU {}: {} ({}, {})\n", i, d.name, d.arch(), d.uuid);
@@ -53,8 +57,8 @@ static Command add_devices(CLI::App& app, Globals& g) {
                            nvml.available() ? "" : "  [NVML: " + nvml.why_unavailable() + "]");
               }
             }
-            for (auto& f : g.plugins().families())
-              if (!f.provenance().empty() && !g.json) fmt::print("{}: {}\n", f.name(), f.provenance());
+            if (!g.json)
+              for (auto& [name, version] : libraries.items()) fmt::print("{}: {}\n", name, version.get<std::string>());
             if (g.json) print_json(out);
             return 0;
           }};
