@@ -55,11 +55,10 @@ std::optional<CompileRequest> compile_request(const Family& fam, const Problem& 
   return r;
 }
 
-static Status status_of_refusal(const std::string& why) {
-  // Families phrase refusals for device limits with these words; they are "resources".
-  for (const char* w : {"shared memory", "registers", "threads", "exceeds the device"})
-    if (why.find(w) != std::string::npos) return Status::resources;
-  return Status::cannot_implement;
+Status refusal_status(const std::string& why) {
+  // A refusal for a limit of the device names "the device" (plugin_abi.h); any other is the
+  // family's own choice.
+  return why.find("the device") != std::string::npos ? Status::resources : Status::cannot_implement;
 }
 
 Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const DeviceInfo& dev, ProblemBench& bench,
@@ -68,7 +67,7 @@ Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const 
   Measurement& m = ev.m;
   m.quick = o.quick;
   if (auto why = fam.can_implement(p, c, dev.limits)) {
-    m.status = status_of_refusal(*why);
+    m.status = refusal_status(*why);
     m.message = *why;
     return ev;
   }
@@ -89,7 +88,7 @@ Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const 
       std::string why;
       auto req = compile_request(fam, p, c, dev.limits, dev.arch(), &spec, &why);
       if (!req) {
-        m.status = status_of_refusal(why);
+        m.status = refusal_status(why);
         m.message = why;
         return ev;
       }

@@ -151,8 +151,8 @@ std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t 
   P.regs_est = P.tm * P.tn + 2 * (P.tm + P.tn) + staged + 24;
   const int64_t cap1 = reg_cap(d.regs_per_sm, 1, P.threads);
   if (P.regs_est > cap1 || P.regs_est * P.threads > d.regs_per_block)
-    return "needs about " + s(P.regs_est) + " registers per thread; " + s(P.threads) + " threads may have " +
-           s(std::min<int64_t>(cap1, d.regs_per_block / P.threads));
+    return "needs about " + s(P.regs_est) + " registers per thread; the device gives " + s(P.threads) +
+           " threads at most " + s(std::min<int64_t>(cap1, d.regs_per_block / P.threads));
   if (P.occ == 2) {
     const int64_t cap2 = reg_cap(d.regs_per_sm, 2, P.threads);
     if (cap2 >= cap1)
@@ -163,7 +163,7 @@ std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t 
              s(P.regs_est) + ")";
     if (P.regs_est > cap2)
       return "needs about " + s(P.regs_est) + " registers per thread, more than the " + s(cap2) +
-             " that 2 blocks of " + s(P.threads) + " threads per SM leave";
+             " the device leaves 2 blocks of " + s(P.threads) + " threads per SM";
     if (2 * P.threads > d.max_threads_per_sm)
       return "2 blocks of " + s(P.threads) + " threads exceed the device's " + s(d.max_threads_per_sm) +
              " threads per SM";

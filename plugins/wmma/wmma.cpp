@@ -170,7 +170,7 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
     throw Refusal("block of " + str(pl.threads) + " threads exceeds the device's " + str(d.max_threads_per_block));
   if (wm * wn / 32 > 128)
     throw Refusal("warp tile " + str(wm) + "x" + str(wn) + " needs " + str(wm * wn / 32) +
-                  " accumulator registers per thread; more than 128 leave too few registers for fragments");
+                  " accumulator registers per thread; beyond 128, the device's 255 per thread leave too few for fragments");
 
   // ---- fragment path ----
   const int frag = int(c[pFrag]);
@@ -252,7 +252,7 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
   pl.regs_estimate = acc + frags + (copy_halves + 1) / 2 + 48;
   if (pl.regs_estimate > 255)
     throw Refusal("needs about " + str(pl.regs_estimate) + " registers per thread (" + str(acc) + " accumulators, " +
-                  str(frags) + " for fragments, " + str(copies) + " copies per stage); a thread has at most 255");
+                  str(frags) + " for fragments, " + str(copies) + " copies per stage); the device gives a thread at most 255");
   if (int64_t(pl.regs_estimate) * pl.threads > d.regs_per_block)
     throw Refusal("needs about " + str(int64_t(pl.regs_estimate) * pl.threads) + " registers per block; the device has " +
                   str(d.regs_per_block));

@@ -127,7 +127,10 @@ typedef struct gt_plugin {
                               gt_space* out, char* msg, size_t msg_cap);
 
   /* GT_OK, or GT_REFUSED with the reason (unsupported dtype, tile too large for the
-   * shared memory, ...). Cheap: called for every point a search looks at. */
+   * shared memory, ...). A reason that is a limit of the device says "the device" (e.g.
+   * "needs 300000 bytes of shared memory; the device allows 232448"): the host records it
+   * as `resources`, any other refusal as `cannot_implement`. Cheap: called for every point
+   * a search looks at. */
   gt_status (*can_implement)(const gt_problem* problem, const int64_t* config, int32_t n,
                              const gt_device* device, char* msg, size_t msg_cap);
 
