@@ -15,6 +15,8 @@ namespace gt::search {
 
 using Clock = std::chrono::steady_clock;
 static double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+// A GPU that finished a measurement less than this long ago counts as busy (clock sustained).
+constexpr double kBusyWindowS = 0.25;
 
 std::string describe(const TuneOptions& o) {
   return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds", o.strategy,
@@ -47,23 +49,35 @@ void Tuner::ensure_problem(const Problem& p) {
   if (prepared && *prepared == p.key()) return;
   measurer_.set_problem(p, o_.dist, o_.input_seed);
   prepared = p.key();
+  // A problem new to this tuner settles the clock again. Coming back to it on the reference
+  // GPU after re-timing another GPU's finalists does not: the GPU stayed busy.
+  if (prepared_ != p.key()) settled_ = false;
   prepared_ = p.key();  // also for a reference GPU: this tuner has prepared a problem
-  settled_ = false;
+}
+
+void Tuner::mark_busy() {
+  if (reference_ && is_reference()) reference_->last_busy = Clock::now();
 }
 
 std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed) {
   if (!reference_ || is_reference()) {
     auto lock = hold_measurer();
     ensure_problem(p);
-    return measurer_.retime(cs, o_.retime_rounds, seed);
+    auto st = measurer_.retime(cs, o_.retime_rounds, seed);
+    mark_busy();
+    return st;
   }
   std::lock_guard lock(reference_->mu);
   if (reference_->prepared != p.key()) {
     reference_->measurer->set_problem(p, o_.dist, o_.input_seed);
     reference_->prepared = p.key();
-    reference_->measurer->settle(cs.front(), o_.settle_s);
   }
-  return reference_->measurer->retime(cs, o_.retime_rounds, seed);
+  // Settle first unless the reference GPU was measuring a moment ago (its own problem or
+  // another GPU's finalists): an idle GPU's clock has dropped, a busy one's has not.
+  if (since(reference_->last_busy) > kBusyWindowS) reference_->measurer->settle(cs.front(), o_.settle_s);
+  auto st = reference_->measurer->retime(cs, o_.retime_rounds, seed);
+  reference_->last_busy = Clock::now();
+  return st;
 }
 
 int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov) {
@@ -85,12 +99,6 @@ int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const M
   r.prov = prov;
   r.prov.mode = m.quick ? "quick" : "full";
   return store_->insert(r);
-}
-
-static Status refusal_status(const std::string& why) {
-  for (const char* w : {"shared memory", "registers", "threads", "exceeds the device"})
-    if (why.find(w) != std::string::npos) return Status::resources;
-  return Status::cannot_implement;
 }
 
 namespace {
@@ -314,6 +322,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       ensure_problem(p);
       Candidate cand{family, fam, pe.config};
       m = measurer_.measure(cand, o_.quick_explore);
+      mark_busy();
       if (m.status == Status::ok && !settled_) {
         // Settle the clock on the first candidate that works, then measure it again: every
         // number compared with another is taken in the same (sustained) state.
@@ -321,6 +330,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
           measurer_.settle(cand, o_.settle_s);
           settled_ = true;
           m = measurer_.measure(cand, o_.quick_explore);
+          mark_busy();
         } catch (const RuntimeFailure& e) {
           if (on_note) on_note(fmt::format("could not settle the clock: {}", e.what()));
           settled_ = true;

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -83,6 +84,9 @@ struct ReferenceGpu {
   Measurer* measurer = nullptr;
   std::mutex mu;
   std::optional<std::string> prepared;  // the problem its buffers hold
+  // When it last finished a measurement: a GPU busy until a moment ago is still in its
+  // sustained clock state and needs no settling before re-timing another GPU's finalists.
+  std::chrono::steady_clock::time_point last_busy{};
 };
 
 // Where the parameter space of a family comes from (a plugin, or a recording in replay).
@@ -109,6 +113,7 @@ class Tuner {
   bool is_reference() const;
   std::unique_lock<std::mutex> hold_measurer();
   void ensure_problem(const Problem& p);  // the caller holds hold_measurer()
+  void mark_busy();                       // after a measurement on the reference GPU
   // Re-times candidates on the reference GPU (or this tuner's own).
   std::vector<Stats> retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
   int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);

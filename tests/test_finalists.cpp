@@ -73,3 +73,75 @@ TEST_CASE("the default is always a finalist: a config that only explored faster 
   CHECK(*f.best == Config{5});
   CHECK(f.best_m.time.median == Approx(90.0));
 }
+
+namespace {
+// A board of a multi-GPU tune: counts what it was asked to do.
+class Board : public RetimingMeasurer {
+ public:
+  using RetimingMeasurer::RetimingMeasurer;
+  void set_problem(const Problem& p, Distribution d, uint64_t seed) override {
+    ++problems_set;
+    ReplayMeasurer::set_problem(p, d, seed);
+  }
+  double settle(const Candidate&, double) override { return double(++settles); }
+  int problems_set = 0, settles = 0;
+};
+}  // namespace
+
+TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy reference is not settled again",
+          "[tune][scale]") {
+  const Problem pa = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  const Problem pb = Problem::make(1024, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};
+  Recording rec;
+  for (const Problem* p : {&pa, &pb}) {
+    RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, *p, "toy", "1.0", params);
+    for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
+  }
+  // Board 0 (the reference) finds x=2 fastest side by side; board 1 would pick x=0.
+  Board ref(rec, [](const Config& c) { return c[0] == 2 ? 80.0 : 100.0 + double(c[0]); });
+  Board other(rec, [](const Config& c) { return c[0] == 0 ? 40.0 : 100.0 + double(c[0]); });
+  ReferenceGpu reference;
+  reference.measurer = &ref;
+
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.finalists = 3;
+  o.tune_id = "test";
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  Tuner t0(nullptr, ref, nullptr, nullptr, spaces, prov, o), t1(nullptr, other, nullptr, nullptr, spaces, prov, o);
+  t0.set_reference(&reference);
+  t1.set_reference(&reference);
+
+  ProblemOutcome ob = t0.tune(pb, {"toy"});
+  CHECK(ref.settles == 1);  // its own new problem
+  REQUIRE(ob.families.size() == 1);
+  REQUIRE(ob.families[0].best);
+  CHECK(*ob.families[0].best == Config{2});
+
+  SECTION("a reference idle since long is settled before re-timing") {
+    reference.last_busy = {};
+    ProblemOutcome oa = t1.tune(pa, {"toy"});
+    CHECK(other.retimes == 0);
+    CHECK(ref.retimes == 2);
+    CHECK(ref.settles == 2);
+    REQUIRE(oa.families[0].best);
+    CHECK(*oa.families[0].best == Config{2});  // decided by the reference, not by board 1
+    CHECK(oa.families[0].best_m.time.median == Approx(80.0));
+  }
+  SECTION("a reference that measured a moment ago is re-timed on at once, and goes back to its problem unsettled") {
+    reference.last_busy = std::chrono::steady_clock::now();
+    ProblemOutcome oa = t1.tune(pa, {"toy"});
+    CHECK(other.retimes == 0);
+    CHECK(ref.settles == 1);
+    REQUIRE(oa.families[0].best);
+    CHECK(*oa.families[0].best == Config{2});
+    const int set_before = ref.problems_set;
+    t0.tune(pb, {"toy"});  // back to its own problem: prepared again, not settled again
+    CHECK(ref.problems_set == set_before + 1);
+    CHECK(ref.settles == 1);
+  }
+}

@@ -37,6 +37,18 @@ size_t ProblemBench::min_bytes(const Problem& p) {
   return total >= 1.8e19 ? std::numeric_limits<size_t>::max() : size_t(total);
 }
 
+// Enough sets that their total is at least twice the L2.
+size_t ProblemBench::wanted_sets(const Problem& p, const DeviceInfo& dev) {
+  const double set_bytes = double(p.bytes_a() + p.bytes_b() + p.bytes_c());
+  return std::clamp<size_t>(size_t(std::ceil(2.0 * double(dev.limits.l2_bytes) / set_bytes)) + 1, 1, 64);
+}
+
+size_t ProblemBench::full_bytes(const Problem& p, const DeviceInfo& dev) {
+  const size_t need = min_bytes(p);
+  if (need == std::numeric_limits<size_t>::max()) return need;
+  return need + (wanted_sets(p, dev) - 1) * (p.bytes_a() + p.bytes_b() + p.bytes_c());
+}
+
 ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution dist, uint64_t seed, size_t max_bytes)
     : p_(p), dev_(dev), dist_(dist), seed_(seed) {
   cuda_check(cudaSetDevice(dev.index), "cudaSetDevice");
@@ -48,8 +60,7 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
                                      p.key(), double(need) / (1ull << 30), double(free_b) / (1ull << 30),
                                      double(total_b) / (1ull << 30)));
   size_t set_bytes = p.bytes_a() + p.bytes_b() + p.bytes_c();
-  // Enough sets that their total is at least twice the L2, within the memory cap.
-  size_t want = std::max<size_t>(1, size_t(std::ceil(2.0 * double(dev.limits.l2_bytes) / double(set_bytes))) + 1);
+  size_t want = wanted_sets(p, dev);
   size_t cap = max_bytes ? max_bytes : size_t(double(free_b) * 0.8);
   size_t fit = cap > need ? 1 + (cap - need) / set_bytes : 1;
   size_t nsets = std::clamp<size_t>(std::min(want, fit), 1, 64);

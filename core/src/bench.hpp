@@ -75,6 +75,9 @@ class ProblemBench {
   uint64_t seed() const { return seed_; }
   // Bytes one problem needs at least: one input set, C, the float64 reference.
   static size_t min_bytes(const Problem& p);
+  // Bytes with every rotating set it wants (past twice the device's L2), before any cap.
+  static size_t full_bytes(const Problem& p, const DeviceInfo& dev);
+  static size_t wanted_sets(const Problem& p, const DeviceInfo& dev);
 
   // Poison C with NaN, run once, compare with the float64 reference.
   VerifyResult verify(const LaunchFn& fn);

@@ -22,10 +22,29 @@ void MeasureService::use_device() const { cuda_check(cudaSetDevice(dev_.index), 
 
 void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed) {
   use_device();
+  const std::string key = fmt::format("{} {} {}", p.key(), int(d), seed);
+  if (bench_ && key == key_) return;
+  if (parked_ && parked_->key == key) {
+    std::swap(bench_, parked_->bench);
+    std::swap(runnables_, parked_->runnables);
+    std::swap(key_, parked_->key);
+    return;
+  }
+  // Park the current problem if the new one still gets all its rotating sets beside it (and a
+  // GiB to spare); otherwise free everything first.
+  parked_.reset();
+  if (bench_) {
+    const size_t want = ProblemBench::full_bytes(p, dev_);
+    const size_t free_b = memory_info().first;
+    if (want < free_b && free_b - want > (size_t(1) << 30))
+      parked_ = Prepared{key_, std::move(bench_), std::move(runnables_)};
+  }
   runnables_.clear();
   bench_.reset();
+  key_.clear();
   bench_ = std::make_unique<ProblemBench>(p, dev_, d, seed);
   bench_->on_call = heartbeat;
+  key_ = key;
 }
 
 Measurement MeasureService::measure(const Candidate& c, bool quick) {

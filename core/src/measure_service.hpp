@@ -9,6 +9,7 @@
 
 #include <list>
 #include <memory>
+#include <optional>
 
 namespace gt {
 
@@ -34,8 +35,20 @@ class MeasureService : public Measurer {
   CubinCache cache_;  // a copy: the service outlives whatever the caller passed
   Compiler compiler_;
   DeviceInfo dev_;
+  // A prepared problem: its buffers and the configs built for it.
+  struct Prepared {
+    std::string key;  // problem, distribution, seed
+    std::unique_ptr<ProblemBench> bench;
+    std::list<std::pair<std::string, std::unique_ptr<Runnable>>> runnables;
+  };
+  // The problem prepared now.
   std::unique_ptr<ProblemBench> bench_;
   std::list<std::pair<std::string, std::unique_ptr<Runnable>>> runnables_;
+  std::string key_;
+  // One problem prepared before, kept while memory allows: a reference GPU alternates between
+  // its own problem and the finalists of the other GPUs' problems, and switching back costs
+  // no allocation, input generation or float64 reference.
+  std::optional<Prepared> parked_;
   bool context_lost_ = false;
 };
 
