@@ -17,9 +17,17 @@ namespace gt {
 
 using Clock = std::chrono::steady_clock;
 
-WorkerClient::WorkerClient(std::vector<std::string> argv, const PluginRegistry& plugins, WorkerLimits limits)
+WorkerClient::WorkerClient(std::vector<std::string> argv, const PluginRegistry& plugins, WorkerLimits limits,
+                           std::optional<DeviceInfo> known)
     : argv_(std::move(argv)), plugins_(plugins), limits_(limits) {
-  start();
+  if (known)
+    dev_ = std::move(*known);
+  else
+    start();
+}
+
+void WorkerClient::ensure_started() {
+  if (pid_ <= 0) start();
 }
 
 WorkerClient::~WorkerClient() { stop(false); }
@@ -65,7 +73,13 @@ void WorkerClient::start() {
     if (no_gpu) throw NoGpuError(err);
     throw RuntimeFailure("the measurement worker could not start: " + err);
   }
-  dev_ = info.at("device").get<DeviceInfo>();
+  DeviceInfo seen = info.at("device").get<DeviceInfo>();
+  if (!dev_.uuid.empty() && seen.uuid != dev_.uuid) {
+    stop(true);
+    throw RuntimeFailure(fmt::format("the measurement worker sees GPU {} ({}), not the {} ({}) it was started for",
+                                     seen.index, seen.uuid, dev_.name, dev_.uuid));
+  }
+  dev_ = std::move(seen);
 }
 
 void WorkerClient::stop(bool kill_it) {
@@ -171,6 +185,7 @@ nlohmann::json WorkerClient::call(const nlohmann::json& req, double first_wait_s
 }
 
 void WorkerClient::set_problem(const Problem& p, Distribution d, uint64_t seed) {
+  ensure_started();
   nlohmann::json req = {{"op", "problem"}, {"problem", p}, {"dist", to_string(d)}, {"seed", seed}};
   flops_ = p.flops();
   problem_req_ = req;
@@ -189,6 +204,7 @@ void WorkerClient::set_problem(const Problem& p, Distribution d, uint64_t seed) 
 }
 
 Measurement WorkerClient::measure(const Candidate& c, bool quick) {
+  ensure_started();
   nlohmann::json req = {{"op", "measure"}, {"family", c.family}, {"config", c.config}, {"quick", quick}};
   // Before the first heartbeat: the floor, or a slow kernel's time (0.05 TFLOP/s) many times.
   double first = std::max(limits_.hang_floor_s, 20.0 * flops_ / 0.05e12);
@@ -218,6 +234,7 @@ Measurement WorkerClient::measure(const Candidate& c, bool quick) {
 }
 
 double WorkerClient::settle(const Candidate& c, double cap_s) {
+  ensure_started();
   nlohmann::json req = {{"op", "settle"}, {"family", c.family}, {"config", c.config}, {"cap_s", cap_s}};
   try {
     nlohmann::json r = call(req, std::max(limits_.hang_floor_s, cap_s * 2), limits_.absolute_cap_s);
@@ -230,6 +247,7 @@ double WorkerClient::settle(const Candidate& c, double cap_s) {
 }
 
 std::vector<Stats> WorkerClient::retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) {
+  ensure_started();
   nlohmann::json list = nlohmann::json::array();
   for (auto& c : cs) list.push_back({{"family", c.family}, {"config", c.config}});
   nlohmann::json req = {{"op", "retime"}, {"candidates", list}, {"rounds", rounds}, {"seed", seed}};

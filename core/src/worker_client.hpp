@@ -26,7 +26,11 @@ struct WorkerLimits {
 class WorkerClient : public Measurer {
  public:
   // argv: the worker command line (e.g. {"/path/gemmtune", "__worker", "--device", "0", ...}).
-  WorkerClient(std::vector<std::string> argv, const PluginRegistry& plugins, WorkerLimits limits = {});
+  // Without `known`, the worker starts now and reports its GPU. With the GPU already known
+  // (read by the caller), it starts at the first request that needs the GPU: a warm re-tune
+  // that finds every result in the store starts no worker at all.
+  WorkerClient(std::vector<std::string> argv, const PluginRegistry& plugins, WorkerLimits limits = {},
+               std::optional<DeviceInfo> known = std::nullopt);
   ~WorkerClient() override;
   std::string describe() const override;
   const DeviceInfo& device() const override { return dev_; }
@@ -42,6 +46,7 @@ class WorkerClient : public Measurer {
     bool timeout;
   };
   void start();
+  void ensure_started();
   void stop(bool kill);
   void restart();
   // Sends a request and waits for its reply, honouring heartbeats; throws Died.

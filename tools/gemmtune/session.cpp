@@ -73,7 +73,8 @@ Session::Session(Globals& g, const SessionOptions& o)
     }
     WorkerLimits lim;
     lim.hang_floor_s = o.hang_floor_s;
-    measurers_.push_back(std::make_unique<WorkerClient>(argv, g.plugins(), lim));
+    // The GPU is read here; the worker starts when the first measurement needs it.
+    measurers_.push_back(std::make_unique<WorkerClient>(argv, g.plugins(), lim, device_info(d)));
   }
   pool_.emplace(compiler_);
 }
