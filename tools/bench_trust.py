@@ -71,12 +71,19 @@ def main():
            ("wmma", "4096x4096x4096", "f16")]
     for fam, shape, dt in rep:
         try:
-            meds = [gemmtune_run(a.gemmtune, fam, shape, dt)[0] for _ in range(a.processes)]
+            runs = [gemmtune_run(a.gemmtune, fam, shape, dt) for _ in range(a.processes)]
         except RuntimeError as e:
             print(f"  {fam:<14} {shape:<16} {dt:<5} failed: {e}")
             continue
+        meds = [r[0] for r in runs]
         spread = (max(meds) - min(meds)) / statistics.median(meds) * 100
         print(f"  {fam:<14} {shape:<16} {dt:<5} {' '.join(f'{x:.1f}' for x in meds):<50} {spread:6.2f}%")
+        # The sensors during each process's timing (NVML medians): a spread that follows the
+        # clock or the temperature is the board's, not the timer's.
+        for key, unit in (("sm_clock_mhz", "MHz"), ("power_w", "W"), ("temp_c", "C")):
+            vals = [r[2].get(key) for r in runs]
+            txt = " ".join("-" if v is None else f"{v:.0f}" for v in vals)
+            print(f"  {'':<14} {'':<16} {'':<5} {txt + ' ' + unit:<50}")
     print("\nAgreement with PyTorch (torch.matmul -> cuBLAS), same session")
     print(f"  {'shape':<16} {'dtype':<5} {'gemmtune rank 0 (us)':>21} {'torch (us)':>11} {'ratio':>7}  config")
     for shape, dt in [("4096x4096x4096", "f16"), ("8192x8192x8192", "f16"), ("4096x4096x4096", "bf16"),

@@ -2,7 +2,8 @@
 # The whole GPU check, from a build carried to the GPU machine (tools/pack_for_gpu.sh):
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
 # smoke tune with its exported table run through the runtime example, and the benchmarks
-# (bench_* binaries; bench_trust.py and bench_tune.py; PyTorch for one of its tables).
+# (bench_* binaries; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
+# of bench_trust).
 # Logs go to LOG_DIR (one file per step, and summary.txt).
 #   tools/check_gpu.sh LOG_DIR [BUILD_DIR]       (BUILD_DIR default: carry/build, else build)
 # Exit status: the number of failed steps (0: all passed).
@@ -41,9 +42,11 @@ step example_runtime "$build/tools/example_runtime" --table "$work/smoke.json" -
 step example_nearest "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1000x1000x1000 --dtype f16
 for b in "$build"/tools/bench_*; do
   [ -x "$b" ] || continue
+  # bench_search replays recordings on the CPU (minutes, same result anywhere): run it off the GPU.
+  [ "$(basename "$b")" = bench_search ] && continue
   step "$(basename "$b")" "$b"
 done
-for py in bench_trust bench_tune; do
+for py in bench_trust bench_tune bench_scale; do
   step "$py" python3 "$root/tools/$py.py" --gemmtune "$gt"
 done
 echo "failed steps: $failed" | tee -a "$summary"
