@@ -5,6 +5,8 @@
 #include "job.hpp"
 #include "session.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace gt::cli {
@@ -76,6 +78,12 @@ static Command add_compare(CLI::App& app, Globals& g) {
             std::map<std::string, RoofRow> roofs;
             for (auto& r : session.store().roofs(dev.name)) roofs[r.name] = r;
             nlohmann::json all = nlohmann::json::array();
+            // Per problem: the fastest row against cuBLASLt's pick, for the summary line.
+            struct Best {
+              std::string key, label;
+              double speed;
+            };
+            std::vector<Best> bests;
             for (const Problem& p : problems) {
               ResultKey key = ResultKey::of(dev.name, p);
               std::vector<Entry> entries;
@@ -180,11 +188,29 @@ static Command add_compare(CLI::App& app, Globals& g) {
                            std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-", e.m.err_rel_fro, e.name);
                 if (!e.description.empty()) fmt::print("  {:<16} {}\n", "", e.description);
               }
+              double best_speed = kNaN;
+              std::string best_label;
+              for (auto& e : entries)
+                if (e.m.status == Status::ok && !(pick_us / e.m.time.median <= best_speed)) {
+                  best_speed = pick_us / e.m.time.median;
+                  best_label = e.label;
+                }
+              if (std::isfinite(best_speed)) bests.push_back({p.key(), best_label, best_speed});
               if (!g.json && !std::isfinite(roof))
                 fmt::print("  (no measured {} roof for this device: run `gemmtune roofs`)\n", roof_name);
               all.push_back({{"problem", p.key()}, {"device", dev.name}, {"roof", roof_name},
                              {"roof_value", std::isfinite(roof) ? nlohmann::json(roof) : nlohmann::json()},
                              {"replay", session.replay()}, {"rows", rows}});
+            }
+            if (!g.json && bests.size() > 1) {
+              double log_sum = 0;
+              auto [lo, hi] = std::minmax_element(bests.begin(), bests.end(),
+                                                  [](const Best& a, const Best& b) { return a.speed < b.speed; });
+              for (auto& b : bests) log_sum += std::log(b.speed);
+              fmt::print("\nThe fastest of each problem against cuBLASLt's pick, over {} problems: geomean {:.3f}x, "
+                         "worst {:.3f}x ({}, {}), best {:.3f}x ({}, {})\n",
+                         bests.size(), std::exp(log_sum / double(bests.size())), lo->speed, lo->key, lo->label,
+                         hi->speed, hi->key, hi->label);
             }
             if (g.json) print_json(all);
             return 0;

@@ -105,7 +105,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
             } else {
               job.name = "command line";
               job.source = "<command line>";
-              job.problems.push_back({a.pa.resolve(), {}});
+              job.problems.push_back({a.pa.resolve(), {}, {}});
             }
             TuneOptions o;
             const JobSettings& js = job.settings;
