@@ -80,6 +80,25 @@ std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>&
   return st;
 }
 
+// A re-timed measurement: full, with what it was re-timed against. Re-timed on the reference
+// GPU, the row says so and has that GPU's provenance, and no sensor readings (those came from
+// this GPU's exploration).
+int64_t Tuner::record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m, Provenance prov,
+                              const std::string& what) {
+  const bool elsewhere = reference_ && !is_reference();
+  m.quick = false;
+  m.message = what + (elsewhere ? " on the reference GPU" : "");
+  if (elsewhere) {
+    const DeviceInfo& rd = reference_->measurer->device();
+    prov.device_name = rd.name;
+    prov.device_uuid = rd.uuid;
+    prov.sm_count = rd.limits.sm_count;
+    m.sensors = GpuSensors{};
+    m.throttle.clear();
+  }
+  return record(p, s, c, m, prov);
+}
+
 int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov) {
   if (!store_) return 0;
   StoredRow r;
@@ -393,26 +412,11 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
     try {
       std::vector<Stats> st = retime(p, cs, o_.seed);
-      // Re-timed on the reference GPU: the rows say so, and carry no sensor readings (those
-      // came from this GPU's exploration).
-      Provenance prov_fin = prov_full;
-      const bool elsewhere = reference_ && !is_reference();
-      if (elsewhere) {
-        const DeviceInfo& rd = reference_->measurer->device();
-        prov_fin.device_name = rd.name;
-        prov_fin.device_uuid = rd.uuid;
-        prov_fin.sm_count = rd.limits.sm_count;
-      }
       for (size_t i = 0; i < fin.size(); ++i) {
         fin[i].m.time = st[i];
-        fin[i].m.quick = false;
-        fin[i].m.message = fmt::format("finalist: re-timed interleaved with {} others over {} rounds{}", fin.size() - 1,
-                                       o_.retime_rounds, elsewhere ? " on the reference GPU" : "");
-        if (elsewhere) {
-          fin[i].m.sensors = GpuSensors{};
-          fin[i].m.throttle.clear();
-        }
-        fin[i].row = record(p, space, fin[i].config, fin[i].m, prov_fin);
+        fin[i].row = record_retimed(p, space, fin[i].config, fin[i].m, prov_full,
+                                    fmt::format("finalist: re-timed interleaved with {} others over {} rounds",
+                                                fin.size() - 1, o_.retime_rounds));
       }
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
         return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
@@ -471,7 +475,18 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     for (size_t i : idx) cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best});
     try {
       std::vector<Stats> st = retime(p, cs, o_.seed + 1);
-      for (size_t j = 0; j < idx.size(); ++j) po.families[idx[j]].best_m.time = st[j];
+      // Stored as measurements of their own: the times printed and the winner's row agree.
+      for (size_t j = 0; j < idx.size(); ++j) {
+        FamilyOutcome& f = po.families[idx[j]];
+        f.best_m.time = st[j];
+        if (store_) {
+          Space space = spaces_(f.family, p);
+          f.best_row = record_retimed(p, space, *f.best, f.best_m, provenance_(f.family, false),
+                                      fmt::format("family winner: re-timed interleaved with the {} other families' "
+                                                  "winners over {} rounds",
+                                                  idx.size() - 1, o_.retime_rounds));
+        }
+      }
     } catch (const RuntimeFailure& e) {
       if (on_note) on_note(fmt::format("re-timing the families' winners failed ({})", e.what()));
     }

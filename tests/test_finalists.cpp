@@ -2,6 +2,7 @@
 // decides. The family's own first choice (its default here) is always re-timed beside the
 // fastest explored configs, so a config that only looked faster cannot beat it.
 #include "replay_measurer.hpp"
+#include "test_util.hpp"
 #include "tuner.hpp"
 
 #include <catch2/catch.hpp>
@@ -144,4 +145,57 @@ TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy r
     CHECK(ref.problems_set == set_before + 1);
     CHECK(ref.settles == 1);
   }
+}
+
+TEST_CASE("the families' winners re-timed against each other are stored: the winner's row has the time printed",
+          "[tune][store]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3}, {}, 0}};
+  Recording rec;
+  for (const char* fam : {"toy", "toy2"}) {
+    RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, fam, "1.0", params);
+    for (int64_t i = 0; i < 4; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
+  }
+  // Every re-timing answers by config and by how many candidates it saw: the families'
+  // finalists (4 at a time) and the two winners (2 at a time) get different times.
+  class TwoStage : public RetimingMeasurer {
+   public:
+    TwoStage(const Recording& r) : RetimingMeasurer(r, [](const Config&) { return 0.0; }) {}
+    std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t) override {
+      std::vector<Stats> out;
+      for (auto& c : cs) {
+        Stats s;
+        s.count = rounds;
+        double t = (c.family == "toy2" ? 90.0 : 95.0) + double(c.config[0]) + (cs.size() == 2 ? 20.0 : 0.0);
+        s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = t;
+        out.push_back(s);
+      }
+      return out;
+    }
+  } meas(rec);
+  test::TempDir tmp;
+  Store store = Store::open(tmp.path / "r.db");
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.tune_id = "test";
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  Tuner t(nullptr, meas, &store, nullptr, spaces, prov, o);
+  ProblemOutcome po = t.tune(p, {"toy", "toy2"});
+  REQUIRE(po.winner >= 0);
+  const FamilyOutcome& w = po.families[size_t(po.winner)];
+  CHECK(w.family == "toy2");
+  CHECK(w.best_m.time.median == Approx(110.0));  // the winners' re-timing
+  auto overall = store.winner(ResultKey::of("Test GPU", p), kAllFamilies);
+  REQUIRE(overall);
+  auto row = store.get(overall->row_id);
+  REQUIRE(row);
+  CHECK(row->m.time.median == Approx(110.0));
+  CHECK_THAT(row->m.message, Catch::Contains("family winner: re-timed"));
+  // The family's own winner stays the finalists' re-timing.
+  auto fam = store.winner(ResultKey::of("Test GPU", p), "toy2");
+  REQUIRE(fam);
+  CHECK(store.get(fam->row_id)->m.time.median == Approx(90.0));
 }
