@@ -36,23 +36,23 @@ TEST_CASE("skinny: the space, the launch plan and the refusals", "[skinny]") {
   Problem decode = Problem::make(1, 12288, 4096, DType::bf16, DType::bf16, Layout::nn);
   Space s = fam.space(decode, h);
   CHECK(s.dims() == 5);
-  CHECK(s.raw_size() == 1600);
+  CHECK(s.raw_size() == 2800);
   CHECK(s.valid(s.default_config()));
   for (auto& prm : s.params()) CHECK_FALSE(prm.help.empty());
-  // The default: 1 row, 8 threads along N x 32 along K, 16-byte loads (8 bf16 each).
+  // The default: 1 row, 8 threads along N x 64 along K, 16-byte loads (8 bf16 each).
   std::string why;
   auto spec = fam.build(decode, s.default_config(), h, &why);
   REQUIRE(spec);
-  CHECK(spec->block[0] == 256);
+  CHECK(spec->block[0] == 512);
   CHECK(spec->grid[0] == 12288 / 64);
   CHECK(spec->grid[1] == 1);
-  CHECK(spec->dynamic_smem == 32 * 1 * 64 * 4);
+  CHECK(spec->dynamic_smem == 64 * 1 * 64 * 4);
   CHECK_THAT(fam.describe(decode, s.default_config()),
-             Catch::Contains("1 rows x 64 columns") && Catch::Contains("256 threads") && Catch::Contains("16-byte"));
+             Catch::Contains("1 rows x 64 columns") && Catch::Contains("512 threads") && Catch::Contains("16-byte"));
 
   // Layouts: A either way; B must be K x N row-major.
   CHECK_FALSE(fam.can_implement(Problem::make(16, 4096, 4096, DType::f16, DType::f16, Layout::tn),
-                                parse(s, "mr=4"), h));
+                                parse(s, "mr=4,ky=32"), h));
   CHECK(says(fam.can_implement(Problem::make(1, 4096, 4096, DType::f16, DType::f16, Layout::nt), s.default_config(), h),
              "B stored transposed"));
   // M: at most 4 passes of mr rows, and no mr with half its rows empty.
@@ -125,7 +125,7 @@ TEST_CASE("skinny is correct at every dtype, A layout, M up to 64 and ragged N",
         for (auto& c : cs) jobs.push_back({p, c});
       }
   Problem mixed = Problem::make(16, 4096, 4096, DType::f16, DType::f32, Layout::nn);
-  jobs.push_back({mixed, parse(fam.space(mixed, d), "mr=4")});
+  jobs.push_back({mixed, parse(fam.space(mixed, d), "mr=4,ky=32")});
   test::compile_ahead_jobs(fam, jobs);
   for (auto& j : jobs) {
     Space s = fam.space(j.p, d);

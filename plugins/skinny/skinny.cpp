@@ -11,9 +11,9 @@ const ParamTable& table() {
   static const ParamTable t({
       {"mr", "rows of C per block (M is covered in passes of mr rows; B is read once per pass)", {1, 2, 4, 8, 16}, {}, 1},
       {"tx", "threads along N per block", {4, 8, 16, 32}, {}, 8},
-      {"ky", "thread groups along K per block (partial sums added in shared memory)", {4, 8, 16, 32, 64}, {}, 32},
+      {"ky", "thread groups along K per block (partial sums added in shared memory)", {4, 8, 16, 32, 64, 128, 256}, {}, 64},
       {"vec", "bytes of B per load (2, 4, 8 or 16; at most the problem's alignment)", {2, 4, 8, 16}, {}, 16},
-      {"unroll", "rows of B each thread has in flight", {1, 2, 4, 8}, {}, 4},
+      {"unroll", "rows of B each thread has in flight", {1, 2, 4, 8, 16}, {}, 8},
   });
   return t;
 }

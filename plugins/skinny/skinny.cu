@@ -3,13 +3,13 @@
 // over KY groups. Every thread streams rows k, k+KY, ... of its VEC columns of B with one
 // VEC_BYTES load per row (UNROLL rows in flight), multiplies them by the MR values of A at
 // that k (the same for all threads of a group: broadcast from L1), and accumulates in fp32.
-// The KY partial sums are added in shared memory and each output written once.
+// The KY partial sums are added in shared memory (a tree) and each output written once.
 //
 // Defines (set by skinny.cpp):
 //   IN_T, OUT_T     storage types of A/B and of C (float, __half, __nv_bfloat16)
 //   A_TRANS         0: A is M×K row-major; 1: A is K×M row-major (B is always K×N row-major)
 //   MR              rows of C per block (grid.y covers M in steps of MR)
-//   TX, KY          threads along N and groups along K (block = TX·KY threads)
+//   TX, KY          threads along N and groups along K (block = TX·KY threads; KY a power of two)
 //   VEC             elements of B per load (VEC·sizeof(IN_T) bytes)
 //   UNROLL          rows of B each thread has in flight
 #include <cuda_fp16.h>
@@ -26,34 +26,14 @@ struct __align__(VEC * sizeof(IN_T)) Pack {
   IN_T v[VEC];
 };
 
-extern "C" __global__ void __launch_bounds__(TX * KY)
-gemm_skinny(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb, int ldc) {
-  const IN_T* __restrict__ A = static_cast<const IN_T*>(A_);
-  const IN_T* __restrict__ B = static_cast<const IN_T*>(B_);
-  OUT_T* __restrict__ C = static_cast<OUT_T*>(C_);
-  constexpr int COLS = TX * VEC;  // columns of the block
-  const int tx = threadIdx.x % TX, ky = threadIdx.x / TX;
-  const int col0 = blockIdx.x * COLS + tx * VEC;
-  const int row0 = blockIdx.y * MR;
-  const bool full = col0 + VEC <= N;  // all VEC columns inside C: one vector load per row
-
-  float acc[MR][VEC];
-#pragma unroll
-  for (int m = 0; m < MR; ++m)
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) acc[m][v] = 0.f;
-
-  auto a_at = [&](int m, int k) -> float {
-    if (row0 + m >= M) return 0.f;
-#if A_TRANS
-    return to_f(A[(long long)k * lda + row0 + m]);
-#else
-    return to_f(A[(long long)(row0 + m) * lda + k]);
-#endif
-  };
+// One thread's share of K: rows k0, k0 + KY, ... of its VEC columns of B, UNROLL rows in flight.
+// FULL: all VEC columns lie inside C, one vector load per row; else element by element.
+template <bool FULL>
+__device__ __forceinline__ void stream(const IN_T* __restrict__ A, const IN_T* __restrict__ B, float (&acc)[MR][VEC],
+                                       int M, int N, int K, int lda, int ldb, int row0, int col0, int k0) {
   auto load_b = [&](int k, Pack& b) {
     const IN_T* p = B + (long long)k * ldb + col0;
-    if (full) {
+    if (FULL) {
       b = *reinterpret_cast<const Pack*>(p);
     } else {
 #pragma unroll
@@ -63,41 +43,73 @@ gemm_skinny(const void* A_, const void* B_, void* C_, int M, int N, int K, int l
   auto fma_row = [&](int k, const Pack& b) {
 #pragma unroll
     for (int m = 0; m < MR; ++m) {
-      const float a = a_at(m, k);
+      if (row0 + m >= M) break;
+#if A_TRANS
+      const float a = to_f(A[(long long)k * lda + row0 + m]);
+#else
+      const float a = to_f(A[(long long)(row0 + m) * lda + k]);
+#endif
 #pragma unroll
       for (int v = 0; v < VEC; ++v) acc[m][v] = fmaf(a, to_f(b.v[v]), acc[m][v]);
     }
   };
-
-  if (col0 < N) {
-    int k = ky;
-    for (; k + (UNROLL - 1) * KY < K; k += UNROLL * KY) {
-      Pack b[UNROLL];
+  int k = k0;
+  for (; k + (UNROLL - 1) * KY < K; k += UNROLL * KY) {
+    Pack b[UNROLL];
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) load_b(k + u * KY, b[u]);
+    for (int u = 0; u < UNROLL; ++u) load_b(k + u * KY, b[u]);
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) fma_row(k + u * KY, b[u]);
-    }
-    for (; k < K; k += KY) {
-      Pack b;
-      load_b(k, b);
-      fma_row(k, b);
-    }
+    for (int u = 0; u < UNROLL; ++u) fma_row(k + u * KY, b[u]);
   }
+  for (; k < K; k += KY) {
+    Pack b;
+    load_b(k, b);
+    fma_row(k, b);
+  }
+}
 
-  // Add the KY partial sums: red[ky][m][column of the block].
-  extern __shared__ float red[];
+extern "C" __global__ void __launch_bounds__(TX * KY)
+gemm_skinny(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb, int ldc) {
+  const IN_T* __restrict__ A = static_cast<const IN_T*>(A_);
+  const IN_T* __restrict__ B = static_cast<const IN_T*>(B_);
+  OUT_T* __restrict__ C = static_cast<OUT_T*>(C_);
+  constexpr int COLS = TX * VEC;  // columns of the block
+  const int tx = threadIdx.x % TX, ky = threadIdx.x / TX;
+  const int col0 = blockIdx.x * COLS + tx * VEC;
+  const int row0 = blockIdx.y * MR;
+
+  float acc[MR][VEC];
 #pragma unroll
   for (int m = 0; m < MR; ++m)
 #pragma unroll
-    for (int v = 0; v < VEC; ++v) red[(ky * MR + m) * COLS + tx * VEC + v] = acc[m][v];
+    for (int v = 0; v < VEC; ++v) acc[m][v] = 0.f;
+  if (col0 + VEC <= N)
+    stream<true>(A, B, acc, M, N, K, lda, ldb, row0, col0, ky);
+  else if (col0 < N)
+    stream<false>(A, B, acc, M, N, K, lda, ldb, row0, col0, ky);
+
+  // Add the KY partial sums in a tree: red[ky][m][column of the block], KY a power of two.
+  extern __shared__ float red[];
+  float* mine = red + ky * MR * COLS + tx * VEC;
+#pragma unroll
+  for (int m = 0; m < MR; ++m)
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) mine[m * COLS + v] = acc[m][v];
   __syncthreads();
+#pragma unroll 1
+  for (int s = KY / 2; s > 0; s /= 2) {
+    if (ky < s) {
+      const float* other = mine + s * MR * COLS;
+#pragma unroll
+      for (int m = 0; m < MR; ++m)
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) mine[m * COLS + v] += other[m * COLS + v];
+    }
+    __syncthreads();
+  }
   for (int o = threadIdx.x; o < MR * COLS; o += TX * KY) {
     const int m = o / COLS, c = o % COLS;
     const int row = row0 + m, col = blockIdx.x * COLS + c;
-    if (row >= M || col >= N) continue;
-    float s = 0.f;
-    for (int g = 0; g < KY; ++g) s += red[g * MR * COLS + o];
-    store(&C[(long long)row * ldc + col], s);
+    if (row < M && col < N) store(&C[(long long)row * ldc + col], red[o]);
   }
 }
