@@ -19,14 +19,6 @@ const Family& family() { return test::plugins().get("register_tile"); }
 
 constexpr std::array<Layout, 4> kLayouts = {Layout::nn, Layout::nt, Layout::tn, Layout::tt};
 
-Config parse(const Space& s, const std::string& text) {
-  std::string err;
-  auto c = s.parse(text, &err);
-  INFO(text << ": " << err);
-  REQUIRE(c);
-  return *c;
-}
-
 // The lab's register-tile kernels: 16×16 threads, each owning a TT×TT patch, block tile 16·TT,
 // k-step 16, scalar loads, one shared-memory buffer.
 std::string lab_config(int tt) {
@@ -44,7 +36,7 @@ size_t param_index(const Space& s, const std::string& name) {
 // A config written for an aligned problem, narrowed to what `s`'s problem takes: the
 // problem's default vector width, then no rasterisation groups.
 Config fit(const Space& s, const std::string& text) {
-  Config c = parse(s, text);
+  Config c = test::parse_config(s, text);
   if (!s.valid(c)) {
     const size_t vec = param_index(s, "vec");
     c[vec] = std::min(c[vec], s.default_config()[vec]);
@@ -55,10 +47,6 @@ Config fit(const Space& s, const std::string& text) {
   return c;
 }
 
-
-bool contains(const std::optional<std::string>& why, const std::string& word) {
-  return why && why->find(word) != std::string::npos;
-}
 
 }  // namespace
 
@@ -94,7 +82,7 @@ TEST_CASE("register_tile: the space, its defaults, and the lab's kernels", "[reg
   // The lab's 16×16-thread kernels with TT×TT patches are in the space, as 8 warps stacked
   // along M, each warp 2 rows of 16 threads.
   for (int tt : {1, 2, 4, 8}) {
-    Config c = parse(s, lab_config(tt));
+    Config c = test::parse_config(s, lab_config(tt));
     INFO("TT=" << tt << ": " << s.check(c).value_or("valid"));
     CHECK(s.valid(c));
     std::string why;
@@ -121,55 +109,55 @@ TEST_CASE("register_tile refuses what the problem or the device cannot take, and
 
   // Types other than f32 go to the other families.
   Problem half = Problem::make(256, 256, 256, DType::f16, DType::f16, Layout::nn);
-  CHECK(contains(fam.can_implement(half, def, h), "f32"));
+  CHECK(test::says(fam.can_implement(half, def, h), "f32"));
 
   // Vector loads wider than the alignment are refused, and the narrower ones offered.
   Problem odd = Problem::make(4097, 4095, 33, DType::f32, DType::f32, Layout::nn);
   REQUIRE(odd.align == 4);
   auto why = fam.can_implement(odd, def, h);
-  CHECK(contains(why, "aligned to only 4 bytes"));
-  CHECK(contains(why, "vec=1"));
-  CHECK_FALSE(fam.can_implement(odd, parse(s, "vec=1"), h));
+  CHECK(test::says(why, "aligned to only 4 bytes"));
+  CHECK(test::says(why, "vec=1"));
+  CHECK_FALSE(fam.can_implement(odd, test::parse_config(s, "vec=1"), h));
   Problem eight = Problem::make(514, 770, 258, DType::f32, DType::f32, Layout::nn);
   REQUIRE(eight.align == 8);
-  CHECK_FALSE(fam.can_implement(eight, parse(s, "vec=2"), h));
-  CHECK(contains(fam.can_implement(eight, parse(s, "vec=4"), h), "aligned to only 8 bytes"));
+  CHECK_FALSE(fam.can_implement(eight, test::parse_config(s, "vec=2"), h));
+  CHECK(test::says(fam.can_implement(eight, test::parse_config(s, "vec=4"), h), "aligned to only 8 bytes"));
 
   // cp.async needs sm_80.
-  CHECK(contains(fam.can_implement(big, parse(s, "pipe=cp3"), arch_limits("sm_75")), "compute capability"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, "pipe=regdb"), arch_limits("sm_75")));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "pipe=cp3"), arch_limits("sm_75")), "compute capability"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, "pipe=regdb"), arch_limits("sm_75")));
 
   // Shared memory: 128x256x16 in 4 stages needs 99 KiB; a device with 48 KiB per block
   // (sm_80's limits, cut down) cannot run it.
-  Config big_tile = parse(s, "bm=128,bn=256,bk=16,tm=8,tn=16,pipe=cp4,occ=1");
+  Config big_tile = test::parse_config(s, "bm=128,bn=256,bk=16,tm=8,tn=16,pipe=cp4,occ=1");
   CHECK_FALSE(fam.can_implement(big, big_tile, arch_limits("sm_80")));
   gt_device small_smem = arch_limits("sm_80");
   small_smem.smem_per_block_optin = 48 * 1024;
-  CHECK(contains(fam.can_implement(big, big_tile, small_smem), "shared memory"));
+  CHECK(test::says(fam.can_implement(big, big_tile, small_smem), "shared memory"));
   // Two resident blocks of the default need twice its 24 KiB (+1 KiB each for the runtime):
   // refused on an SM with 40 KiB.
   gt_device small_sm = arch_limits("sm_80");
   small_sm.smem_per_sm = 40 * 1024;
-  CHECK(contains(fam.can_implement(big, def, small_sm), "shared memory"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, "occ=1"), small_sm));
+  CHECK(test::says(fam.can_implement(big, def, small_sm), "shared memory"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, "occ=1"), small_sm));
 
   // Threads: 256-thread blocks on a device that allows 128.
   gt_device few_threads = h;
   few_threads.max_threads_per_block = 128;
   why = fam.can_implement(big, def, few_threads);
-  CHECK(contains(why, "threads"));
-  CHECK(contains(why, "exceeds the device"));
+  CHECK(test::says(why, "threads"));
+  CHECK(test::says(why, "exceeds the device"));
 
   // Registers: an 8x8 tile staged through registers at k-step 16 does not fit in the 128
   // registers that 2 blocks of 256 threads leave; with one block per SM it does.
-  CHECK(contains(fam.can_implement(big, parse(s, "bk=16,pipe=regdb,occ=2"), h), "registers"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, "bk=16,pipe=regdb,occ=1"), h));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "bk=16,pipe=regdb,occ=2"), h), "registers"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, "bk=16,pipe=regdb,occ=1"), h));
 
   // Design rules refuse with a reason too.
-  CHECK(contains(fam.can_implement(big, parse(s, "tm=2,tn=8"), h), "thread tile"));
-  CHECK(contains(fam.can_implement(big, parse(s, "warp=2x16,tm=8,tn=16,bn=256,occ=1"), h), "square"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "tm=2,tn=8"), h), "thread tile"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "warp=2x16,tm=8,tn=16,bn=256,occ=1"), h), "square"));
   Problem one_row = Problem::make(1, 4096, 4096, DType::f32, DType::f32, Layout::nn);
-  CHECK(contains(fam.can_implement(one_row, parse(s, "swz=8"), h), "same as swz=1"));
+  CHECK(test::says(fam.can_implement(one_row, test::parse_config(s, "swz=8"), h), "same as swz=1"));
 }
 
 TEST_CASE("register_tile candidates compile for sm_90 and sm_80 (a deterministic sample)", "[compile][register_tile]") {
@@ -193,7 +181,7 @@ TEST_CASE("register_tile candidates compile for sm_90 and sm_80 (a deterministic
     auto cs = test::every_kth_valid(s, 200, 0);
     CHECK(cs.size() >= 15);
     cs.push_back(s.default_config());
-    for (int tt : {1, 2, 4, 8}) cs.push_back(parse(s, lab_config(tt)));
+    for (int tt : {1, 2, 4, 8}) cs.push_back(test::parse_config(s, lab_config(tt)));
     add(p, "sm_90", s, cs);
   }
   uint64_t offset = 0;
@@ -293,12 +281,5 @@ TEST_CASE("register_tile is correct in every layout at aligned and odd shapes", 
   DeviceInfo dev = device_info(0);
   const gt_device& d = dev.limits;
   const std::vector<GpuJob> jobs = gpu_jobs(d);
-  test::compile_ahead_jobs(fam, jobs);  // the checks below then only load cubins
-  for (auto& j : jobs) {
-    Space s = fam.space(j.p, d);
-    Measurement m = test::gpu_check(fam, j.p, j.c);
-    INFO(j.p.key() << " " << s.name(j.c) << ": " << to_string(m.status) << " " << m.message);
-    CHECK(m.status == Status::ok);
-    CHECK(m.err_rel_fro <= tolerance_for(j.p).rel_fro);
-  }
+  test::check_correct_jobs(fam, jobs);
 }

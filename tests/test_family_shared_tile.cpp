@@ -18,18 +18,6 @@ const Family& family() { return test::plugins().get("shared_tile"); }
 
 constexpr std::array<Layout, 4> kLayouts = {Layout::nn, Layout::nt, Layout::tn, Layout::tt};
 
-Config parse(const Space& s, const std::string& text) {
-  std::string err;
-  auto c = s.parse(text, &err);
-  INFO(text << ": " << err);
-  REQUIRE(c);
-  return *c;
-}
-
-bool contains(const std::optional<std::string>& why, const std::string& word) {
-  return why && why->find(word) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("shared_tile: the space and the lab's kernels", "[shared_tile]") {
@@ -56,7 +44,7 @@ TEST_CASE("shared_tile: the space and the lab's kernels", "[shared_tile]") {
   // The lab's kernels: T×T tiles of A and B, T×T threads, no padding.
   for (int t : {8, 16, 32}) {
     const std::string ts = std::to_string(t);
-    Config c = parse(s, "tile_m=" + ts + ",tile_n=" + ts + ",tile_k=" + ts + ",pad=0");
+    Config c = test::parse_config(s, "tile_m=" + ts + ",tile_n=" + ts + ",tile_k=" + ts + ",pad=0");
     CHECK(s.valid(c));
     std::string why;
     auto spec = fam.build(p, c, h, &why);
@@ -67,12 +55,12 @@ TEST_CASE("shared_tile: the space and the lab's kernels", "[shared_tile]") {
     CHECK(spec->dynamic_smem == 0);
   }
   // Rectangular tiles: x is along N.
-  auto spec = fam.build(p, parse(s, "tile_m=8,tile_n=32,tile_k=16"), h, nullptr);
+  auto spec = fam.build(p, test::parse_config(s, "tile_m=8,tile_n=32,tile_k=16"), h, nullptr);
   REQUIRE(spec);
   CHECK(spec->block[0] == 32);
   CHECK(spec->block[1] == 8);
   CHECK(spec->grid[0] == uint32_t(512 * 128));
-  CHECK_THAT(fam.describe(p, parse(s, "tile_m=8,tile_n=32,tile_k=16,pad=0")),
+  CHECK_THAT(fam.describe(p, test::parse_config(s, "tile_m=8,tile_n=32,tile_k=16,pad=0")),
              Catch::Contains("8x32") && Catch::Contains("256 threads") && Catch::Contains("unpadded"));
 }
 
@@ -83,21 +71,21 @@ TEST_CASE("shared_tile refuses what the device cannot take, and says why", "[sha
   Space s = fam.space(p, t4);
   // Every tile fits sm_75's 48 KiB of static shared memory (32x32x32 padded: 8.4 KB) ...
   CHECK(s.count_valid() == 54);
-  const Config largest = parse(s, "tile_m=32,tile_n=32,tile_k=32,pad=1");
+  const Config largest = test::parse_config(s, "tile_m=32,tile_n=32,tile_k=32,pad=1");
   CHECK_FALSE(fam.can_implement(p, largest, t4));
   // ... so shrink the device: with 8 KiB per block the padded 32x32x32 tiles do not fit
   // (8448 bytes), the unpadded ones (8192) do.
   gt_device small = t4;
   small.smem_per_block = 8 * 1024;
-  CHECK(contains(fam.can_implement(p, largest, small), "shared memory"));
-  CHECK_FALSE(fam.can_implement(p, parse(s, "tile_m=32,tile_n=32,tile_k=32,pad=0"), small));
+  CHECK(test::says(fam.can_implement(p, largest, small), "shared memory"));
+  CHECK_FALSE(fam.can_implement(p, test::parse_config(s, "tile_m=32,tile_n=32,tile_k=32,pad=0"), small));
   // 1024 threads on a device that allows 512.
   gt_device few = t4;
   few.max_threads_per_block = 512;
   auto why = fam.can_implement(p, largest, few);
-  CHECK(contains(why, "threads"));
-  CHECK(contains(why, "exceeds the device"));
-  CHECK_FALSE(fam.can_implement(p, parse(s, "tile_m=16,tile_n=32"), few));
+  CHECK(test::says(why, "threads"));
+  CHECK(test::says(why, "exceeds the device"));
+  CHECK_FALSE(fam.can_implement(p, test::parse_config(s, "tile_m=16,tile_n=32"), few));
 }
 
 TEST_CASE("shared_tile candidates compile for sm_90 and sm_80", "[compile][shared_tile]") {
@@ -163,15 +151,8 @@ TEST_CASE("shared_tile is correct at every dtype, layout and odd shape", "[gpu][
       for (auto sh : some_shapes) {
         Problem p = Problem::make(sh[0], sh[1], sh[2], dt, Problem::default_out(dt), lay);
         Space s = fam.space(p, d);
-        for (auto& v : variants) jobs.push_back({p, parse(s, v)});
+        for (auto& v : variants) jobs.push_back({p, test::parse_config(s, v)});
       }
   }
-  test::compile_ahead_jobs(fam, jobs);  // the checks below then only load cubins
-  for (auto& j : jobs) {
-    Space s = fam.space(j.p, d);
-    Measurement m = test::gpu_check(fam, j.p, j.c);
-    INFO(j.p.key() << " " << s.name(j.c) << ": " << to_string(m.status) << " " << m.message);
-    CHECK(m.status == Status::ok);
-    CHECK(m.err_rel_fro <= tolerance_for(j.p).rel_fro);
-  }
+  test::check_correct_jobs(fam, jobs);
 }

@@ -15,18 +15,6 @@ namespace {
 
 const Family& family() { return test::plugins().get("skinny"); }
 
-Config parse(const Space& s, const std::string& text) {
-  std::string err;
-  auto c = s.parse(text, &err);
-  INFO(text << ": " << err);
-  REQUIRE(c);
-  return *c;
-}
-
-bool says(const std::optional<std::string>& why, const std::string& words) {
-  return why && why->find(words) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("skinny: the space, the launch plan and the refusals", "[skinny]") {
@@ -52,32 +40,32 @@ TEST_CASE("skinny: the space, the launch plan and the refusals", "[skinny]") {
 
   // Layouts: A either way; B must be K x N row-major.
   CHECK_FALSE(fam.can_implement(Problem::make(16, 4096, 4096, DType::f16, DType::f16, Layout::tn),
-                                parse(s, "mr=4,ky=32"), h));
-  CHECK(says(fam.can_implement(Problem::make(1, 4096, 4096, DType::f16, DType::f16, Layout::nt), s.default_config(), h),
+                                test::parse_config(s, "mr=4,ky=32"), h));
+  CHECK(test::says(fam.can_implement(Problem::make(1, 4096, 4096, DType::f16, DType::f16, Layout::nt), s.default_config(), h),
              "B stored transposed"));
   // M: at most 4 passes of mr rows, and no mr with half its rows empty.
   Problem m64 = Problem::make(64, 4096, 4096, DType::f16, DType::f16, Layout::nn);
-  CHECK(says(fam.can_implement(m64, parse(s, "mr=8"), h), "8 passes"));
-  CHECK_FALSE(fam.can_implement(m64, parse(s, "mr=16,ky=8"), h));
-  CHECK(says(fam.can_implement(decode, parse(s, "mr=2"), h), "empty"));
+  CHECK(test::says(fam.can_implement(m64, test::parse_config(s, "mr=8"), h), "8 passes"));
+  CHECK_FALSE(fam.can_implement(m64, test::parse_config(s, "mr=16,ky=8"), h));
+  CHECK(test::says(fam.can_implement(decode, test::parse_config(s, "mr=2"), h), "empty"));
   CHECK(fam.space(Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn), h).count_valid() == 0);
   // Types: tf32 is refused (cannot_implement), f32 loads 4 elements per 16 bytes.
   auto tf = fam.can_implement(Problem::make(1, 4096, 4096, DType::tf32, DType::f32, Layout::nn), s.default_config(), h);
   REQUIRE(tf);
   CHECK(refusal_status(*tf) == Status::cannot_implement);
   Problem f32 = Problem::make(3, 1000, 77, DType::f32, DType::f32, Layout::nn);
-  CHECK(says(fam.can_implement(f32, parse(s, "mr=4,vec=2"), h), "under one element"));
+  CHECK(test::says(fam.can_implement(f32, test::parse_config(s, "mr=4,vec=2"), h), "under one element"));
   // Alignment: a 2-byte aligned f16 problem takes 2-byte loads only.
   Problem odd = Problem::make(1, 4097, 4096, DType::f16, DType::f16, Layout::nn);
-  CHECK(says(fam.can_implement(odd, s.default_config(), h), "aligned to only 2"));
-  CHECK_FALSE(fam.can_implement(odd, parse(s, "vec=2"), h));
+  CHECK(test::says(fam.can_implement(odd, s.default_config(), h), "aligned to only 2"));
+  CHECK_FALSE(fam.can_implement(odd, test::parse_config(s, "vec=2"), h));
   // Device limits are "resources": 64 x 32 threads, and shared memory past 48 KiB.
-  auto big = fam.can_implement(decode, parse(s, "tx=32,ky=64"), h);
+  auto big = fam.can_implement(decode, test::parse_config(s, "tx=32,ky=64"), h);
   REQUIRE(big);
   CHECK(refusal_status(*big) == Status::resources);
   Problem m16 = Problem::make(16, 4096, 4096, DType::f16, DType::f16, Layout::nn);
-  auto smem = fam.can_implement(m16, parse(s, "mr=16,tx=32,ky=16,vec=16"), h);
-  CHECK(says(smem, "shared memory"));
+  auto smem = fam.can_implement(m16, test::parse_config(s, "mr=16,tx=32,ky=16,vec=16"), h);
+  CHECK(test::says(smem, "shared memory"));
   REQUIRE(smem);
   CHECK(refusal_status(*smem) == Status::resources);
 }
@@ -125,13 +113,6 @@ TEST_CASE("skinny is correct at every dtype, A layout, M up to 64 and ragged N",
         for (auto& c : cs) jobs.push_back({p, c});
       }
   Problem mixed = Problem::make(16, 4096, 4096, DType::f16, DType::f32, Layout::nn);
-  jobs.push_back({mixed, parse(fam.space(mixed, d), "mr=4,ky=32")});
-  test::compile_ahead_jobs(fam, jobs);
-  for (auto& j : jobs) {
-    Space s = fam.space(j.p, d);
-    Measurement m = test::gpu_check(fam, j.p, j.c);
-    INFO(j.p.key() << " " << s.name(j.c) << ": " << to_string(m.status) << " " << m.message);
-    CHECK(m.status == Status::ok);
-    CHECK(m.err_rel_fro <= tolerance_for(j.p).rel_fro);
-  }
+  jobs.push_back({mixed, test::parse_config(fam.space(mixed, d), "mr=4,ky=32")});
+  test::check_correct_jobs(fam, jobs);
 }

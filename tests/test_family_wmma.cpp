@@ -23,18 +23,6 @@ constexpr std::array<Layout, 4> kLayouts = {Layout::nn, Layout::nt, Layout::tn, 
 constexpr std::array<DType, 3> kInputs = {DType::f16, DType::bf16, DType::tf32};
 constexpr std::array<DType, 3> kOutputs = {DType::f16, DType::bf16, DType::f32};
 
-Config parse(const Space& s, const std::string& text) {
-  std::string err;
-  auto c = s.parse(text, &err);
-  INFO(text << ": " << err);
-  REQUIRE(c);
-  return *c;
-}
-
-bool contains(const std::optional<std::string>& why, const std::string& word) {
-  return why && why->find(word) != std::string::npos;
-}
-
 
 std::string option(const KernelSpec& k, const std::string& name) {
   for (auto& o : k.options)
@@ -98,7 +86,7 @@ TEST_CASE("wmma: the space, its defaults and its kernels", "[wmma]") {
           Space sp = fam.space(p, d);
           INFO(arch << " " << p.key() << " " << sp.name(sp.default_config()));
           if (d.cc_major < 8 && dt != DType::f16)
-            CHECK(contains(sp.check(sp.default_config()), "compute capability 8.0"));
+            CHECK(test::says(sp.check(sp.default_config()), "compute capability 8.0"));
           else
             CHECK_FALSE(sp.check(sp.default_config()));
         }
@@ -143,7 +131,7 @@ TEST_CASE("wmma: the space, its defaults and its kernels", "[wmma]") {
   // word (A stored K×M).
   Problem tf = Problem::make(1024, 1024, 1024, DType::tf32, DType::f32, Layout::tt);
   Space ts = fam.space(tf, h);
-  auto padded = fam.build(tf, parse(ts, "bm=64,bn=64,bk=32,wm=32,wn=32,smem=pad"), h, &why);
+  auto padded = fam.build(tf, test::parse_config(ts, "bm=64,bn=64,bk=32,wm=32,wn=32,smem=pad"), h, &why);
   REQUIRE(padded);
   CHECK(option(*padded, "A_ROWS") == "32");  // A transposed: BK rows of BM
   CHECK(option(*padded, "A_LD") == "72");
@@ -164,23 +152,23 @@ TEST_CASE("wmma refuses what it cannot do, and says why", "[wmma]") {
   const Config def = s.default_config();
 
   // Types: f32 runs on tensor cores only as tf32; no tf32 output.
-  CHECK(contains(fam.can_implement(Problem::make(256, 256, 256, DType::f32, DType::f32, Layout::nn), def, h), "tf32"));
+  CHECK(test::says(fam.can_implement(Problem::make(256, 256, 256, DType::f32, DType::f32, Layout::nn), def, h), "tf32"));
   Problem tf32_out = big;
   tf32_out.out = DType::tf32;
-  CHECK(contains(fam.can_implement(tf32_out, def, h), "output dtype"));
+  CHECK(test::says(fam.can_implement(tf32_out, def, h), "output dtype"));
   // Every output type is fine for every input type.
   for (auto in : kInputs)
     for (auto out : kOutputs) {
       Problem p = Problem::make(512, 512, 512, in, out, Layout::tt);
       INFO(p.key());
-      CHECK_FALSE(fam.can_implement(p, parse(s, "bm=64,bn=64,wm=32,wn=32"), h));
+      CHECK_FALSE(fam.can_implement(p, test::parse_config(s, "bm=64,bn=64,wm=32,wn=32"), h));
     }
 
   // Fragment shapes: tf32 WMMA has 16x16x8 only; the mma loader has a fixed one.
   Problem tf = Problem::make(1024, 1024, 1024, DType::tf32, DType::f32, Layout::nt);
   const std::string wmma32x8 = "loader=wmma,bm=64,bn=128,bk=32,wm=32,wn=64,frag=32x8,stages=2,smem=pad";
-  CHECK(contains(fam.can_implement(tf, parse(s, wmma32x8), h), "16x16x8"));
-  CHECK(contains(fam.can_implement(big, parse(s, "frag=8x32"), h), "wmma loader"));
+  CHECK(test::says(fam.can_implement(tf, test::parse_config(s, wmma32x8), h), "16x16x8"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "frag=8x32"), h), "wmma loader"));
   // WMMA needs 32-byte aligned fragment pointers: an 8-wide side along the contiguous
   // dimension of a shared tile is refused; the other layouts take the same fragment.
   const std::string wmma8x32 = "loader=wmma,bm=128,bn=64,bk=64,wm=32,wn=32,frag=8x32,stages=4,smem=pad";
@@ -188,68 +176,68 @@ TEST_CASE("wmma refuses what it cannot do, and says why", "[wmma]") {
     Problem p = Problem::make(1024, 1024, 1024, DType::f16, DType::f16, lay);
     INFO(to_string(lay));
     const bool at = p.a_trans(), bt = p.b_trans();
-    CHECK(contains(fam.can_implement(p, parse(s, wmma8x32), h), "32-byte") == at);
-    CHECK(contains(fam.can_implement(p, parse(s, wmma32x8), h), "32-byte") == !bt);
+    CHECK(test::says(fam.can_implement(p, test::parse_config(s, wmma8x32), h), "32-byte") == at);
+    CHECK(test::says(fam.can_implement(p, test::parse_config(s, wmma32x8), h), "32-byte") == !bt);
   }
   // The WMMA API cannot address a swizzle and hides the accumulator layout.
-  CHECK(contains(fam.can_implement(big, parse(s, "loader=wmma,smem=swizzle,bm=64,bn=64,wm=32,wn=32"), h), "swizzle"));
-  CHECK(contains(fam.can_implement(big, parse(s, "loader=wmma,smem=pad,epilogue=direct,bm=64,bn=64,wm=32,wn=32"), h),
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "loader=wmma,smem=swizzle,bm=64,bn=64,wm=32,wn=32"), h), "swizzle"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "loader=wmma,smem=pad,epilogue=direct,bm=64,bn=64,wm=32,wn=32"), h),
                  "staged"));
   // The mma loader double-buffers fragments over an even number of k-steps.
-  CHECK(contains(fam.can_implement(big, parse(s, "bk=16"), h), "even number of k-steps"));
-  CHECK_FALSE(fam.can_implement(tf, parse(s, "bk=16,bm=64,bn=64,wm=32,wn=32"), h));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "bk=16"), h), "even number of k-steps"));
+  CHECK_FALSE(fam.can_implement(tf, test::parse_config(s, "bk=16,bm=64,bn=64,wm=32,wn=32"), h));
 
   // Architectures: bf16 and tf32 need sm_80; ldmatrix needs sm_75; tensor cores sm_70.
   const gt_device t4 = arch_limits("sm_75");
   const std::string small = "bm=64,bn=64,wm=32,wn=32,stages=2";
   Problem bf = Problem::make(1024, 1024, 1024, DType::bf16, DType::bf16, Layout::nn);
-  CHECK(contains(fam.can_implement(bf, parse(s, small), t4), "compute capability 8.0"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, small), t4));
-  CHECK(contains(fam.can_implement(big, parse(s, small), arch_limits("sm_70")), "ldmatrix"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, small + ",loader=wmma,smem=pad"), arch_limits("sm_70")));
+  CHECK(test::says(fam.can_implement(bf, test::parse_config(s, small), t4), "compute capability 8.0"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, small), t4));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, small), arch_limits("sm_70")), "ldmatrix"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, small + ",loader=wmma,smem=pad"), arch_limits("sm_70")));
 
   // Shared memory, against the limits of smaller GPUs: the default's 96 KiB fits sm_86's
   // 99 KiB but not sm_75's 64 KiB; bk=64 doubles it past sm_86 too. tf32 doubles it again.
   const gt_device a10 = arch_limits("sm_86");
   CHECK_FALSE(fam.can_implement(big, def, a10));
-  CHECK(contains(fam.can_implement(big, def, t4), "shared memory"));
-  CHECK(contains(fam.can_implement(big, parse(s, "bk=64"), a10), "shared memory"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, "bk=64"), h));
+  CHECK(test::says(fam.can_implement(big, def, t4), "shared memory"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "bk=64"), a10), "shared memory"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, "bk=64"), h));
   Problem tf_nn = Problem::make(4096, 4096, 4096, DType::tf32, DType::f32, Layout::nn);
-  CHECK(contains(fam.can_implement(tf_nn, def, a10), "shared memory"));
+  CHECK(test::says(fam.can_implement(tf_nn, def, a10), "shared memory"));
 
   // Threads: 8-warp blocks on a device that allows 128 threads.
   gt_device few_threads = h;
   few_threads.max_threads_per_block = 128;
   auto why = fam.can_implement(big, def, few_threads);
-  CHECK(contains(why, "threads"));
-  CHECK(contains(why, "exceeds the device"));
-  CHECK(contains(fam.can_implement(big, parse(s, "bm=256,bn=256,wm=32,wn=64"), h), "warps per block"));
+  CHECK(test::says(why, "threads"));
+  CHECK(test::says(why, "exceeds the device"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "bm=256,bn=256,wm=32,wn=64"), h), "warps per block"));
 
   // Registers: a 128×64 warp tile needs 256 accumulators; a 64×64 warp tile alone in a block
   // with a 64-deep stage adds 32 copies per thread; a device with half the register file
   // cannot hold 8 warps of ~250 registers.
-  CHECK(contains(fam.can_implement(big, parse(s, "bm=128,bn=128,wm=128,wn=64"), h), "registers"));
-  CHECK(contains(fam.can_implement(big, parse(s, "bm=64,bn=64,bk=64,wm=64,wn=64,stages=2"), h), "registers"));
-  CHECK_FALSE(fam.can_implement(big, parse(s, "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2"), h));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "bm=128,bn=128,wm=128,wn=64"), h), "registers"));
+  CHECK(test::says(fam.can_implement(big, test::parse_config(s, "bm=64,bn=64,bk=64,wm=64,wn=64,stages=2"), h), "registers"));
+  CHECK_FALSE(fam.can_implement(big, test::parse_config(s, "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2"), h));
   gt_device half_regs = h;
   half_regs.regs_per_block = 32768;
-  CHECK(contains(fam.can_implement(big, def, half_regs), "registers per block"));
+  CHECK(test::says(fam.can_implement(big, def, half_regs), "registers per block"));
   // Element-wise copies (f16 rows of odd length) cost a register each: the 8-warp default
   // takes 48 per thread per stage and is refused there; the unaligned default is smaller.
   Problem odd = Problem::make(4097, 4095, 33, DType::f16, DType::f16, Layout::nn);
   REQUIRE(odd.align == 2);
-  CHECK(contains(fam.can_implement(odd, def, h), "registers"));
+  CHECK(test::says(fam.can_implement(odd, def, h), "registers"));
   Space os = fam.space(odd, h);
   CHECK_FALSE(os.check(os.default_config()));
 
   // Alignment below the element size, and values outside the space.
   Problem bytes = big;
   bytes.align = 1;
-  CHECK(contains(fam.can_implement(bytes, def, h), "alignment"));
+  CHECK(test::says(fam.can_implement(bytes, def, h), "alignment"));
   Config off = def;
   off[1] = 48;
-  CHECK(contains(fam.can_implement(big, off, h), "not in the space"));
+  CHECK(test::says(fam.can_implement(big, off, h), "not in the space"));
 }
 
 TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)", "[compile][wmma]") {
@@ -294,7 +282,7 @@ TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)"
   for (auto lay : {Layout::nn, Layout::tt}) {
     Problem p = Problem::make(4096, 4096, 4096, DType::f16, DType::f32, lay);
     Space s = fam.space(p, arch_limits("sm_75"));
-    add(p, "sm_75", s, {s.default_config(), parse(s, "loader=wmma,bm=64,bn=64,wm=32,wn=32,smem=pad,stages=2")});
+    add(p, "sm_75", s, {s.default_config(), test::parse_config(s, "loader=wmma,bm=64,bn=64,wm=32,wn=32,smem=pad,stages=2")});
   }
   {
     Problem p = samples.front().p;
@@ -307,7 +295,7 @@ TEST_CASE("wmma candidates compile for sm_90 and sm_80 (a deterministic sample)"
     Space s = fam.space(p, arch_limits("sm_90"));
     std::vector<Config> cs;
     for (auto& v : kVariants)
-      if (Config c = parse(s, v); s.valid(c)) cs.push_back(c);
+      if (Config c = test::parse_config(s, v); s.valid(c)) cs.push_back(c);
     CHECK(cs.size() >= 3);
     add(p, "sm_90", s, cs);
   }
@@ -358,7 +346,7 @@ TEST_CASE("wmma is correct for every dtype, output type and layout at aligned an
           Problem p = Problem::make(sh[0], sh[1], sh[2], kInputs[(turn + k) % kInputs.size()],
                                     kOutputs[(turn / kInputs.size() + k) % kOutputs.size()], lay);
           Space s = fam.space(p, d);
-          Config c = parse(s, kVariants[v]);
+          Config c = test::parse_config(s, kVariants[v]);
           if (s.valid(c)) {
             jobs.push_back({p, c, int(v)});
             break;

@@ -64,6 +64,11 @@ Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool
 // The plugins of the build, loaded once.
 const PluginRegistry& plugins();
 
+// A config from its text (K=V,... or a canonical name); throws naming the text and why not.
+Config parse_config(const Space& s, const std::string& text);
+// A refusal that says these words.
+bool says(const std::optional<std::string>& why, const std::string& words);
+
 // Every `step`-th valid config from `offset` on, in index order: a deterministic sample of a
 // space too large to compile whole in CI.
 std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset);
@@ -85,6 +90,16 @@ class CompileSample {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Compiles the jobs ahead, then checks each on GPU 0: verified against float64 within the
+// dtype's tolerance (Catch CHECKs naming the problem, config and message).
+void check_correct(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs);
+template <class Jobs>
+void check_correct_jobs(const Family& fam, const Jobs& jobs) {
+  std::vector<std::pair<Problem, Config>> pc;
+  for (auto& j : jobs) pc.emplace_back(j.p, j.c);
+  check_correct(fam, pc);
+}
 
 // Compiles the jobs' (problem, config) for GPU 0 on every core into the cache gpu_check reads,
 // so the checks that follow only load cubins. Configs the family refuses are left to the check.

@@ -2,6 +2,8 @@
 
 #include "device.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
 
@@ -108,6 +110,28 @@ Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool
   o.time_it = time_it;
   o.quick = true;
   return evaluate(fam, p, c, dev, bench, compiler, nullptr, o).m;
+}
+
+void check_correct(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs) {
+  compile_ahead(fam, jobs);  // the checks below then only load cubins
+  const gt_device d = device_info(0).limits;
+  for (auto& [p, c] : jobs) {
+    Measurement m = gpu_check(fam, p, c);
+    INFO(p.key() << " " << fam.space(p, d).name(c) << ": " << to_string(m.status) << " " << m.message);
+    CHECK(m.status == Status::ok);
+    CHECK(m.err_rel_fro <= tolerance_for(p).rel_fro);
+  }
+}
+
+Config parse_config(const Space& s, const std::string& text) {
+  std::string err;
+  auto c = s.parse(text, &err);
+  if (!c) throw std::runtime_error("config '" + text + "' of " + s.family() + ": " + err);
+  return *c;
+}
+
+bool says(const std::optional<std::string>& why, const std::string& words) {
+  return why && why->find(words) != std::string::npos;
 }
 
 std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset) {

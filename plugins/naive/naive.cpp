@@ -42,21 +42,6 @@ Geometry plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device&
   return g;
 }
 
-gt_status describe_space(const gt_problem*, const gt_device*, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    *out = table().space();
-    return GT_OK;
-  });
-}
-
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg,
-                        size_t cap) {
-  return guarded(msg, cap, [&] {
-    plan(*p, c, n, *d);
-    return GT_OK;
-  });
-}
-
 gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_kernel* out,
                        char* msg, size_t cap) {
   return guarded(msg, cap, [&] {
@@ -87,16 +72,10 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
   });
 }
 
-const gt_plugin kPlugin = [] {
-  gt_plugin p = source_plugin("naive", "1.0",
+const gt_plugin kPlugin = source_plugin("naive", "1.0",
                               "one thread per output element, operands from global memory (the lab's first rung)",
-                              k_naive);
-  p.describe_space = describe_space;
-  p.can_implement = can_implement;
-  p.build_kernel = build_kernel;
-  p.describe_config = describe_config;
-  return p;
-}();
+                              k_naive,
+                              table_space<table>, can_implement_by_plan<plan>, build_kernel, describe_config);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

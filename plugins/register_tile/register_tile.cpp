@@ -335,12 +335,9 @@ const gt_plugin kPlugin = [] {
   gt_plugin p = source_plugin("register_tile", "1.0",
                               "SIMT fp32: block, warp and thread tiles, vector loads, A transposed in shared memory, "
                               "single/double-buffered or cp.async pipelines (the lab's register-tile rung and beyond)",
-                              k_register_tile);
-  p.describe_space = describe_space;
-  p.can_implement = can_implement;
-  p.build_kernel = build_kernel;
+                              k_register_tile,
+                              describe_space, can_implement, build_kernel, describe_config);
   p.suggest = suggest;
-  p.describe_config = describe_config;
   return p;
 }();
 }  // namespace

@@ -51,13 +51,6 @@ std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t 
   return std::nullopt;
 }
 
-gt_status describe_space(const gt_problem*, const gt_device*, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    *out = table().space();
-    return GT_OK;
-  });
-}
-
 gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg, size_t cap) {
   return guarded(msg, cap, [&] {
     Plan P{};
@@ -105,16 +98,10 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
   });
 }
 
-const gt_plugin kPlugin = [] {
-  gt_plugin p = source_plugin("shared_tile", "1.0",
+const gt_plugin kPlugin = source_plugin("shared_tile", "1.0",
                               "tiles of A and B staged in shared memory with coalesced loads, one thread per output element "
-                              "(the lab's third rung)", k_shared_tile);
-  p.describe_space = describe_space;
-  p.can_implement = can_implement;
-  p.build_kernel = build_kernel;
-  p.describe_config = describe_config;
-  return p;
-}();
+                              "(the lab's third rung)", k_shared_tile,
+                              table_space<table>, can_implement, build_kernel, describe_config);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

@@ -83,21 +83,6 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
   return pl;
 }
 
-gt_status describe_space(const gt_problem*, const gt_device*, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    *out = table().space();
-    return GT_OK;
-  });
-}
-
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg,
-                        size_t cap) {
-  return guarded(msg, cap, [&] {
-    plan(*p, c, n, *d);
-    return GT_OK;
-  });
-}
-
 gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_kernel* out,
                        char* msg, size_t cap) {
   return guarded(msg, cap, [&] {
@@ -133,17 +118,11 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
   });
 }
 
-const gt_plugin kPlugin = [] {
-  gt_plugin p = source_plugin("skinny", "1.0",
+const gt_plugin kPlugin = source_plugin("skinny", "1.0",
                               "streams B once for few rows of C (M up to 64, LLM decode): K split over the block, "
                               "fp32 SIMT FMAs, partial sums added in shared memory",
-                              k_skinny);
-  p.describe_space = describe_space;
-  p.can_implement = can_implement;
-  p.build_kernel = build_kernel;
-  p.describe_config = describe_config;
-  return p;
-}();
+                              k_skinny,
+                              table_space<table>, can_implement_by_plan<plan>, build_kernel, describe_config);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

@@ -427,11 +427,8 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_plugin("wmma", "1.0",
                               "tensor-core GEMM: WMMA API or ldmatrix + mma.sync, cp.async multi-stage pipeline, fp32 accumulation",
-                              k_wmma);
-  p.describe_space = describe_space;
-  p.can_implement = can_implement;
-  p.build_kernel = build_kernel;
-  p.describe_config = describe_config;
+                              k_wmma,
+                              describe_space, can_implement, build_kernel, describe_config);
   p.suggest = suggest;
   return p;
 }();

@@ -81,9 +81,14 @@ inline uint64_t fnv1a64(std::string_view s, uint64_t h = 1469598103934665603ull)
   return h;
 }
 
-// A source family's plugin table with its header filled in (ABI version and size, names, kind,
-// the hash of its kernel source); the family sets the callbacks it has.
-inline gt_plugin source_plugin(const char* name, const char* version, const char* summary, std::string_view source) {
+// A source family's plugin table: the header (ABI version and size, names, kind, the hash of
+// its kernel source) and the four callbacks every source family has; a family with `suggest`
+// sets it after.
+inline gt_plugin source_plugin(const char* name, const char* version, const char* summary, std::string_view source,
+                               decltype(gt_plugin::describe_space) describe_space,
+                               decltype(gt_plugin::can_implement) can_implement,
+                               decltype(gt_plugin::build_kernel) build_kernel,
+                               decltype(gt_plugin::describe_config) describe_config) {
   gt_plugin p{};
   p.abi_version = GT_ABI_VERSION;
   p.struct_size = sizeof(gt_plugin);
@@ -92,6 +97,10 @@ inline gt_plugin source_plugin(const char* name, const char* version, const char
   p.summary = summary;
   p.kind = GT_KIND_SOURCE;
   p.source_hash = fnv1a64(source);
+  p.describe_space = describe_space;
+  p.can_implement = can_implement;
+  p.build_kernel = build_kernel;
+  p.describe_config = describe_config;
   return p;
 }
 
@@ -192,5 +201,24 @@ inline std::string define(std::string_view name, std::string_view v) {
 }
 
 inline uint32_t ceil_div(int64_t a, int64_t b) { return uint32_t((a + b - 1) / b); }
+
+// describe_space for a family whose space is one table for every problem.
+template <const ParamTable& (*Table)()>
+gt_status table_space(const gt_problem*, const gt_device*, gt_space* out, char* msg, size_t cap) noexcept {
+  return guarded(msg, cap, [&] {
+    *out = Table().space();
+    return GT_OK;
+  });
+}
+
+// can_implement for a family whose launch plan throws Refusal: valid when the plan is made.
+template <auto Plan>
+gt_status can_implement_by_plan(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg,
+                                size_t cap) noexcept {
+  return guarded(msg, cap, [&] {
+    Plan(*p, c, n, *d);
+    return GT_OK;
+  });
+}
 
 }  // namespace gt_kit

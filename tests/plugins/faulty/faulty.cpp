@@ -13,13 +13,6 @@ const ParamTable& table() {
   return t;
 }
 
-gt_status describe_space(const gt_problem*, const gt_device*, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    *out = table().space();
-    return GT_OK;
-  });
-}
-
 gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device*, char* msg, size_t cap) {
   return guarded(msg, cap, [&] {
     table().get(c, n, "mode");
@@ -38,14 +31,9 @@ gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const g
   });
 }
 
-const gt_plugin kPlugin = [] {
-  gt_plugin p = source_plugin("faulty", "1.0",
-                              "kernels that fault, hang or leave output unwritten on purpose (tests only)", k_faulty);
-  p.describe_space = describe_space;
-  p.can_implement = can_implement;
-  p.build_kernel = build_kernel;
-  return p;
-}();
+const gt_plugin kPlugin = source_plugin("faulty", "1.0",
+                                        "kernels that fault, hang or leave output unwritten on purpose (tests only)",
+                                        k_faulty, table_space<table>, can_implement, build_kernel, nullptr);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }
