@@ -33,7 +33,7 @@ CommandResult run_command(const std::string& cmdline);
 
 // A file's bytes ("" when it cannot be read), and a file written whole.
 std::string read_file(const std::filesystem::path& p);
-void write_file(const std::filesystem::path& p, const std::string& bytes);
+void write_file(const std::filesystem::path& p, const std::string& bytes);  // makes its directories
 
 // A plugin directory holding only the build's naive plugin (made once per test run), for tests
 // whose defaults must not depend on whether cuBLASLt can answer on this machine.

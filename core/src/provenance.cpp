@@ -2,6 +2,7 @@
 
 #include "compiler.hpp"
 #include "device.hpp"
+#include "device_cache.hpp"
 #include "nvml.hpp"
 #include "plugin.hpp"
 #include "space.hpp"
@@ -45,10 +46,12 @@ Provenance Provenance::collect(const DeviceInfo& dev, const Family& fam, const s
   p.device_uuid = dev.uuid;
   p.arch = dev.arch();
   p.sm_count = dev.limits.sm_count;
-  // The NVML string names the exact driver build; the CUDA version the driver supports is
-  // the fallback when NVML cannot be loaded (it is coarser, but still changes with the driver).
-  std::string nvml_driver = Nvml::get().available() ? Nvml::get().driver_version() : std::string();
-  p.driver = !nvml_driver.empty() ? nvml_driver : "cuda " + dev.driver_version;
+  // The exact driver build ("580.159.04"): from the kernel driver's version file (no library
+  // to load), else from NVML (the same string); the CUDA version the driver supports is the
+  // fallback (coarser, but it still changes with the driver).
+  std::string driver = kernel_driver_version();
+  if (driver.empty() && Nvml::get().available()) driver = Nvml::get().driver_version();
+  p.driver = !driver.empty() ? driver : "cuda " + dev.driver_version;
   p.cuda_runtime = dev.runtime_version;
   p.nvrtc = nvrtc_version();
   p.library = fam.provenance();

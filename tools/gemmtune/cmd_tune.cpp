@@ -152,7 +152,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
             so.isolate = !a.no_isolation;
             so.hang_floor_s = a.hang_floor;
             so.devices = !a.devices.empty() ? std::vector<int>{} : std::vector<int>{a.device};
-            if (!a.devices.empty() && a.devices != "all") so.devices = parse_devices(a.devices);
+            if (!a.devices.empty() && a.devices != "all") so.devices = parse_devices(a.devices, g.cache_path());
             so.devices_flag = !a.devices.empty();
             // The README's main command on a machine without a GPU: the same job, replayed.
             std::string why_none;
@@ -199,7 +199,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                   }
                 }
             // "all" counts the GPUs; a replay has none to count (its recording is the one measurer).
-            if (!a.devices.empty() && a.devices == "all" && so.replay.empty()) so.devices = parse_devices("all");
+            if (!a.devices.empty() && a.devices == "all" && so.replay.empty()) so.devices = parse_devices("all", g.cache_path());
 
             // 2. The store, the measurers (exit 3 without a GPU), then the search.
             Session session(g, so);

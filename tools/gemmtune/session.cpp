@@ -1,19 +1,18 @@
 #include "session.hpp"
 
+#include "device_cache.hpp"
 #include "measure_service.hpp"
 
 #include <cstdlib>
 
 namespace gt::cli {
 
-std::vector<int> parse_devices(const std::string& s) {
+std::vector<int> parse_devices(const std::string& s, const std::filesystem::path& cache_dir) {
   std::vector<int> out;
   if (s.empty()) return {0};
   if (s == "all") {
-    std::string why;
-    int n = device_count(&why);
-    if (n == 0) throw NoGpuError(why);
-    for (int i = 0; i < n; ++i) out.push_back(i);
+    const size_t n = known_devices(cache_dir).size();
+    for (size_t i = 0; i < n; ++i) out.push_back(int(i));
     return out;
   }
   size_t pos = 0;
@@ -52,9 +51,10 @@ Session::Session(Globals& g, const SessionOptions& o)
     measurers_.push_back(std::make_unique<search::ReplayMeasurer>(*rec_));
     return;
   }
-  std::string why;
-  int n = device_count(&why);
-  if (n == 0) throw NoGpuError(why);
+  // The GPUs as CUDA reports them, remembered per boot and environment (device_cache.hpp): a
+  // run that measures nothing (a warm re-tune) then never initialises CUDA.
+  const std::vector<DeviceInfo> gpus = known_devices(g.cache_path());
+  const int n = int(gpus.size());
   for (int d : o.devices)
     if (d >= n)
       throw InputError(fmt::format("{}: GPU {} does not exist (this machine has {})",
@@ -74,7 +74,7 @@ Session::Session(Globals& g, const SessionOptions& o)
     WorkerLimits lim;
     lim.hang_floor_s = o.hang_floor_s;
     // The GPU is read here; the worker starts when the first measurement needs it.
-    measurers_.push_back(std::make_unique<WorkerClient>(argv, g.plugins(), lim, device_info(d)));
+    measurers_.push_back(std::make_unique<WorkerClient>(argv, g.plugins(), lim, gpus.at(size_t(d))));
   }
   pool_.emplace(compiler_);
 }

@@ -9,6 +9,7 @@
 #include "tuner.hpp"
 #include "worker_client.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -57,6 +58,7 @@ class Session {
 };
 
 // Device indices from "--devices all|0,1,..." (InputError when malformed).
-std::vector<int> parse_devices(const std::string& s);
+// "all" (every GPU, remembered per boot in cache_dir: device_cache.hpp) or "0,1,...".
+std::vector<int> parse_devices(const std::string& s, const std::filesystem::path& cache_dir);
 
 }  // namespace gt::cli
