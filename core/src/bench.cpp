@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 
 namespace gt {
@@ -75,6 +77,18 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
     fill_nan(s.c.get(), p.out, p.bytes_c() / size_of(p.out), stream_);
     sets_.push_back(std::move(s));
   }
+  // The stream hold's flags. Without mapped memory timing still works, unheld (Timed::note).
+  void* h = nullptr;
+  if (cudaHostAlloc(&h, 2 * sizeof(int), cudaHostAllocMapped) == cudaSuccess) {
+    void* d = nullptr;
+    if (cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+      hold_ = static_cast<volatile int*>(h);
+      hold_dev_ = static_cast<int*>(d);
+    } else {
+      cudaFreeHost(h);
+    }
+  }
+  cudaGetLastError();
   ref_ = DeviceBuffer(size_t(p.m) * size_t(p.n) * sizeof(double));
   scratch_ = DeviceBuffer(4096);
   reference_gemm(p, sets_[0].a.get(), sets_[0].b.get(), static_cast<double*>(ref_.get()), stream_);
@@ -85,6 +99,7 @@ ProblemBench::~ProblemBench() {
   if (e0_) cudaEventDestroy(e0_);
   if (e1_) cudaEventDestroy(e1_);
   if (stream_) cudaStreamDestroy(stream_);
+  if (hold_) cudaFreeHost(const_cast<int*>(hold_));
 }
 
 void ProblemBench::check_launch(cudaError_t e, const char* what) {
@@ -153,10 +168,28 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   Timed t;
   auto t0 = Clock::now();
   Nvml& nvml = Nvml::get();
+  // Longer than any host needs to queue two events and one launch; a call that blocks the
+  // host (a synchronising allocation) meets it, and timing goes on unheld.
+  constexpr double kHoldTimeout = 0.05;
+  // GEMMTUNE_TIMING_HOLD=0 times unheld (to see what the host's launch latency adds).
+  const char* env = std::getenv("GEMMTUNE_TIMING_HOLD");
+  const bool want = o.hold && !(env && std::string(env) == "0");
+  bool hold = want && hold_ != nullptr;
+  t.note = !o.hold  ? ""
+           : !want  ? "timed unheld: GEMMTUNE_TIMING_HOLD=0"
+           : hold   ? ""
+                    : "timed unheld: no mapped host memory for the stream hold";
   int s = 0;
   auto run = [&](bool timed) -> double {
     s = (s + 1) % rotation();
     auto& set = sets_[size_t(s)];
+    const bool held = timed && hold;
+    if (held) {
+      hold_[0] = 0;
+      hold_[1] = 0;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      launch_hold(hold_dev_, hold_dev_ + 1, kHoldTimeout, stream_);
+    }
     if (timed) check_launch(cudaEventRecord(e0_, stream_), "cudaEventRecord");
     check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
     if (!timed) {
@@ -166,10 +199,20 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
       return 0;
     }
     check_launch(cudaEventRecord(e1_, stream_), "cudaEventRecord");
+    if (held) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      hold_[0] = 1;  // release: everything of this call is queued behind the hold
+    }
     check_launch(cudaEventSynchronize(e1_), "running the candidate");
     float ms = 0;
     check_launch(cudaEventElapsedTime(&ms, e0_, e1_), "cudaEventElapsedTime");
     if (on_call) on_call(double(ms) * 1e-3);
+    if (held && hold_[1] != 0) {
+      hold = false;
+      t.note = fmt::format("timed unheld: queueing one call took over {:.0f} ms (the call blocks the host)",
+                           kHoldTimeout * 1e3);
+      return kNaN;  // this sample waited for the time-out: dropped
+    }
     return double(ms) * 1000.0;
   };
   // Warm-up: continuous calls, one at a time (queueing thousands would heat the card
@@ -180,7 +223,12 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   auto t1 = Clock::now();
   auto last_read = Clock::now() - std::chrono::seconds(1);
   for (;;) {
-    samples.push_back(run(true));
+    const double us = run(true);
+    if (!std::isfinite(us)) {
+      samples.clear();  // the samples so far were held, the rest will not be: keep one method
+      continue;
+    }
+    samples.push_back(us);
     if (nvml.available() && std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.02) {
       last_read = Clock::now();
       GpuSensors g = nvml.read(dev_.uuid);
@@ -207,6 +255,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   t.sensors.power_w = med(power);
   t.sensors.temp_c = med(temp);
   t.throttle = throttle.empty() ? (nvml.available() ? "none" : "") : throttle;
+  t.held = hold;
   t.wall_s = since(t0);
   return t;
 }

@@ -48,7 +48,11 @@ struct TimingOptions {
   int max_samples = 20000;
   double max_time_s = 1.0;  // sampling stops here even if the interval is still wide
   double target_ci = 0.005; // stop once the median's 95 % CI half-width is within this
-  static TimingOptions quick() { return {0.005, 5, 2000, 0.1, 0.02}; }
+  // Queue each timed call behind a held stream (launch_hold), so that its interval is the
+  // GPU's time without the host's launch latency. Off: the GPU idles between calls and the
+  // host's time to launch falls inside the interval (a few µs: the older method).
+  bool hold = true;
+  static TimingOptions quick() { return {0.005, 5, 2000, 0.1, 0.02, true}; }
 };
 
 struct Timed {
@@ -57,6 +61,11 @@ struct Timed {
   std::string throttle;
   double wall_s = 0;
   std::vector<double> samples;  // every timed call, in order (µs)
+  // Every sample was queued behind the hold. False when asked not to, when mapped host
+  // memory is unavailable, or when queueing one call outlasted the hold's time-out (a call
+  // that blocks the host): those times include the host's launch latency.
+  bool held = false;
+  std::string note;  // why not held, when it was asked for
 };
 
 class ProblemBench {
@@ -109,6 +118,8 @@ class ProblemBench {
   DeviceBuffer ref_, scratch_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+  volatile int* hold_ = nullptr;  // mapped host memory: [0] release, [1] timed out
+  int* hold_dev_ = nullptr;       // the same two ints as the device sees them
 };
 
 }  // namespace gt

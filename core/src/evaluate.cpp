@@ -119,6 +119,7 @@ Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const 
       m.time = t.time;
       m.sensors = t.sensors;
       m.throttle = t.throttle;
+      if (!t.note.empty()) m.message = t.note;
     }
   } catch (const LaunchError& e) {
     m.status = Status::runtime_fault;

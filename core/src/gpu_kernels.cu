@@ -172,6 +172,24 @@ __global__ void k_fma_peak(float* out, int iters, float b) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
+// Spins until the host writes a non-zero *release (mapped host memory) or timeout_ns passes
+// (then sets *timed_out). One thread: it only holds the stream.
+__global__ void k_hold(const volatile int* release, volatile int* timed_out, unsigned long long timeout_ns) {
+  auto now = [] {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  };
+  const unsigned long long t0 = now();
+  while (*release == 0) {
+    if (now() - t0 > timeout_ns) {
+      *timed_out = 1;
+      return;
+    }
+    __nanosleep(500);
+  }
+}
+
 __global__ void k_stream_read(const float4* __restrict__ x, long long n4, float* sink) {
   long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
   float acc = 0.f;
@@ -260,6 +278,11 @@ void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, c
 void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s) {
   k_stream_read<<<blocks, 256, 0, s>>>(static_cast<const float4*>(x), (long long)(bytes / 16), sink);
   cuda_check(cudaGetLastError(), "stream_read");
+}
+
+void launch_hold(const volatile int* release, volatile int* timed_out, double timeout_s, cudaStream_t s) {
+  k_hold<<<1, 1, 0, s>>>(release, timed_out, (unsigned long long)(timeout_s * 1e9));
+  cuda_check(cudaGetLastError(), "hold");
 }
 
 }  // namespace gt

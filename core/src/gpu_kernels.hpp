@@ -35,4 +35,11 @@ ErrorSums compare_to_reference(const Problem& p, const void* c, const double* c_
 void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s);
 void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s);
 
+// Holds stream s (one spinning thread) until the host writes non-zero to *release, or
+// timeout_s passes and it writes 1 to *timed_out. Both point into mapped host memory
+// (cudaHostAllocMapped). Timing uses it so that the start event, the call and the end event
+// are queued before the GPU reaches them: the interval is then the GPU's time alone, without
+// the host's launch latency (nvbench's "blocking kernel" method).
+void launch_hold(const volatile int* release, volatile int* timed_out, double timeout_s, cudaStream_t s);
+
 }  // namespace gt

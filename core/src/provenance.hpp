@@ -26,7 +26,9 @@ inline constexpr const char* kGemmtuneVersion = "0.1.0";
 // Version of the measurement method: verification tolerances, settling, timing statistics,
 // buffer rotation. Bump it when a change makes old measurements incomparable with new
 // ones; every stored row then becomes stale and is re-measured, never silently reused.
-inline constexpr int kMethodVersion = 1;
+// 2: timed calls are queued behind a held stream (bench.hpp, TimingOptions::hold), so times no
+//    longer include the host's launch latency.
+inline constexpr int kMethodVersion = 2;
 
 struct Provenance {
   // The GPU.
