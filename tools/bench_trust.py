@@ -12,17 +12,21 @@ Needs a GPU and PyTorch.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 
 
-def gemmtune_run(gt, family, shape, dtype, params=None):
+def gemmtune_run(gt, family, shape, dtype, params=None, held=True):
     cmd = [gt, "--json", "run", "--family", family, "--shape", shape, "--dtype", dtype]
     if params:
         cmd += ["--params", params]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if not held:
+        env["GEMMTUNE_TIMING_HOLD"] = "0"
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
     j = json.loads(out.stdout)
@@ -48,16 +52,41 @@ def torch_time(shape, dtype, settle_s=0.5, samples=100):
         torch.matmul(As[i % sets], Bs[i % sets], out=Cs[i % sets])
         torch.cuda.synchronize()
         i += 1
-    ts = []
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for j in range(samples):
-        a, b, c = As[j % sets], Bs[j % sets], Cs[j % sets]
-        s.record()
-        torch.matmul(a, b, out=c)
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1000.0)
-    return statistics.median(ts)
+
+    def sample(held):
+        ts = []
+        for j in range(samples):
+            a, b, c = As[j % sets], Bs[j % sets], Cs[j % sets]
+            if held:
+                torch.cuda._sleep(100_000)
+            s.record()
+            torch.matmul(a, b, out=c)
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e) * 1000.0)
+        return statistics.median(ts)
+
+    # Held, as gemmtune times: a spinning kernel (torch.cuda._sleep, 1e5 clock cycles, 50-70 us:
+    # longer than queueing the call takes, short beside the GEMMs timed here) holds the stream
+    # while the start event, the call and the end event are queued, so the interval is the GPU's
+    # time without the host's latency. Unheld: the GPU idles until the call arrives, and the
+    # latency of Python, the dispatcher and cuBLAS falls inside the interval.
+    held, unheld = sample(True), sample(False)
+    # The kernel cuBLAS runs for it (one profiled call), to set beside gemmtune's cuBLASLt pick.
+    kernel = "?"
+    try:
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            torch.matmul(As[0], Bs[0], out=Cs[0])
+            torch.cuda.synchronize()
+        names = [ev.name for ev in prof.events() if ev.device_type == torch.autograd.DeviceType.CUDA]
+        names = [n for n in names if not n.startswith("Memset")]
+        kernel = names[0] if names else "?"  # the GEMM (a split-K reduction may follow it)
+    except Exception as ex:  # the profiler is optional
+        kernel = f"? ({ex})"
+
+    return held, unheld, kernel
 
 
 def main():
@@ -84,17 +113,22 @@ def main():
             vals = [r[2].get(key) for r in runs]
             txt = " ".join("-" if v is None else f"{v:.0f}" for v in vals)
             print(f"  {'':<14} {'':<16} {'':<5} {txt + ' ' + unit:<50}")
-    print("\nAgreement with PyTorch (torch.matmul -> cuBLAS), same session")
-    print(f"  {'shape':<16} {'dtype':<5} {'gemmtune rank 0 (us)':>21} {'torch (us)':>11} {'ratio':>7}  config")
+    print("\nAgreement with PyTorch (torch.matmul -> cuBLAS), same session; both held (the GPU's time),")
+    print("and both unheld (the host's launch latency inside the interval) for reference")
+    print(f"  {'shape':<16} {'dtype':<5} {'gemmtune rank 0 (us)':>21} {'torch (us)':>11} {'ratio':>7} "
+          f"{'gemmtune unheld':>16} {'torch unheld':>13}")
     for shape, dt in [("4096x4096x4096", "f16"), ("8192x8192x8192", "f16"), ("4096x4096x4096", "bf16"),
-                      ("8192x8192x8192", "bf16")]:
+                      ("8192x8192x8192", "bf16"), ("16x4096x4096", "bf16")]:
         try:
             g, name, _ = gemmtune_run(a.gemmtune, "cublaslt", shape, dt)
-            t = torch_time(shape, dt)
+            g_unheld, _, _ = gemmtune_run(a.gemmtune, "cublaslt", shape, dt, held=False)
+            t, t_unheld, kernel = torch_time(shape, dt)
         except Exception as e:  # report and go on: one failure must not hide the others
             print(f"  {shape:<16} {dt:<5} failed: {e}")
             continue
-        print(f"  {shape:<16} {dt:<5} {g:>21.1f} {t:>11.1f} {g / t:>7.3f}  {name}")
+        print(f"  {shape:<16} {dt:<5} {g:>21.1f} {t:>11.1f} {g / t:>7.3f} {g_unheld:>16.1f} {t_unheld:>13.1f}")
+        print(f"  {'':<22} gemmtune: {name}")
+        print(f"  {'':<22} torch:    {kernel}")
     return 0
 
 
