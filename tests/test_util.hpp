@@ -85,6 +85,11 @@ class CompileSample {
     CompileResult result;
   };
   std::vector<Done> results();  // every queued compile, in order, once all have finished
+  // Queues every `step`-th valid config of the family's space for (p, arch) from `offset` on,
+  // REQUIREs that there is one and that none is refused.
+  void add_every_kth(const Problem& p, const std::string& arch, uint64_t step, uint64_t offset);
+  // REQUIREs every queued compile to succeed with a register count (INFO: what and the log).
+  void require_all_compiled();
 
  private:
   struct Impl;

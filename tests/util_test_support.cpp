@@ -173,6 +173,22 @@ std::vector<CompileSample::Done> CompileSample::results() {
   return out;
 }
 
+void CompileSample::add_every_kth(const Problem& p, const std::string& arch, uint64_t step, uint64_t offset) {
+  Space s = impl_->fam.space(p, arch_limits(arch));
+  auto cs = every_kth_valid(s, step, offset);
+  INFO(arch << " " << p.key());
+  REQUIRE_FALSE(cs.empty());
+  for (auto& c : cs) REQUIRE(add(p, c, arch).empty());
+}
+
+void CompileSample::require_all_compiled() {
+  for (auto& j : results()) {
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.registers > 0);
+  }
+}
+
 void compile_ahead(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs) {
   const DeviceInfo dev = device_info(0);
   CubinCache cache(gpu_check_cache_dir());

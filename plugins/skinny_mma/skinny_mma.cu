@@ -171,15 +171,7 @@ gemm_skinny_mma(const void* A_, const void* B_, void* C_, int M, int N, int K, i
   const int col0 = col_blk + 8 * q;  // this thread's 8 columns in each 32-column group
   const bool cols_full = col_blk + TILE_COLS <= N;
 
-  float acc[MT][NW][4][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nw = 0; nw < NW; ++nw)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][nw][j][e] = 0.f;
+  float acc[MT][NW][4][4] = {};
 
   const int steps = K / 32;  // whole k32 steps; a ragged last one is done element-wise below
   int s = warp;
