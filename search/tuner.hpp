@@ -34,7 +34,7 @@ struct TuneOptions {
   Distribution dist = Distribution::normal;
   uint64_t input_seed = 1;
   bool reuse = true;              // answer from the store what it already holds (warm re-tune)
-  double settle_s = 1.0;          // settle the clock before the first measurement of a problem
+  double settle_s = 3.0;          // cap on settling the clock before a problem's first measurement (kSettleCapS)
   double compile_timeout_s = 120;
   size_t lookahead = 0;           // compiles in flight ahead of the GPU (0: 2 per compile thread)
   uint64_t auto_exhaustive_below = 400;  // "auto" searches spaces this small exhaustively

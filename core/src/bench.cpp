@@ -153,11 +153,12 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
     if (std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.05) {
       last_read = Clock::now();
       clocks.push_back(nvml.read(dev_.uuid).sm_clock_mhz);
-      // Stable: the last four readings (200 ms) within 1 % of each other.
-      if (clocks.size() >= 4) {
-        auto first = clocks.end() - 4;
+      // Stable: the last ten readings (500 ms) within 1 % of each other, after kSettleMinS
+      // (a power cap can take about a second to engage; a boost clock is stable before that).
+      if (clocks.size() >= 10) {
+        auto first = clocks.end() - 10;
         auto [lo, hi] = std::minmax_element(first, clocks.end());
-        if (*hi - *lo <= 0.01 * *hi && since(t0) >= 0.2) break;
+        if (*hi - *lo <= 0.01 * *hi && since(t0) >= std::min(cap_s, kSettleMinS)) break;
       }
     }
   }

@@ -42,6 +42,12 @@ struct VerifyResult {
   std::string message;
 };
 
+// Seconds at most to settle the clock (the CLI's --settle default). Under a power cap the clock
+// holds its boost for up to about a second before the cap engages (H200, 4096^3 f16: 1965 MHz,
+// then ~1600 MHz), so a settle lasts at least kSettleMinS (or its cap, when shorter).
+inline constexpr double kSettleCapS = 3.0;
+inline constexpr double kSettleMinS = 1.0;
+
 struct TimingOptions {
   double warmup_s = 0.02;   // continuous calls before sampling (the clock is settled already)
   int min_samples = 10;
@@ -92,7 +98,8 @@ class ProblemBench {
   VerifyResult verify(const LaunchFn& fn);
   // Settled steady-state timing: warm-up, then one event pair per call over rotating sets.
   Timed time(const LaunchFn& fn, const TimingOptions& o);
-  // Run fn continuously until the SM clock is stable (NVML) or cap_s passes.
+  // Run fn continuously until the SM clock is stable (NVML: the last 500 ms within 1 %, and at
+  // least kSettleMinS passed) or cap_s passes.
   // Returns seconds spent and the clock it settled at (NaN without NVML).
   std::pair<double, double> settle(const LaunchFn& fn, double cap_s);
 

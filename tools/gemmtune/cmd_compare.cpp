@@ -1,6 +1,7 @@
 // gemmtune compare: in one run, the best config of each hand-written family beside
 // cuBLASLt's heuristic pick (rank 0) and the best cuBLASLt algorithm found: same buffers,
 // same timing (verified, then re-timed interleaved), with % of the measured roof.
+#include "bench.hpp"
 #include "cli.hpp"
 #include "job.hpp"
 #include "session.hpp"
@@ -22,6 +23,7 @@ struct Entry {
   std::string name, description, note;
   Measurement m;
   int64_t row = 0;
+  int same_as = -1;  // an earlier entry with the same family and config: measured once, shown twice
 };
 }  // namespace
 
@@ -125,6 +127,9 @@ static Command add_compare(CLI::App& app, Globals& g) {
               std::vector<size_t> ok_idx;
               for (size_t i = 0; i < entries.size(); ++i) {
                 auto& e = entries[i];
+                for (size_t j = 0; j < i && e.same_as < 0; ++j)
+                  if (entries[j].family == e.family && entries[j].name == e.name) e.same_as = int(j);
+                if (e.same_as >= 0) continue;  // cuBLASLt's best is its pick: one kernel, timed once
                 const Family* fam = session.plugins() ? session.plugins()->find(e.family) : nullptr;
                 e.description = fam ? fam->describe(p, e.config) : "";
                 e.m = meas.measure(Candidate{e.family, fam, e.config}, true);
@@ -134,7 +139,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
                 }
               }
               if (!cands.empty() && !session.replay()) {
-                meas.settle(cands.front(), 1.0);
+                meas.settle(cands.front(), kSettleCapS);
                 auto st = meas.retime(cands, rounds, 7);
                 for (size_t j = 0; j < ok_idx.size(); ++j) {
                   auto& e = entries[ok_idx[j]];
@@ -156,6 +161,13 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   e.row = session.store().insert(r);
                 }
               }
+              for (auto& e : entries)
+                if (e.same_as >= 0) {
+                  auto& o = entries[size_t(e.same_as)];
+                  e.description = o.description;
+                  e.m = o.m;
+                  e.row = o.row;
+                }
               std::string roof_name = p.in == DType::f32 ? "fp32_fma" : fmt::format("tensor_{}", to_string(p.in));
               double roof = roofs.count(roof_name) ? roofs[roof_name].value : kNaN;
               double pick_us = kNaN;

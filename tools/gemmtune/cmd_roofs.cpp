@@ -2,6 +2,7 @@
 // memory bandwidth (a streaming read and a device copy) and the tensor roof per dtype (the
 // best of cuBLASLt's top heuristic algorithms at a large shape). compare and the report use
 // these, never datasheet numbers.
+#include "bench.hpp"
 #include "cli.hpp"
 #include "measure_service.hpp"
 #include "roofs.hpp"
@@ -64,7 +65,7 @@ static Command add_roofs(CLI::App& app, Globals& g) {
                   Candidate cand{"cublaslt", lt, c};
                   if (!settled) {
                     try {
-                      svc.settle(cand, 1.0);
+                      svc.settle(cand, kSettleCapS);
                       settled = true;
                     } catch (const std::exception&) {
                       continue;

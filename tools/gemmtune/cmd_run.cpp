@@ -1,4 +1,5 @@
 // gemmtune run: verify one config against float64, then time it in settled steady state.
+#include "bench.hpp"
 #include "cli.hpp"
 #include "evaluate.hpp"
 
@@ -17,14 +18,14 @@ static Command add_run(CLI::App& app, Globals& g) {
   static int device = 0;
   static uint64_t seed = 0;
   static bool quick = false, verify_only = false;
-  static double settle = 0.5;
+  static double settle = kSettleCapS;
   sub->add_option("--family", family, "kernel family")->required();
   sub->add_option("--params", params, "K=V,K=V (others keep their defaults) or a canonical config name");
   sub->add_option("--device", device, "GPU index")->default_val(0);
   sub->add_option("--dist", dist, "input distribution: normal (default), uniform, zeros (misleading: zeros run "
                                   "faster and hide unwritten outputs)");
   sub->add_option("--seed", seed, "input seed (default: random, printed)");
-  sub->add_option("--settle", settle, "seconds at most to settle the clock before timing")->default_val(0.5);
+  sub->add_option("--settle", settle, "seconds at most to settle the clock before timing (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
   sub->add_flag("--quick", quick, "fewer samples (exploration)");
   sub->add_flag("--verify-only", verify_only, "verify, do not time");
   add_problem_options(sub, pa, true);

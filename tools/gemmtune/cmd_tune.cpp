@@ -1,5 +1,6 @@
 // gemmtune tune: search the families' spaces for one problem or every problem of a job,
 // store every measurement, print the winners.
+#include "bench.hpp"
 #include "cli.hpp"
 #include "job.hpp"
 #include "session.hpp"
@@ -38,7 +39,7 @@ struct TuneArgs {
   bool no_isolation = false, full = false, no_reuse = false;
   int finalists = -1, rounds = 8;
   std::string dist;
-  double settle = 1.0;
+  double settle = kSettleCapS;
 };
 }  // namespace
 
@@ -87,7 +88,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
   sub->add_option("--rounds", a.rounds, "rounds of interleaved re-timing")->default_val(8);
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
-  sub->add_option("--settle", a.settle, "seconds at most to settle the clock per problem")->default_val(1.0);
+  sub->add_option("--settle", a.settle, "seconds at most to settle the clock per problem (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
   sub->add_option("--replay", a.replay,
                   "recorded measurements (gemmtune-replay JSON) stand in for the GPU: no GPU needed");
   sub->add_option("--record", a.record,
