@@ -14,9 +14,9 @@
 #include "strategy.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
-#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>

@@ -45,11 +45,11 @@ struct Evaluation {
   bool context_lost = false;  // a sticky CUDA error: this process's context is unusable
 };
 
-// `compiled`: a compile made ahead (the tune pipeline); nullptr compiles here.
 // The status of a family's refusal: `resources` when it names a limit of "the device"
 // (plugin_abi.h), else `cannot_implement`.
 Status refusal_status(const std::string& why);
 
+// `compiled`: a compile made ahead (the tune pipeline); nullptr compiles here.
 Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const DeviceInfo& dev, ProblemBench& bench,
                     const Compiler& compiler, const CompileResult* compiled, const EvaluateOptions& o);
 
