@@ -407,6 +407,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
         from_store = true;
       }
   }
+  bool kept_baseline = false;
   if (!from_store && !measurer_.is_replay() && !(o_.stop && o_.stop->load())) {
     std::vector<Candidate> cs;
     for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
@@ -421,6 +422,16 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
         return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
       });
+      // A tie goes to the baseline (the family's first suggestion: cuBLASLt's heuristic pick, a
+      // hand-written family's default): another config wins only when measurably faster.
+      if (baseline) {
+        const std::string bname = space.name(*baseline);
+        auto b = std::find_if(fin.begin(), fin.end(), [&](const Result& r) { return r.name == bname; });
+        if (b != fin.begin() && b != fin.end() && tie(fin[0].m.time, b->m.time)) {
+          std::rotate(fin.begin(), b, b + 1);
+          kept_baseline = true;
+        }
+      }
     } catch (const RuntimeFailure& e) {
       if (on_note) on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", family, e.what()));
     }
@@ -436,7 +447,9 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   }
   if (store_ && out.best_row && !from_store)
     store_->set_winner(key, family, out.best_name, out.best_row,
-                       out.tie ? "tie with " + out.runner_up + " (overlapping intervals); broken by median" : "");
+                       !out.tie        ? ""
+                       : kept_baseline ? "tie with " + out.runner_up + " (overlapping intervals); the baseline kept"
+                                       : "tie with " + out.runner_up + " (overlapping intervals); broken by median");
   out.seconds = since(t0);
   return out;
 }

@@ -27,6 +27,8 @@ class RetimingMeasurer : public ReplayMeasurer {
       Stats s;
       s.count = rounds;
       s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = truth_(c.config);
+      s.ci_low = s.median * (1 - ci);
+      s.ci_high = s.median * (1 + ci);
       out.push_back(s);
       last.push_back(c.config);
     }
@@ -34,6 +36,7 @@ class RetimingMeasurer : public ReplayMeasurer {
   }
   int retimes = 0;
   std::vector<Config> last;
+  double ci = 0;  // relative half-width of every re-timed median's interval
 
  private:
   std::function<double(const Config&)> truth_;
@@ -73,6 +76,46 @@ TEST_CASE("the default is always a finalist: a config that only explored faster 
   REQUIRE(f.best);
   CHECK(*f.best == Config{5});
   CHECK(f.best_m.time.median == Approx(90.0));
+}
+
+TEST_CASE("a tie goes to the baseline: another config wins only when measurably faster", "[tune]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
+  Recording rec;
+  RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, "toy", "1.0", params);
+  for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.finalists = 2;
+  o.settle_s = 0;
+  o.tune_id = "test";
+  auto winner = [&](double x0_us, double ci) {
+    // Re-timed: x=0 at x0_us, the default x=5 at 101 us, the rest slower.
+    RetimingMeasurer meas(rec, [x0_us](const Config& c) { return c[0] == 0 ? x0_us : c[0] == 5 ? 101.0 : 110.0; });
+    meas.ci = ci;
+    Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+    ProblemOutcome po = t.tune(p, {"toy"});
+    REQUIRE(po.families.size() == 1);
+    return po.families[0];
+  };
+  // 100 vs 101 us with +-2 % intervals: a tie, and the default stays.
+  FamilyOutcome tied = winner(100.0, 0.02);
+  REQUIRE(tied.best);
+  CHECK(*tied.best == Config{5});
+  CHECK(tied.tie);
+  // The same medians with +-0.1 % intervals: x=0 is measurably faster and wins.
+  FamilyOutcome apart = winner(100.0, 0.001);
+  REQUIRE(apart.best);
+  CHECK(*apart.best == Config{0});
+  CHECK_FALSE(apart.tie);
+  // Tied configs other than the baseline are still broken by median.
+  FamilyOutcome faster = winner(90.0, 0.02);
+  REQUIRE(faster.best);
+  CHECK(*faster.best == Config{0});
 }
 
 namespace {

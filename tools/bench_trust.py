@@ -64,22 +64,14 @@ def torch_time(shape, dtype, settle_s=2.0, samples=100):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
 
-    def unheld():
+    def one_at_a_time(held):
+        # One call in flight. Held: a spinning kernel (torch.cuda._sleep, 1e5 cycles, 50-70 us)
+        # holds the stream while the start event, the call and the end event are queued: the GPU's
+        # time without the host's. Unheld: the host's latency falls inside the interval.
         ts = []
         for j in range(samples):
-            starts[0].record()
-            call(j)
-            ends[0].record()
-            ends[0].synchronize()
-            ts.append(starts[0].elapsed_time(ends[0]) * 1000.0)
-        return statistics.median(ts)
-
-    def held_each():
-        # A spinning kernel (torch.cuda._sleep, 1e5 cycles, 50-70 us) holds the stream while the
-        # start event, the call and the end event are queued: the GPU's time without the host's.
-        ts = []
-        for j in range(samples):
-            torch.cuda._sleep(100_000)
+            if held:
+                torch.cuda._sleep(100_000)
             starts[0].record()
             call(j)
             ends[0].record()
@@ -104,8 +96,8 @@ def torch_time(shape, dtype, settle_s=2.0, samples=100):
     # them, so a batch would not stay ahead; each call is held instead (its gaps are too short to
     # change the board's power). Held first, straight after the settle; then unheld.
     per_call_us = settle_s / max(i, 1) * 1e6
-    held = held_each() if per_call_us < 100 else queued()
-    t_unheld = unheld()
+    held = one_at_a_time(True) if per_call_us < 100 else queued()
+    t_unheld = one_at_a_time(False)
     # The kernel cuBLAS runs for it (one profiled call), to set beside gemmtune's cuBLASLt pick.
     kernel = "?"
     try:
