@@ -157,6 +157,8 @@ TEST_CASE("bad flags: exit 2 naming the flag, before any GPU work; the store unt
       // Commands that need a GPU for valid input refuse bad input first (exit 2, not 3).
       {"run --family naive --shape 64x0x64", {"--shape", "N is 0"}},
       {"run --family nope --shape 64x64x64", {"--family", "unknown family 'nope'"}},
+      {"run --family naive --shape 64x64x64 --quick --min-time 1", {"--min-time", "not with --quick"}},
+      {"run --family naive --shape 64x64x64 --min-time 100", {"--min-time", "100"}},
       {"compare --shape 64x64x64 --layout xx", {"--layout", "unknown layout 'xx'"}},
       {"compile --family naive --shape 64x64x64 --dtype f8", {"--dtype", "unknown dtype 'f8'"}},
   };

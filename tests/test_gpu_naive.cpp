@@ -1,8 +1,12 @@
 // The naive family on the GPU: verified against float64 at aligned and odd shapes, every
-// dtype and layout, both thread mappings.
+// dtype and layout, both thread mappings; the timing's statistics, minimum time and trace.
+#include "evaluate.hpp"
+#include "nvml.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 using namespace gt;
 
@@ -37,4 +41,37 @@ TEST_CASE("a naive run is timed with statistics that make sense", "[gpu][naive]"
   CHECK(m.time.median <= m.time.max);
   CHECK(m.time.p10 <= m.time.p90);
   CHECK(m.time.median > 1.0);  // 2 GFLOP cannot take under a microsecond
+}
+
+TEST_CASE("a timing samples at least min_time_s and keeps its trace", "[gpu][naive]") {
+  GT_REQUIRE_GPU();
+  const Family& naive = test::plugins().get("naive");
+  Problem p = Problem::make(256, 256, 256, DType::f32, DType::f32, Layout::nn);
+  DeviceInfo dev = device_info(0);
+  Config c = naive.space(p, dev.limits).default_config();
+  ProblemBench bench(p, dev, Distribution::normal, 11, size_t(256) << 20);
+  Compiler compiler(nullptr);
+  EvaluateOptions o;
+  o.timing.min_time_s = 0.3;  // a 256^3 call takes µs: the interval is narrow long before
+  o.timing.max_samples = 200;
+  o.keep_trace = true;
+  Evaluation ev = evaluate(naive, p, c, dev, bench, compiler, nullptr, o);
+  REQUIRE(ev.m.status == Status::ok);
+  REQUIRE(ev.trace);
+  const Timed& t = *ev.trace;
+  REQUIRE(t.samples.size() == t.sample_t.size());
+  CHECK(t.samples.size() == size_t(ev.m.time.count));
+  CHECK(t.samples.size() > 200);  // max_samples gives way to min_time_s as well
+  CHECK(t.sample_t.back() >= 0.3);
+  CHECK(std::is_sorted(t.sample_t.begin(), t.sample_t.end()));
+  for (size_t i = 1; i < t.readings.size(); ++i) CHECK(t.readings[i].t > t.readings[i - 1].t);
+  if (Nvml::get().available()) CHECK(t.readings.size() >= 5);  // one reading per 20 ms at most
+
+  // Without it the same timing stops once the interval is narrow, and keeps no trace.
+  o.timing.min_time_s = 0;
+  o.keep_trace = false;
+  Evaluation quick = evaluate(naive, p, c, dev, bench, compiler, nullptr, o);
+  REQUIRE(quick.m.status == Status::ok);
+  CHECK_FALSE(quick.trace);
+  CHECK(quick.m.time.count < ev.m.time.count);
 }

@@ -227,12 +227,15 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     const double us = run(true);
     if (!std::isfinite(us)) {
       samples.clear();  // the samples so far were held, the rest will not be: keep one method
+      t.sample_t.clear();
       continue;
     }
     samples.push_back(us);
+    t.sample_t.push_back(since(t1));
     if (nvml.available() && std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.02) {
       last_read = Clock::now();
       GpuSensors g = nvml.read(dev_.uuid);
+      t.readings.push_back({since(t1), g.sm_clock_mhz, g.power_w, g.temp_c});
       clocks.push_back(g.sm_clock_mhz);
       mclocks.push_back(g.mem_clock_mhz);
       power.push_back(g.power_w);
@@ -242,10 +245,13 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
       if (!r.empty() && r != "none" && throttle.find(r) == std::string::npos) throttle += (throttle.empty() ? "" : ";") + r;
     }
     int n = int(samples.size());
-    if (n >= o.max_samples) break;
+    const double elapsed = since(t1);
+    const double min_time =
+        std::max(o.min_time_s, throttle.find("power_cap") != std::string::npos ? o.capped_min_time_s : 0.0);
+    if (n >= o.max_samples && elapsed >= min_time) break;
     if (n >= o.min_samples) {
-      if (since(t1) >= o.max_time_s) break;
-      if (n % 5 == 0 && summarize(samples).ci_rel() <= o.target_ci) break;
+      if (elapsed >= std::max(o.max_time_s, min_time)) break;
+      if (elapsed >= min_time && n % 5 == 0 && summarize(samples).ci_rel() <= o.target_ci) break;
     }
   }
   t.samples = samples;

@@ -47,6 +47,8 @@ struct VerifyResult {
 // then ~1600 MHz), so a settle lasts at least kSettleMinS (or its cap, when shorter).
 inline constexpr double kSettleCapS = 3.0;
 inline constexpr double kSettleMinS = 1.0;
+// Seconds a single timing (`gemmtune run`) samples at least once the power cap engages.
+inline constexpr double kCappedMinTimeS = 0.5;
 
 struct TimingOptions {
   double warmup_s = 0.02;   // continuous calls before sampling (the clock is settled already)
@@ -58,6 +60,13 @@ struct TimingOptions {
   // GPU's time without the host's launch latency. Off: the GPU idles between calls and the
   // host's time to launch falls inside the interval (a few µs: the older method).
   bool hold = true;
+  // Sample at least this long even once the interval is narrow (max_time_s and max_samples give
+  // way to it); `capped_min_time_s` applies only once NVML reports the power cap while
+  // sampling. At the cap the clock moves by several % from one ms to the next, so the few ms
+  // that a narrow interval needs catch one moment of it (H200, 4096^3 f16, five processes:
+  // medians 4-7 % apart over ~5 ms each, 0.9-2.4 % over 0.5 s, no better over 2 s).
+  double min_time_s = 0;
+  double capped_min_time_s = 0;
   static TimingOptions quick() { return {0.005, 5, 2000, 0.1, 0.02, true}; }
 };
 
@@ -67,6 +76,11 @@ struct Timed {
   std::string throttle;
   double wall_s = 0;
   std::vector<double> samples;  // every timed call, in order (µs)
+  std::vector<double> sample_t; // when each ended, seconds after sampling began
+  struct Reading {
+    double t, sm_clock_mhz, power_w, temp_c;  // t: seconds after sampling began
+  };
+  std::vector<Reading> readings;  // the NVML readings behind `sensors` (empty without NVML)
   // Every sample was queued behind the hold. False when asked not to, when mapped host
   // memory is unavailable, or when queueing one call outlasted the hold's time-out (a call
   // that blocks the host): those times include the host's launch latency.

@@ -120,6 +120,7 @@ Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const 
       m.sensors = t.sensors;
       m.throttle = t.throttle;
       if (!t.note.empty()) m.message = t.note;
+      if (o.keep_trace) ev.trace = std::move(t);
     }
   } catch (const LaunchError& e) {
     m.status = Status::runtime_fault;

@@ -38,11 +38,13 @@ struct EvaluateOptions {
   bool quick = false;
   bool time_it = true;  // false: verify only
   double settle_s = 0;  // settle the clock on this candidate before timing (0: the caller did)
+  bool keep_trace = false;  // keep every sample and sensor reading in Evaluation::trace
 };
 
 struct Evaluation {
   Measurement m;
   bool context_lost = false;  // a sticky CUDA error: this process's context is unusable
+  std::optional<Timed> trace;  // with EvaluateOptions::keep_trace, when timed
 };
 
 // The status of a family's refusal: `resources` when it names a limit of "the device"

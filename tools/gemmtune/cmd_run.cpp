@@ -3,6 +3,10 @@
 #include "cli.hpp"
 #include "evaluate.hpp"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <random>
 
 namespace gt::cli {
@@ -10,15 +14,31 @@ namespace gt::cli {
 static Command add_run(CLI::App& app, Globals& g);
 static Registrar reg_run(40, add_run);
 
+// One row per timed call; a row that an NVML reading followed carries it too.
+static void write_trace(std::FILE* f, const Timed& t) {
+  fmt::print(f, "t_s,time_us,sm_clock_mhz,power_w,temp_c\n");
+  size_t r = 0;
+  for (size_t i = 0; i < t.samples.size(); ++i) {
+    fmt::print(f, "{:.6f},{:.3f}", t.sample_t[i], t.samples[i]);
+    if (r < t.readings.size() && t.readings[r].t >= t.sample_t[i] &&
+        (i + 1 == t.samples.size() || t.readings[r].t < t.sample_t[i + 1])) {
+      const auto& x = t.readings[r++];
+      fmt::print(f, ",{:.0f},{:.1f},{:.0f}\n", x.sm_clock_mhz, x.power_w, x.temp_c);
+    } else {
+      fmt::print(f, ",,,\n");
+    }
+  }
+}
+
 static Command add_run(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("run", "verifies one config (default: the family's default) against float64, then "
                                         "times it; prints time, TFLOP/s, error (needs a GPU)");
-  static std::string family, params, dist = "normal";
+  static std::string family, params, dist = "normal", trace;
   static ProblemArgs pa;
   static int device = 0;
   static uint64_t seed = 0;
   static bool quick = false, verify_only = false;
-  static double settle = kSettleCapS;
+  static double settle = kSettleCapS, min_time = -1;
   sub->add_option("--family", family, "kernel family")->required();
   sub->add_option("--params", params, "K=V,K=V (others keep their defaults) or a canonical config name");
   sub->add_option("--device", device, "GPU index")->default_val(0);
@@ -26,11 +46,17 @@ static Command add_run(CLI::App& app, Globals& g) {
                                   "faster and hide unwritten outputs)");
   sub->add_option("--seed", seed, "input seed (default: random, printed)");
   sub->add_option("--settle", settle, "seconds at most to settle the clock before timing (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
+  sub->add_option("--min-time", min_time, "seconds to sample at least, even once the interval is narrow (default: 0.5 "
+                                        "once NVML reports the power cap, whose clock moves from one ms to the next; else 0)")
+      ->check(CLI::Range(0.0, 60.0));
+  sub->add_option("--trace", trace, "write every timed call and NVML reading to this CSV (t_s, time_us, "
+                                  "sm_clock_mhz, power_w, temp_c; t from the first sample)");
   sub->add_flag("--quick", quick, "fewer samples (exploration)");
   sub->add_flag("--verify-only", verify_only, "verify, do not time");
   add_problem_options(sub, pa, true);
   return {sub, [&g] {
             Problem p = pa.resolve();
+            if (quick && min_time >= 0) throw InputError("--min-time: not with --quick (quick timing stops at its own short cap)");
             Distribution d = parse_distribution(dist.c_str());
             const Family& fam = g.plugins().get(family);
             // Validate the config against the architecture's limits before asking for a GPU.
@@ -69,8 +95,17 @@ static Command add_run(CLI::App& app, Globals& g) {
             o.quick = quick;
             o.time_it = !verify_only;
             o.settle_s = settle;
+            o.timing.min_time_s = std::max(min_time, 0.0);
+            o.timing.capped_min_time_s = min_time >= 0 ? min_time : kCappedMinTimeS;
+            o.keep_trace = !trace.empty();
+            // Open the trace before the GPU work, so that a bad path fails first.
+            std::FILE* trace_file = nullptr;
+            if (!trace.empty() && !(trace_file = std::fopen(trace.c_str(), "w")))
+              throw InputError("--trace: cannot write " + trace + ": " + std::strerror(errno));
+            std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_closer(trace_file, trace_file ? &std::fclose : nullptr);
             Evaluation ev = evaluate(fam, p, c, dev, bench, compiler, nullptr, o);
             const Measurement& m = ev.m;
+            if (trace_file && ev.trace) write_trace(trace_file, *ev.trace);
             std::string name = space.name(c);
             if (g.json) {
               nlohmann::json j = m;
