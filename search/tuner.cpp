@@ -179,8 +179,11 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   if (strategy_name == "auto") {
     auto names = strategy_names();
     bool have_bayes = std::find(names.begin(), names.end(), "bayes") != names.end();
-    strategy_name = (out.valid_space && out.valid_space <= o_.auto_exhaustive_below) || !have_bayes ? "exhaustive" : "bayes";
-    if (!have_bayes && out.valid_space > o_.auto_exhaustive_below) strategy_name = "random";
+    // Exhaustive only where the budget lets it finish: cut short, it would have searched a
+    // prefix of the enumeration order (cuBLASLt: its heuristic's picks, then whatever comes next).
+    const bool whole = out.valid_space && out.valid_space <= o_.auto_exhaustive_below &&
+                       out.valid_space <= o_.budget.max_evaluations && o_.budget.max_fraction >= 1.0;
+    strategy_name = whole ? "exhaustive" : have_bayes ? "bayes" : "random";
   }
   std::unique_ptr<Strategy> strategy;
   // The family's own first choice (its first suggestion, e.g. cuBLASLt's heuristic pick, else
@@ -509,10 +512,16 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     const auto& y = po.families[b];
     return x.best_m.time.median != y.best_m.time.median ? x.best_m.time.median < y.best_m.time.median : x.family < y.family;
   });
+  auto ref = std::find_if(idx.begin(), idx.end(), [&](size_t i) { return po.families[i].family == o_.tie_family; });
+  const bool kept_ref = ref != idx.begin() && ref != idx.end() &&
+                        tie(po.families[idx[0]].best_m.time, po.families[*ref].best_m.time);
+  if (kept_ref) std::rotate(idx.begin(), ref, ref + 1);
   po.winner = int(idx[0]);
   if (idx.size() > 1) {
     po.tie = tie(po.families[idx[0]].best_m.time, po.families[idx[1]].best_m.time);
-    if (po.tie) po.note = "tie between " + po.families[idx[0]].family + " and " + po.families[idx[1]].family;
+    if (po.tie)
+      po.note = "tie between " + po.families[idx[0]].family + " and " + po.families[idx[1]].family +
+                (kept_ref ? ": " + o_.tie_family + " kept" : "");
   }
   const FamilyOutcome& w = po.families[idx[0]];
   if (store_ && w.best_row)

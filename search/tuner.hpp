@@ -31,6 +31,9 @@ struct TuneOptions {
   bool quick_explore = true;      // explore with quick timings; finalists always get full ones
   int finalists = 4;              // per family, re-timed interleaved
   int retime_rounds = 8;
+  // A tie between families' winners goes to this family (the reference the table is measured
+  // against): another family replaces it only when measurably faster. Empty: broken by median.
+  std::string tie_family = "cublaslt";
   Distribution dist = Distribution::normal;
   uint64_t input_seed = 1;
   bool reuse = true;              // answer from the store what it already holds (warm re-tune)

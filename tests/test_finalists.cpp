@@ -132,6 +132,69 @@ class Board : public RetimingMeasurer {
 };
 }  // namespace
 
+TEST_CASE("a tie between families goes to the reference family (cuBLASLt): another wins only when measurably faster",
+          "[tune]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
+  Recording rec;
+  for (const char* fam : {"hand", "lib"}) {
+    RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, fam, "1.0", params);
+    for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
+  }
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  // Re-timed: hand's x=0 at hand_us (its other configs 110), lib's default at 101 (others 110).
+  class ByFamily : public RetimingMeasurer {
+   public:
+    ByFamily(const Recording& r, double hand_us) : RetimingMeasurer(r, [](const Config&) { return 0.0; }), hand_(hand_us) {}
+    std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t) override {
+      std::vector<Stats> out;
+      for (auto& c : cs) {
+        const double t = c.family == "hand" ? (c.config[0] == 0 ? hand_ : 110.0) : (c.config[0] == 5 ? 101.0 : 110.0);
+        Stats s;
+        s.count = rounds;
+        s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
+        s.ci_low = t * (1 - ci);
+        s.ci_high = t * (1 + ci);
+        out.push_back(s);
+      }
+      return out;
+    }
+
+   private:
+    double hand_;
+  };
+  auto outcome = [&](double hand_us, double ci, const std::string& tie_family) {
+    ByFamily meas(rec, hand_us);
+    meas.ci = ci;
+    TuneOptions o;
+    o.strategy = "exhaustive";
+    o.finalists = 2;
+    o.settle_s = 0;
+    o.tune_id = "test";
+    o.tie_family = tie_family;
+    Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+    ProblemOutcome po = t.tune(p, {"hand", "lib"});
+    REQUIRE(po.winner >= 0);
+    return po;
+  };
+  // 100 vs 101 us with +-2 % intervals: a tie, and the reference family stays.
+  ProblemOutcome tied = outcome(100.0, 0.02, "lib");
+  CHECK(tied.families[size_t(tied.winner)].family == "lib");
+  CHECK(tied.tie);
+  CHECK_THAT(tied.note, Catch::Contains("lib kept"));
+  // Without a reference family the same tie is broken by median.
+  ProblemOutcome by_median = outcome(100.0, 0.02, "");
+  CHECK(by_median.families[size_t(by_median.winner)].family == "hand");
+  CHECK_THAT(by_median.note, !Catch::Contains("kept"));
+  // Measurably faster (+-0.1 %): the hand-written family wins.
+  ProblemOutcome apart = outcome(100.0, 0.001, "lib");
+  CHECK(apart.families[size_t(apart.winner)].family == "hand");
+  CHECK_FALSE(apart.tie);
+}
+
 TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy reference is not settled again",
           "[tune][scale]") {
   const Problem pa = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);

@@ -3,9 +3,11 @@
 #include "driver.hpp"
 #include "errors.hpp"
 #include "replay.hpp"
+#include "replay_measurer.hpp"
 #include "strategy.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
+#include "tuner.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -304,5 +306,42 @@ TEST_CASE("tunes replayed from the H200 recordings keep budgets and repeat for a
       bests.push_back(f["best"]);
     }
     CHECK(bests[0] == bests[1]);
+  }
+}
+
+// "auto" searches a small space exhaustively only when the budget covers all of it: cut short,
+// exhaustive would search a prefix of the enumeration order.
+TEST_CASE("auto is exhaustive only where the budget covers the space, else model-based", "[replay][search]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<int64_t> xs(64);
+  for (int64_t i = 0; i < 64; ++i) xs[size_t(i)] = i;
+  std::vector<Param> params = {{"x", "a knob", xs, {}, 0}};
+  Recording rec;
+  RecordedSpace& rs = rec.space_for(kDevice, p, "toy", "1.0", params);
+  for (int64_t i = 0; i < 64; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double((i * 37) % 64), ""});
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  struct Case {
+    uint64_t evaluations;
+    double fraction;
+    const char* strategy;
+    uint64_t evaluated;
+  };
+  for (Case c : {Case{64, 1.0, "exhaustive", 64}, Case{1000, 1.0, "exhaustive", 64}, Case{20, 1.0, "bayes", 20},
+                 Case{1000, 0.25, "bayes", 16}}) {
+    ReplayMeasurer meas(rec);
+    TuneOptions o;
+    o.budget.max_evaluations = c.evaluations;
+    o.budget.max_fraction = c.fraction;
+    o.settle_s = 0;
+    o.tune_id = "test";
+    Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+    ProblemOutcome po = t.tune(p, {"toy"});
+    REQUIRE(po.families.size() == 1);
+    INFO("budget " << c.evaluations << " evaluations, fraction " << c.fraction);
+    CHECK(po.families[0].strategy == c.strategy);
+    CHECK(po.families[0].evaluated == c.evaluated);
   }
 }

@@ -59,7 +59,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--config", a.config, "a TOML job file (see configs/)");
   sub->add_flag("--default-job", a.default_job, "run the job built into gemmtune (configs/default_job.toml)");
   sub->add_option("--strategy", a.strategy,
-                  "search strategy: auto (default: exhaustive for small spaces, else bayes), exhaustive, random, "
+                  "search strategy: auto (default: exhaustive for a small space the budget covers, else bayes), exhaustive, random, "
                   "anneal, genetic, bayes");
   sub->add_option("--budget", a.budget, "at most this many evaluations per (problem, family)");
   sub->add_option("--time", a.seconds, "at most this many seconds per (problem, family)");
