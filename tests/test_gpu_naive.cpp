@@ -66,6 +66,23 @@ TEST_CASE("a timing samples at least min_time_s and keeps its trace", "[gpu][nai
   CHECK(std::is_sorted(t.sample_t.begin(), t.sample_t.end()));
   for (size_t i = 1; i < t.readings.size(); ++i) CHECK(t.readings[i].t > t.readings[i - 1].t);
   if (Nvml::get().available()) CHECK(t.readings.size() >= 5);  // one reading per 20 ms at most
+  // Held, the calls run back to back: a call starts right after the one before it ends.
+  auto median_gap_us = [](const Timed& x) {
+    std::vector<double> gaps;
+    for (size_t i = 1; i < x.samples.size(); ++i) gaps.push_back((x.sample_t[i] - x.sample_t[i - 1]) * 1e6 - x.samples[i]);
+    std::nth_element(gaps.begin(), gaps.begin() + long(gaps.size() / 2), gaps.end());
+    return gaps[gaps.size() / 2];
+  };
+  REQUIRE(t.held);
+  const double held_gap = median_gap_us(t);
+  CHECK(held_gap < 3.0);
+  // Unheld, one call at a time: the GPU idles while the host syncs and launches the next.
+  o.timing.hold = false;
+  Evaluation unheld = evaluate(naive, p, c, dev, bench, compiler, nullptr, o);
+  REQUIRE(unheld.trace);
+  CHECK_FALSE(unheld.trace->held);
+  CHECK(median_gap_us(*unheld.trace) > held_gap + 2.0);
+  o.timing.hold = true;
 
   // Without it the same timing stops once the interval is narrow, and keeps no trace.
   o.timing.min_time_s = 0;

@@ -67,8 +67,10 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
   size_t fit = cap > need ? 1 + (cap - need) / set_bytes : 1;
   size_t nsets = std::clamp<size_t>(std::min(want, fit), 1, 64);
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  cuda_check(cudaEventCreate(&e0_), "cudaEventCreate");
-  cuda_check(cudaEventCreate(&e1_), "cudaEventCreate");
+  events_.assign(size_t(2 * 2 * kMaxBatch), nullptr);
+  for (auto& e : events_) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  for (auto& e : done_) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&t_ref_), "cudaEventCreate");
   for (size_t i = 0; i < nsets; ++i) {
     Set s{DeviceBuffer(p.bytes_a()), DeviceBuffer(p.bytes_b()), DeviceBuffer(p.bytes_c())};
     // Every set is random (never zeros unless asked: zeros run faster and hide bugs).
@@ -79,7 +81,7 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
   }
   // The stream hold's flags. Without mapped memory timing still works, unheld (Timed::note).
   void* h = nullptr;
-  if (cudaHostAlloc(&h, 2 * sizeof(int), cudaHostAllocMapped) == cudaSuccess) {
+  if (cudaHostAlloc(&h, 4 * sizeof(int), cudaHostAllocMapped) == cudaSuccess) {
     void* d = nullptr;
     if (cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
       hold_ = static_cast<volatile int*>(h);
@@ -96,8 +98,11 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
 }
 
 ProblemBench::~ProblemBench() {
-  if (e0_) cudaEventDestroy(e0_);
-  if (e1_) cudaEventDestroy(e1_);
+  for (auto e : events_)
+    if (e) cudaEventDestroy(e);
+  for (auto e : done_)
+    if (e) cudaEventDestroy(e);
+  if (t_ref_) cudaEventDestroy(t_ref_);
   if (stream_) cudaStreamDestroy(stream_);
   if (hold_) cudaFreeHost(const_cast<int*>(hold_));
 }
@@ -135,17 +140,43 @@ VerifyResult ProblemBench::verify(const LaunchFn& fn) {
   return v;
 }
 
+// Calls of one batch are queued back to back; a batch lasts about kBatchTargetS (by the first
+// call's wall time) and has at most kMaxBatch calls (bench.hpp).
+static int batch_size(double call_s, int cap) {
+  const int b = int(std::ceil(kBatchTargetS / std::max(call_s, 1e-7)));
+  return std::clamp(b, 1, std::max(1, std::min(cap, kMaxBatch)));
+}
+
 std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s) {
   auto t0 = Clock::now();
   Nvml& nvml = Nvml::get();
   std::vector<double> clocks;
   auto last_read = Clock::now();
-  int i = 0;
+  int s = 0;
+  auto call = [&] {
+    s = (s + 1) % rotation();
+    auto& set = sets_[size_t(s)];
+    check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
+  };
+  // One call alone sizes the batches; then batches back to back with the next one queued before
+  // the last is waited for, so the GPU never idles: the power and clock of continuous use.
+  call();
+  check_launch(cudaStreamSynchronize(stream_), "settling the clock");
+  if (on_call) on_call(since(t0));
+  const int batch = batch_size(since(t0), kMaxBatch);
+  int slot = 0;
+  bool in_flight = false;
+  auto b0 = Clock::now();
   while (since(t0) < cap_s) {
-    int s = i++ % rotation();
-    check_launch(fn(sets_[size_t(s)].a.get(), sets_[size_t(s)].b.get(), sets_[size_t(s)].c.get(), stream_), "launch");
-    check_launch(cudaStreamSynchronize(stream_), "settling the clock");
-    if (on_call) on_call(0);
+    for (int i = 0; i < batch; ++i) call();
+    check_launch(cudaEventRecord(done_[slot], stream_), "cudaEventRecord");
+    if (in_flight) {
+      check_launch(cudaEventSynchronize(done_[1 - slot]), "settling the clock");
+      if (on_call) on_call(since(b0));
+      b0 = Clock::now();
+    }
+    in_flight = true;
+    slot = 1 - slot;
     if (!nvml.available()) {
       if (since(t0) >= std::min(cap_s, kSettleMinS)) break;  // no clock to watch: the minimum
       continue;
@@ -162,6 +193,7 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
       }
     }
   }
+  check_launch(cudaStreamSynchronize(stream_), "settling the clock");
   return {since(t0), clocks.empty() ? kNaN : clocks.back()};
 }
 
@@ -169,8 +201,8 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   Timed t;
   auto t0 = Clock::now();
   Nvml& nvml = Nvml::get();
-  // Longer than any host needs to queue two events and one launch; a call that blocks the
-  // host (a synchronising allocation) meets it, and timing goes on unheld.
+  // Longer than any host needs to queue a batch; a call that blocks the host (a synchronising
+  // allocation) meets it, and timing goes on unheld.
   constexpr double kHoldTimeout = 0.05;
   // GEMMTUNE_TIMING_HOLD=0 times unheld (to see what the host's launch latency adds).
   const char* env = std::getenv("GEMMTUNE_TIMING_HOLD");
@@ -181,57 +213,101 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
            : hold   ? ""
                     : "timed unheld: no mapped host memory for the stream hold";
   int s = 0;
-  auto run = [&](bool timed) -> double {
+  auto call = [&] {
     s = (s + 1) % rotation();
     auto& set = sets_[size_t(s)];
-    const bool held = timed && hold;
-    if (held) {
-      hold_[0] = 0;
-      hold_[1] = 0;
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      launch_hold(hold_dev_, hold_dev_ + 1, kHoldTimeout, stream_);
-    }
-    if (timed) check_launch(cudaEventRecord(e0_, stream_), "cudaEventRecord");
     check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
-    if (!timed) {
-      auto c0 = Clock::now();
-      check_launch(cudaStreamSynchronize(stream_), "warm-up");
-      if (on_call) on_call(since(c0));
-      return 0;
-    }
-    check_launch(cudaEventRecord(e1_, stream_), "cudaEventRecord");
-    if (held) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      hold_[0] = 1;  // release: everything of this call is queued behind the hold
-    }
-    check_launch(cudaEventSynchronize(e1_), "running the candidate");
-    float ms = 0;
-    check_launch(cudaEventElapsedTime(&ms, e0_, e1_), "cudaEventElapsedTime");
-    if (on_call) on_call(double(ms) * 1e-3);
-    if (held && hold_[1] != 0) {
-      hold = false;
-      t.note = fmt::format("timed unheld: queueing one call took over {:.0f} ms (the call blocks the host)",
-                           kHoldTimeout * 1e3);
-      return kNaN;  // this sample waited for the time-out: dropped
-    }
-    return double(ms) * 1000.0;
   };
-  // Warm-up: continuous calls, one at a time (queueing thousands would heat the card
-  // long after the host thinks it stopped).
-  for (int n = 0; n < 2 || since(t0) < o.warmup_s; ++n) run(false);
+  // Warm-up: two calls alone (the faster one's wall time sizes the batches), then batches
+  // until warmup_s.
+  double first_s = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto c0 = Clock::now();
+    call();
+    check_launch(cudaStreamSynchronize(stream_), "warm-up");
+    first_s = i == 0 ? since(c0) : std::min(first_s, since(c0));
+    if (on_call) on_call(since(c0));
+  }
+  // Held, the calls of a batch run back to back, as in continuous use; unheld, one at a time
+  // with the GPU idle in between (the older method, whose intervals include the launch).
+  int batch = hold ? batch_size(first_s, o.max_samples) : 1;
+  do {
+    auto b0 = Clock::now();
+    for (int i = 0; i < batch; ++i) call();
+    check_launch(cudaStreamSynchronize(stream_), "warm-up");
+    if (on_call) on_call(since(b0));
+  } while (since(t0) < o.warmup_s);
+
   std::vector<double> samples, clocks, mclocks, power, temp;
   std::string throttle;
   auto t1 = Clock::now();
   auto last_read = Clock::now() - std::chrono::seconds(1);
+  bool have_ref = false;
+  int queued[2] = {0, 0};
+  Clock::time_point queued_at[2];
+  // One batch on slot k: [hold k] (e0 call e1) x batch, then the hold released. Queued behind
+  // the batch before it, its hold is already released when the GPU reaches it, so the two
+  // batches run back to back; the first one waits until all of its calls are queued.
+  auto queue = [&](int k) {
+    cudaEvent_t* ev = &events_[size_t(k) * 2 * kMaxBatch];
+    if (hold) {
+      hold_[2 * k] = 0;
+      hold_[2 * k + 1] = 0;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      launch_hold(hold_dev_ + 2 * k, hold_dev_ + 2 * k + 1, kHoldTimeout, stream_);
+    }
+    if (!have_ref) {
+      check_launch(cudaEventRecord(t_ref_, stream_), "cudaEventRecord");
+      have_ref = true;
+    }
+    for (int i = 0; i < batch; ++i) {
+      check_launch(cudaEventRecord(ev[2 * i], stream_), "cudaEventRecord");
+      call();
+      check_launch(cudaEventRecord(ev[2 * i + 1], stream_), "cudaEventRecord");
+    }
+    if (hold) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      hold_[2 * k] = 1;  // release: everything of this batch is queued behind the hold
+    }
+    queued[k] = batch;
+    queued_at[k] = Clock::now();
+  };
+  // Waits for slot k's batch; false when its hold timed out (its samples are dropped).
+  auto collect = [&](int k) {
+    cudaEvent_t* ev = &events_[size_t(k) * 2 * kMaxBatch];
+    const int n = queued[k];
+    check_launch(cudaEventSynchronize(ev[2 * n - 1]), "running the candidate");
+    if (on_call) on_call(since(queued_at[k]));
+    if (hold && hold_[2 * k + 1] != 0) return false;
+    for (int i = 0; i < n; ++i) {
+      float ms = 0, end_ms = 0;
+      check_launch(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
+      check_launch(cudaEventElapsedTime(&end_ms, t_ref_, ev[2 * i + 1]), "cudaEventElapsedTime");
+      samples.push_back(double(ms) * 1000.0);
+      t.sample_t.push_back(double(end_ms) * 1e-3);
+    }
+    return true;
+  };
+  // Batches in flight: two, so that the next is queued while one runs; one for a call long
+  // enough to fill a batch alone (the host's gap is then negligible) or unheld.
+  int depth = hold && batch > 1 ? 2 : 1;
+  int slot = 0;
+  queue(slot);
   for (;;) {
-    const double us = run(true);
-    if (!std::isfinite(us)) {
-      samples.clear();  // the samples so far were held, the rest will not be: keep one method
+    if (depth == 2) queue(1 - slot);
+    if (!collect(slot)) {
+      // The hold gave up: the host could not queue the batch in time (a call that blocks it).
+      check_launch(cudaStreamSynchronize(stream_), "running the candidate");
+      samples.clear();  // keep one method: the rest are timed unheld, one call at a time
       t.sample_t.clear();
+      hold = false;
+      batch = depth = 1;
+      t.note = fmt::format("timed unheld: queueing a batch took over {:.0f} ms (the call blocks the host)",
+                           kHoldTimeout * 1e3);
+      slot = 0;
+      queue(slot);
       continue;
     }
-    samples.push_back(us);
-    t.sample_t.push_back(since(t1));
     if (nvml.available() && std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.02) {
       last_read = Clock::now();
       GpuSensors g = nvml.read(dev_.uuid);
@@ -244,16 +320,21 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
       std::string r = nvml.throttle_reasons(dev_.uuid);
       if (!r.empty() && r != "none" && throttle.find(r) == std::string::npos) throttle += (throttle.empty() ? "" : ";") + r;
     }
-    int n = int(samples.size());
+    const int n = int(samples.size());
     const double elapsed = since(t1);
     const double min_time =
         std::max(o.min_time_s, throttle.find("power_cap") != std::string::npos ? o.capped_min_time_s : 0.0);
-    if (n >= o.max_samples && elapsed >= min_time) break;
-    if (n >= o.min_samples) {
-      if (elapsed >= std::max(o.max_time_s, min_time)) break;
-      if (elapsed >= min_time && n % 5 == 0 && summarize(samples).ci_rel() <= o.target_ci) break;
+    bool stop = n >= o.max_samples && elapsed >= min_time;
+    if (!stop && n >= o.min_samples) {
+      if (elapsed >= std::max(o.max_time_s, min_time)) stop = true;
+      else if (elapsed >= min_time && (batch > 1 || n % 5 == 0) && summarize(samples).ci_rel() <= o.target_ci) stop = true;
     }
+    if (stop) break;
+    if (depth == 2) slot = 1 - slot;
+    else queue(slot);
   }
+  // The batch queued beyond the last one collected still runs: wait, and drop it.
+  check_launch(cudaStreamSynchronize(stream_), "running the candidate");
   t.samples = samples;
   t.time = summarize(std::move(samples));
   auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };

@@ -49,6 +49,10 @@ inline constexpr double kSettleCapS = 3.0;
 inline constexpr double kSettleMinS = 1.0;
 // Seconds a single timing (`gemmtune run`) samples at least once the power cap engages.
 inline constexpr double kCappedMinTimeS = 0.5;
+// Timed (and settling) calls are queued in batches that run back to back, as in continuous
+// use: about kBatchTargetS of work per batch, at most kMaxBatch calls.
+inline constexpr int kMaxBatch = 64;
+inline constexpr double kBatchTargetS = 0.002;
 
 struct TimingOptions {
   double warmup_s = 0.02;   // continuous calls before sampling (the clock is settled already)
@@ -110,9 +114,10 @@ class ProblemBench {
 
   // Poison C with NaN, run once, compare with the float64 reference.
   VerifyResult verify(const LaunchFn& fn);
-  // Settled steady-state timing: warm-up, then one event pair per call over rotating sets.
+  // Settled steady-state timing: warm-up, then one event pair per call over rotating sets,
+  // the calls queued in batches that run back to back behind a hold (TimingOptions::hold).
   Timed time(const LaunchFn& fn, const TimingOptions& o);
-  // Run fn continuously until the SM clock is stable (NVML: the last 500 ms within 1 %, and at
+  // Run fn continuously (batches back to back) until the SM clock is stable (NVML: the last 500 ms within 1 %, and at
   // least kSettleMinS passed) or cap_s passes.
   // Returns seconds spent and the clock it settled at (NaN without NVML).
   std::pair<double, double> settle(const LaunchFn& fn, double cap_s);
@@ -138,9 +143,12 @@ class ProblemBench {
   std::vector<Set> sets_;
   DeviceBuffer ref_, scratch_;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
-  volatile int* hold_ = nullptr;  // mapped host memory: [0] release, [1] timed out
-  int* hold_dev_ = nullptr;       // the same two ints as the device sees them
+  // Two batches' event pairs ([slot][call][start, end]), each slot's end of settling batch,
+  // and the reference for the samples' end times.
+  std::vector<cudaEvent_t> events_;
+  cudaEvent_t done_[2] = {nullptr, nullptr}, t_ref_ = nullptr;
+  volatile int* hold_ = nullptr;  // mapped host memory, per slot: [2k] release, [2k + 1] timed out
+  int* hold_dev_ = nullptr;       // the same four ints as the device sees them
 };
 
 }  // namespace gt
