@@ -29,9 +29,8 @@ inline constexpr const char* kGemmtuneVersion = "0.1.0";
 // 2: timed calls are queued behind a held stream (bench.hpp, TimingOptions::hold), so times no
 //    longer include the host's launch latency.
 // 3: timed and settling calls run in batches back to back (kBatchTargetS), as in continuous
-//    use: one call at a time left the GPU idle between calls, and at the power cap the board
-//    then held a higher clock than under continuous work (4096^3 f16 on the H200: 214 us
-//    against 229 us for the same kernel called back to back by PyTorch).
+//    use: one call at a time left the GPU idle for a few µs between calls, and what a
+//    power-capped board sustains depends on that.
 inline constexpr int kMethodVersion = 3;
 
 struct Provenance {
