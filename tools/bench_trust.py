@@ -19,9 +19,15 @@ import sys
 import time
 
 
+# Both sides sample over the same window after their settle: at a power cap the time a kernel
+# gets depends on how long and how soon after the settle it is sampled (docs/measurement.md).
+WINDOW_S = 0.5
+
+
 def gemmtune_run(gt, family, shape, dtype, params=None, held=True):
     # Settle up to 2 s, as the PyTorch side does (it stops earlier once the clock is stable).
-    cmd = [gt, "--json", "run", "--family", family, "--shape", shape, "--dtype", dtype, "--settle", "2"]
+    cmd = [gt, "--json", "run", "--family", family, "--shape", shape, "--dtype", dtype, "--settle", "2",
+           "--min-time", str(WINDOW_S)]
     if params:
         cmd += ["--params", params]
     env = dict(os.environ)
@@ -61,8 +67,8 @@ def torch_time(shape, dtype, settle_s=2.0, samples=100):
             torch.cuda.synchronize()
     torch.cuda.synchronize()
     batch = 20
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(2 * batch)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(2 * batch)]
 
     def one_at_a_time(held):
         # One call in flight. Held: a spinning kernel (torch.cuda._sleep, 1e5 cycles, 50-70 us)
@@ -81,16 +87,29 @@ def torch_time(shape, dtype, settle_s=2.0, samples=100):
 
     def queued():
         # Batches of calls, each between its own events, queued back to back: the queue stays
-        # ahead of the GPU, which runs them without gaps (the steady state gemmtune settles into).
+        # ahead of the GPU, which runs them without gaps (as gemmtune times); at least `samples`
+        # calls and WINDOW_S seconds, as gemmtune samples.
+        # The next batch is queued before the last one is waited for, so the GPU does not idle.
         ts = []
-        for j0 in range(0, samples, batch):
+        w0 = time.perf_counter()
+
+        def queue(slot, j0):
             for j in range(batch):
-                starts[j].record()
+                starts[slot * batch + j].record()
                 call(j0 + j)
-                ends[j].record()
-            ends[-1].synchronize()
-            ts += [starts[j].elapsed_time(ends[j]) * 1000.0 for j in range(batch)]
-        return statistics.median(ts)
+                ends[slot * batch + j].record()
+
+        queue(0, 0)
+        slot, j0 = 0, batch
+        while True:
+            more = j0 < samples or time.perf_counter() - w0 < WINDOW_S
+            if more:
+                queue(1 - slot, j0)
+            ends[slot * batch + batch - 1].synchronize()
+            ts += [starts[slot * batch + j].elapsed_time(ends[slot * batch + j]) * 1000.0 for j in range(batch)]
+            if not more:
+                return statistics.median(ts)
+            slot, j0 = 1 - slot, j0 + batch
 
     # Short calls (the settle's rate says which): Python queues more slowly than the GPU runs
     # them, so a batch would not stay ahead; each call is held instead (its gaps are too short to
@@ -139,8 +158,9 @@ def main():
             txt = " ".join("-" if v is None else f"{v:.0f}" for v in vals)
             print(f"  {'':<14} {'':<16} {'':<5} {txt + ' ' + unit:<50}")
     print("\nAgreement with PyTorch (torch.matmul -> cuBLAS), same session, both after a settle under")
-    print("continuous calls and timing the GPU's time (gemmtune held; torch queued back to back, or")
-    print("held per call below 100 us); unheld (the host's launch latency inside) for reference")
+    print(f"continuous calls and timing the GPU's time over at least {WINDOW_S} s (gemmtune held, back to")
+    print("back; torch queued back to back, or held per call below 100 us); unheld (the host's launch")
+    print("latency inside) for reference")
     print(f"  {'shape':<16} {'dtype':<5} {'gemmtune rank 0 (us)':>21} {'torch (us)':>11} {'ratio':>7} "
           f"{'gemmtune unheld':>16} {'torch unheld':>13}")
     for shape, dt in [("4096x4096x4096", "f16"), ("8192x8192x8192", "f16"), ("4096x4096x4096", "bf16"),
