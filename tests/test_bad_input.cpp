@@ -159,6 +159,7 @@ TEST_CASE("bad flags: exit 2 naming the flag, before any GPU work; the store unt
       {"run --family nope --shape 64x64x64", {"--family", "unknown family 'nope'"}},
       {"run --family naive --shape 64x64x64 --quick --min-time 1", {"--min-time", "not with --quick"}},
       {"run --family naive --shape 64x64x64 --min-time 100", {"--min-time", "100"}},
+      {"run --family naive --shape 64x64x64 --trace /nonexistent-dir/trace.csv", {"--trace", "cannot write"}},
       {"compare --shape 64x64x64 --layout xx", {"--layout", "unknown layout 'xx'"}},
       {"compile --family naive --shape 64x64x64 --dtype f8", {"--dtype", "unknown dtype 'f8'"}},
   };

@@ -99,11 +99,16 @@ class CompileSample {
 // Compiles the jobs ahead, then checks each on GPU 0: verified against float64 within the
 // dtype's tolerance (Catch CHECKs naming the problem, config and message).
 void check_correct(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs);
+// A family test's jobs (structs with .p and .c) as (problem, config) pairs.
 template <class Jobs>
-void check_correct_jobs(const Family& fam, const Jobs& jobs) {
+std::vector<std::pair<Problem, Config>> job_pairs(const Jobs& jobs) {
   std::vector<std::pair<Problem, Config>> pc;
   for (auto& j : jobs) pc.emplace_back(j.p, j.c);
-  check_correct(fam, pc);
+  return pc;
+}
+template <class Jobs>
+void check_correct_jobs(const Family& fam, const Jobs& jobs) {
+  check_correct(fam, job_pairs(jobs));
 }
 
 // Compiles the jobs' (problem, config) for GPU 0 on every core into the cache gpu_check reads,
@@ -111,8 +116,6 @@ void check_correct_jobs(const Family& fam, const Jobs& jobs) {
 void compile_ahead(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs);
 template <class Jobs>
 void compile_ahead_jobs(const Family& fam, const Jobs& jobs) {
-  std::vector<std::pair<Problem, Config>> pc;
-  for (auto& j : jobs) pc.emplace_back(j.p, j.c);
-  compile_ahead(fam, pc);
+  compile_ahead(fam, job_pairs(jobs));
 }
 }  // namespace gt::test

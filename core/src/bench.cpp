@@ -140,6 +140,12 @@ VerifyResult ProblemBench::verify(const LaunchFn& fn) {
   return v;
 }
 
+void ProblemBench::launch_next(const LaunchFn& fn) {
+  next_set_ = (next_set_ + 1) % rotation();
+  auto& set = sets_[size_t(next_set_)];
+  check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
+}
+
 // Calls of one batch are queued back to back; a batch lasts about kBatchTargetS (by the first
 // call's wall time) and has at most kMaxBatch calls (bench.hpp).
 static int batch_size(double call_s, int cap) {
@@ -152,15 +158,9 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
   Nvml& nvml = Nvml::get();
   std::vector<double> clocks;
   auto last_read = Clock::now();
-  int s = 0;
-  auto call = [&] {
-    s = (s + 1) % rotation();
-    auto& set = sets_[size_t(s)];
-    check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
-  };
   // One call alone sizes the batches; then batches back to back with the next one queued before
   // the last is waited for, so the GPU never idles: the power and clock of continuous use.
-  call();
+  launch_next(fn);
   check_launch(cudaStreamSynchronize(stream_), "settling the clock");
   if (on_call) on_call(since(t0));
   const int batch = batch_size(since(t0), kMaxBatch);
@@ -168,7 +168,7 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
   bool in_flight = false;
   auto b0 = Clock::now();
   while (since(t0) < cap_s) {
-    for (int i = 0; i < batch; ++i) call();
+    for (int i = 0; i < batch; ++i) launch_next(fn);
     check_launch(cudaEventRecord(done_[slot], stream_), "cudaEventRecord");
     if (in_flight) {
       check_launch(cudaEventSynchronize(done_[1 - slot]), "settling the clock");
@@ -212,18 +212,12 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
            : !want  ? "timed unheld: GEMMTUNE_TIMING_HOLD=0"
            : hold   ? ""
                     : "timed unheld: no mapped host memory for the stream hold";
-  int s = 0;
-  auto call = [&] {
-    s = (s + 1) % rotation();
-    auto& set = sets_[size_t(s)];
-    check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
-  };
   // Warm-up: two calls alone (the faster one's wall time sizes the batches), then batches
   // until warmup_s.
   double first_s = 0;
   for (int i = 0; i < 2; ++i) {
     auto c0 = Clock::now();
-    call();
+    launch_next(fn);
     check_launch(cudaStreamSynchronize(stream_), "warm-up");
     first_s = i == 0 ? since(c0) : std::min(first_s, since(c0));
     if (on_call) on_call(since(c0));
@@ -233,7 +227,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   int batch = hold ? batch_size(first_s, o.max_samples) : 1;
   do {
     auto b0 = Clock::now();
-    for (int i = 0; i < batch; ++i) call();
+    for (int i = 0; i < batch; ++i) launch_next(fn);
     check_launch(cudaStreamSynchronize(stream_), "warm-up");
     if (on_call) on_call(since(b0));
   } while (since(t0) < o.warmup_s);
@@ -262,7 +256,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     }
     for (int i = 0; i < batch; ++i) {
       check_launch(cudaEventRecord(ev[2 * i], stream_), "cudaEventRecord");
-      call();
+      launch_next(fn);
       check_launch(cudaEventRecord(ev[2 * i + 1], stream_), "cudaEventRecord");
     }
     if (hold) {

@@ -136,6 +136,9 @@ class ProblemBench {
     DeviceBuffer a, b, c;
   };
   void check_launch(cudaError_t e, const char* what);
+  // Queues one call on the next rotating set (settle, warm-up and samples step through them).
+  void launch_next(const LaunchFn& fn);
+  int next_set_ = 0;
   Problem p_;
   DeviceInfo dev_;
   Distribution dist_;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <random>
 
@@ -57,6 +58,15 @@ static Command add_run(CLI::App& app, Globals& g) {
   return {sub, [&g] {
             Problem p = pa.resolve();
             if (quick && min_time >= 0) throw InputError("--min-time: not with --quick (quick timing stops at its own short cap)");
+            // A bad trace path fails before the GPU work; an existing file is replaced only
+            // by a trace, never emptied by a run that timed nothing.
+            const bool trace_existed = !trace.empty() && std::filesystem::exists(trace);
+            if (!trace.empty()) {
+              std::FILE* f = std::fopen(trace.c_str(), "a");
+              if (!f) throw InputError("--trace: cannot write " + trace + ": " + std::strerror(errno));
+              std::fclose(f);
+              if (!trace_existed) std::filesystem::remove(trace);  // written only with a trace
+            }
             Distribution d = parse_distribution(dist.c_str());
             const Family& fam = g.plugins().get(family);
             // Validate the config against the architecture's limits before asking for a GPU.
@@ -98,14 +108,17 @@ static Command add_run(CLI::App& app, Globals& g) {
             o.timing.min_time_s = std::max(min_time, 0.0);
             o.timing.capped_min_time_s = min_time >= 0 ? min_time : kCappedMinTimeS;
             o.keep_trace = !trace.empty();
-            // Open the trace before the GPU work, so that a bad path fails first.
-            std::FILE* trace_file = nullptr;
-            if (!trace.empty() && !(trace_file = std::fopen(trace.c_str(), "w")))
-              throw InputError("--trace: cannot write " + trace + ": " + std::strerror(errno));
-            std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_closer(trace_file, trace_file ? &std::fclose : nullptr);
             Evaluation ev = evaluate(fam, p, c, dev, bench, compiler, nullptr, o);
             const Measurement& m = ev.m;
-            if (trace_file && ev.trace) write_trace(trace_file, *ev.trace);
+            if (!trace.empty()) {
+              if (ev.trace) {
+                std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(trace.c_str(), "w"), &std::fclose);
+                if (!f) throw RuntimeFailure("--trace: cannot write " + trace + ": " + std::strerror(errno));
+                write_trace(f.get(), *ev.trace);
+              } else {
+                fmt::print(stderr, "--trace: nothing was timed; {} not written\n", trace);
+              }
+            }
             std::string name = space.name(c);
             if (g.json) {
               nlohmann::json j = m;
