@@ -20,7 +20,7 @@ constexpr double kBusyWindowS = 0.25;
 
 std::string describe(const TuneOptions& o) {
   return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds", o.strategy,
-                     o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists, o.retime_rounds);
+                     o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists, o.retime.rounds);
 }
 
 Tuner::Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
@@ -63,7 +63,7 @@ std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>&
   if (!reference_ || is_reference()) {
     auto lock = hold_measurer();
     ensure_problem(p);
-    auto st = measurer_.retime(cs, o_.retime_rounds, seed);
+    auto st = measurer_.retime(cs, o_.retime, seed);
     mark_busy();
     return st;
   }
@@ -75,7 +75,7 @@ std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>&
   // Settle first unless the reference GPU was measuring a moment ago (its own problem or
   // another GPU's finalists): an idle GPU's clock has dropped, a busy one's has not.
   if (since(reference_->last_busy) > kBusyWindowS) reference_->measurer->settle(cs.front(), o_.settle_s);
-  auto st = reference_->measurer->retime(cs, o_.retime_rounds, seed);
+  auto st = reference_->measurer->retime(cs, o_.retime, seed);
   reference_->last_busy = Clock::now();
   return st;
 }
@@ -419,8 +419,8 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       for (size_t i = 0; i < fin.size(); ++i) {
         fin[i].m.time = st[i];
         fin[i].row = record_retimed(p, space, fin[i].config, fin[i].m, prov_full,
-                                    fmt::format("finalist: re-timed interleaved with {} others over {} rounds",
-                                                fin.size() - 1, o_.retime_rounds));
+                                    fmt::format("finalist: re-timed interleaved with {} others {}", fin.size() - 1,
+                                                describe(o_.retime)));
       }
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
         return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
@@ -498,9 +498,8 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
         if (store_) {
           Space space = spaces_(f.family, p);
           f.best_row = record_retimed(p, space, *f.best, f.best_m, provenance_(f.family, false),
-                                      fmt::format("family winner: re-timed interleaved with the {} other families' "
-                                                  "winners over {} rounds",
-                                                  idx.size() - 1, o_.retime_rounds));
+                                      fmt::format("family winner: re-timed interleaved with the {} other families' winners {}",
+                                                  idx.size() - 1, describe(o_.retime)));
         }
       }
     } catch (const RuntimeFailure& e) {

@@ -30,7 +30,7 @@ struct TuneOptions {
   uint64_t seed = 1;              // strategy seed
   bool quick_explore = true;      // explore with quick timings; finalists always get full ones
   int finalists = 4;              // per family, re-timed interleaved
-  int retime_rounds = 8;
+  Interleave retime;              // how finalists and families' winners are re-timed
   // A tie between families' winners goes to this family (the reference the table is measured
   // against): another family replaces it only when measurably faster. Empty: broken by median.
   std::string tie_family = "cublaslt";

@@ -6,9 +6,11 @@
 // shape; further heuristic picks and configs from the algorithm-config space are
 // re-created from their attributes and verified; AlgoCheck's refusals reach the caller
 // with their reason; and an op re-created from stored attributes is the heuristic's own
-// algorithm (same bits out as cuBLASLt's heuristic result run directly).
+// algorithm (same bits out as cuBLASLt's heuristic result run directly); interleaved with a
+// far cooler kernel, the pick is re-timed at its own clock, as when it runs alone.
 #include "device.hpp"
 #include "errors.hpp"
+#include "measure_service.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -700,4 +702,35 @@ TEST_CASE("cuBLASLt's pick is timed on the caller's stream", "[gpu][cublaslt]") 
   CHECK(m.time.count >= 5);
   // 17 GFLOP: well over a microsecond, and no GPU of today does it in under 10 us.
   CHECK(m.time.median > 10.0);
+}
+
+// At a power cap the clock follows the power of the last tens of ms: interleaved with turns
+// of a kernel that draws far less (naive), 5 ms of warm-up time cuBLASLt's pick at a clock
+// above the one it sustains alone. Each turn at the cap runs its candidate alone first
+// (Interleave::capped_warmup_s): the re-timed pick agrees with the pick timed alone. Below
+// the cap (a smaller board) the clock does not depend on it and they agree anyway.
+TEST_CASE("interleaved with a cooler kernel, the pick is re-timed at its own clock", "[gpu][cublaslt]") {
+  GT_REQUIRE_GPU();
+  Problem p = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn);
+  CubinCache cache(std::filesystem::temp_directory_path() / "gemmtune-test-cubins");
+  MeasureService svc(test::plugins(), cache, 0);
+  svc.set_problem(p, Distribution::normal, 5);
+  const gt_device d = device_info(0).limits;
+  Candidate pick{"cublaslt", &cublaslt(), cublaslt().space(p, d).default_config()};
+  const Family& naive = test::plugins().get("naive");
+  Candidate cool{"naive", &naive, naive.space(p, d).default_config()};
+  svc.settle(pick, 3.0);
+  svc.timing.min_time_s = 0.5;
+  Measurement alone = svc.measure(pick, false);
+  REQUIRE(alone.status == Status::ok);
+  std::vector<Stats> st = svc.retime({pick, cool}, Interleave{}, 3);
+  REQUIRE(st.size() == 2);
+  // The same with 5 ms of warm-up at the cap too (method 3), for the log.
+  std::vector<Stats> short_turns = svc.retime({pick, cool}, Interleave{4, 0.005, 0.005, 4}, 3);
+  WARN("cuBLASLt's pick, 4096^3 f16: alone " << alone.time.median << " us (" << alone.sensors.sm_clock_mhz
+                                             << " MHz, " << alone.throttle << "); interleaved with naive: "
+                                             << st[0].median << " us, with 5 ms turns " << short_turns[0].median
+                                             << " us");
+  CHECK(st[0].median == Approx(alone.time.median).epsilon(0.03));
+  CHECK(st[1].median > 20 * st[0].median);  // naive: a far slower, cooler neighbour
 }

@@ -19,13 +19,13 @@ class RetimingMeasurer : public ReplayMeasurer {
   RetimingMeasurer(const Recording& rec, std::function<double(const Config&)> truth)
       : ReplayMeasurer(rec), truth_(std::move(truth)) {}
   bool is_replay() const override { return false; }
-  std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t) override {
+  std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t) override {
     ++retimes;
     last.clear();
     std::vector<Stats> out;
     for (auto& c : cs) {
       Stats s;
-      s.count = rounds;
+      s.count = how.rounds;
       s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = truth_(c.config);
       s.ci_low = s.median * (1 - ci);
       s.ci_high = s.median * (1 + ci);
@@ -149,12 +149,12 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
   class ByFamily : public RetimingMeasurer {
    public:
     ByFamily(const Recording& r, double hand_us) : RetimingMeasurer(r, [](const Config&) { return 0.0; }), hand_(hand_us) {}
-    std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t) override {
+    std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t) override {
       std::vector<Stats> out;
       for (auto& c : cs) {
         const double t = c.family == "hand" ? (c.config[0] == 0 ? hand_ : 110.0) : (c.config[0] == 5 ? 101.0 : 110.0);
         Stats s;
-        s.count = rounds;
+        s.count = how.rounds;
         s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
         s.ci_low = t * (1 - ci);
         s.ci_high = t * (1 + ci);
@@ -267,11 +267,11 @@ TEST_CASE("the families' winners re-timed against each other are stored: the win
   class TwoStage : public RetimingMeasurer {
    public:
     TwoStage(const Recording& r) : RetimingMeasurer(r, [](const Config&) { return 0.0; }) {}
-    std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t) override {
+    std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t) override {
       std::vector<Stats> out;
       for (auto& c : cs) {
         Stats s;
-        s.count = rounds;
+        s.count = how.rounds;
         double t = (c.family == "toy2" ? 90.0 : 95.0) + double(c.config[0]) + (cs.size() == 2 ? 20.0 : 0.0);
         s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = t;
         out.push_back(s);

@@ -98,20 +98,33 @@ double MeasureService::settle(const Candidate& c, double cap_s) {
   }
 }
 
-std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) {
+std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
   if (!bench_) throw RuntimeFailure("retime before set_problem");
   use_device();
   std::vector<std::vector<double>> samples(cs.size());
   std::vector<size_t> order(cs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 rng(seed);
-  // Each turn is short (a few samples): many alternations average out clock drift.
-  TimingOptions turn{0.005, 3, 50, 0.03, 0.0};
+  // Each turn samples briefly (a few ms): many alternations average out clock drift. At the
+  // power cap each turn first runs its candidate long enough to reach its own clock
+  // (Interleave): the turns timed before the cap was seen are discarded and the rounds restart.
+  TimingOptions turn{how.warmup_s, 3, 50, 0.03, 0.0};
+  int rounds = how.rounds;
+  bool capped = false;
   try {
     for (int r = 0; r < rounds; ++r) {
       std::shuffle(order.begin(), order.end(), rng);
       for (size_t i : order) {
         Timed t = bench_->time(runnable(cs[i]).launch_fn(), turn);
+        if (!capped && t.throttle.find("power_cap") != std::string::npos &&
+            how.capped_warmup_s > how.warmup_s) {
+          capped = true;
+          turn.warmup_s = how.capped_warmup_s;
+          rounds = std::min(how.rounds, std::max(1, how.capped_rounds));
+          for (auto& s : samples) s.clear();
+          r = -1;
+          break;
+        }
         samples[i].insert(samples[i].end(), t.samples.begin(), t.samples.end());
       }
     }

@@ -21,7 +21,7 @@ class MeasureService : public Measurer {
   void set_problem(const Problem& p, Distribution d, uint64_t seed) override;
   Measurement measure(const Candidate& c, bool quick) override;
   double settle(const Candidate& c, double cap_s) override;
-  std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) override;
+  std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
 
   // True once a candidate left the CUDA context unusable: the worker must exit.
   bool context_lost() const { return context_lost_; }

@@ -10,11 +10,38 @@
 #include "measurement.hpp"
 #include "plugin.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gt {
+
+// How candidates are re-timed interleaved: `rounds` rounds, each visiting every candidate once
+// in a freshly shuffled order. In its turn a candidate first runs alone, untimed, for
+// `warmup_s`, then is sampled for a few ms.
+//
+// At the power cap the clock follows the power drawn over the last tens of ms, so a short
+// warm-up times a candidate at its neighbours' clock, not its own (H200, bf16, cuBLASLt's pick
+// at 1024x22016x4096: 277 us interleaved with our slower, cooler wmma kernel, 311 us with
+// another cuBLASLt config, 291-294 us with either after 0.2 s alone). Once NVML reports the
+// cap, every turn warms up `capped_warmup_s` instead, over at most `capped_rounds` rounds
+// (each turn is then a settled measurement of its own), and the turns timed before that are
+// discarded.
+struct Interleave {
+  int rounds = 8;
+  double warmup_s = 0.005;
+  double capped_warmup_s = 0.1;
+  int capped_rounds = 4;
+};
+// "over 8 rounds (at the power cap at most 4, each turn after 0.1 s alone)"
+inline std::string describe(const Interleave& how) {
+  if (!(how.capped_warmup_s > how.warmup_s)) return fmt::format("over {} rounds", how.rounds);
+  return fmt::format("over {} rounds (at the power cap at most {}, each turn after {:g} s alone)", how.rounds,
+                     std::min(how.rounds, how.capped_rounds), how.capped_warmup_s);
+}
 
 struct Candidate {
   std::string family;              // family name
@@ -36,9 +63,9 @@ class Measurer {
   virtual Measurement measure(const Candidate& c, bool quick) = 0;
   // Run a candidate continuously until the clock settles (or cap_s). Returns seconds spent.
   virtual double settle(const Candidate& c, double cap_s) = 0;
-  // Re-time candidates interleaved: `rounds` rounds, each visiting every candidate once in
-  // a freshly shuffled order; a candidate's samples from all rounds pooled into its Stats.
-  virtual std::vector<Stats> retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) = 0;
+  // Re-time candidates interleaved (Interleave); a candidate's samples from all rounds pooled
+  // into its Stats.
+  virtual std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) = 0;
 };
 
 }  // namespace gt

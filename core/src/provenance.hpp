@@ -31,7 +31,10 @@ inline constexpr const char* kGemmtuneVersion = "0.1.0";
 // 3: timed and settling calls run in batches back to back (kBatchTargetS), as in continuous
 //    use: one call at a time left the GPU idle for a few µs between calls, and what a
 //    power-capped board sustains depends on that.
-inline constexpr int kMethodVersion = 3;
+// 4: at the power cap each turn of an interleaved re-timing runs its candidate alone for
+//    0.1 s before sampling (Interleave::capped_warmup_s): with 5 ms, a candidate was timed at
+//    the clock its neighbours' power left behind, up to 20 % off its own.
+inline constexpr int kMethodVersion = 4;
 
 struct Provenance {
   // The GPU.

@@ -246,11 +246,13 @@ double WorkerClient::settle(const Candidate& c, double cap_s) {
   }
 }
 
-std::vector<Stats> WorkerClient::retime(const std::vector<Candidate>& cs, int rounds, uint64_t seed) {
+std::vector<Stats> WorkerClient::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
   ensure_started();
   nlohmann::json list = nlohmann::json::array();
   for (auto& c : cs) list.push_back({{"family", c.family}, {"config", c.config}});
-  nlohmann::json req = {{"op", "retime"}, {"candidates", list}, {"rounds", rounds}, {"seed", seed}};
+  nlohmann::json req = {{"op", "retime"}, {"candidates", list}, {"rounds", how.rounds},
+                         {"warmup_s", how.warmup_s},   {"capped_warmup_s", how.capped_warmup_s},
+                         {"capped_rounds", how.capped_rounds}, {"seed", seed}};
   try {
     nlohmann::json r = call(req, limits_.hang_floor_s, limits_.absolute_cap_s);
     if (!r.value("ok", false)) throw RuntimeFailure("re-timing: " + r.value("error", ""));

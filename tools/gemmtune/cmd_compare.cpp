@@ -37,6 +37,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
   static uint64_t budget = 60;
   static bool no_tune = false;
   static int device = 0, rounds = 10;
+  static double turn_warmup = Interleave{}.capped_warmup_s;
   add_problem_options(sub, pa);
   sub->add_option("--config", config, "a TOML job: compare every problem of it");
   sub->add_option("--family", families, "hand-written families to include (default: every source family)");
@@ -44,6 +45,10 @@ static Command add_compare(CLI::App& app, Globals& g) {
   sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
   sub->add_option("--device", device, "GPU index")->default_val(0);
   sub->add_option("--rounds", rounds, "rounds of interleaved timing")->default_val(10);
+  sub->add_option("--turn-warmup", turn_warmup, "at the power cap: seconds each config runs alone, untimed, before its samples in each turn "
+                  "(the clock follows the power of the last tens of ms; below the cap 5 ms; at the cap at most 4 rounds)")
+      ->default_val(Interleave{}.capped_warmup_s)
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--replay", replay, "a recording instead of the GPU");
   return {sub, [&g] {
             using namespace search;
@@ -140,15 +145,16 @@ static Command add_compare(CLI::App& app, Globals& g) {
               }
               if (!cands.empty() && !session.replay()) {
                 meas.settle(cands.front(), kSettleCapS);
-                auto st = meas.retime(cands, rounds, 7);
+                const Interleave how{rounds, Interleave{}.warmup_s, turn_warmup};
+                auto st = meas.retime(cands, how, 7);
                 for (size_t j = 0; j < ok_idx.size(); ++j) {
                   auto& e = entries[ok_idx[j]];
                   e.m.time = st[j];
                   e.m.quick = false;
                   // The config's description stays first (the report reads cuBLASLt's pick and its
                   // algorithm from it), the note on how it was timed after it.
-                  e.m.message = fmt::format("{}{}compare: timed interleaved with {} others over {} rounds", e.description,
-                                            e.description.empty() ? "" : "; ", cands.size() - 1, rounds);
+                  e.m.message = fmt::format("{}{}compare: timed interleaved with {} others {}", e.description,
+                                            e.description.empty() ? "" : "; ", cands.size() - 1, describe(how));
                   StoredRow r;
                   r.tune_id = to.tune_id;
                   r.problem = p;

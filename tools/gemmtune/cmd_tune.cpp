@@ -38,6 +38,7 @@ struct TuneArgs {
   double compile_timeout = 120;
   bool no_isolation = false, full = false, no_reuse = false;
   int finalists = -1, rounds = 8;
+  double turn_warmup = Interleave{}.capped_warmup_s;
   std::string dist;
   double settle = kSettleCapS;
 };
@@ -87,6 +88,12 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_flag("--no-reuse", a.no_reuse, "measure everything again even if the store holds valid results");
   sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
   sub->add_option("--rounds", a.rounds, "rounds of interleaved re-timing")->default_val(8);
+  sub->add_option("--turn-warmup", a.turn_warmup,
+                  "at the power cap: seconds each candidate runs alone, untimed, before its samples in each turn of the "
+                  "interleaved re-timing (the clock follows the power of the last tens of ms; below the cap 5 ms; "
+                  "at the cap at most 4 rounds)")
+      ->default_val(Interleave{}.capped_warmup_s)
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
   sub->add_option("--settle", a.settle, "seconds at most to settle the clock per problem (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
   sub->add_option("--replay", a.replay,
@@ -136,7 +143,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
             o.seed = a.seed_given ? a.seed : js.seed.value_or(1);
             o.quick_explore = a.full ? false : js.quick.value_or(true);
             o.finalists = a.finalists >= 0 ? a.finalists : js.finalists.value_or(4);
-            o.retime_rounds = std::max(1, a.rounds);
+            o.retime.rounds = std::max(1, a.rounds);
+            o.retime.capped_warmup_s = a.turn_warmup;
             o.dist = parse_distribution((!a.dist.empty() ? a.dist : js.dist.value_or("normal")).c_str());
             o.reuse = !a.no_reuse;
             o.settle_s = a.settle;
