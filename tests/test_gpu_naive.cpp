@@ -62,7 +62,9 @@ TEST_CASE("a timing samples at least min_time_s and keeps its trace", "[gpu][nai
   REQUIRE(t.samples.size() == t.sample_t.size());
   CHECK(t.samples.size() == size_t(ev.m.time.count));
   CHECK(t.samples.size() > 200);  // max_samples gives way to min_time_s as well
-  CHECK(t.sample_t.back() >= 0.3);
+  // min_time_s runs on the host's clock from before the first batch was queued; sample_t on the
+  // GPU's, from the first batch's start: a few hundred µs less (0.2996 s seen on the H200).
+  CHECK(t.sample_t.back() >= 0.3 - 0.01);
   CHECK(std::is_sorted(t.sample_t.begin(), t.sample_t.end()));
   for (size_t i = 1; i < t.readings.size(); ++i) CHECK(t.readings[i].t > t.readings[i - 1].t);
   if (Nvml::get().available()) CHECK(t.readings.size() >= 5);  // one reading per 20 ms at most
