@@ -400,8 +400,14 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   if (store_ && all_reused && o_.reuse) stored = store_->winner(key, family);
   bool from_store = false;
   if (stored) {
-    // A warm re-tune that measured nothing new: the winner settled last time stands.
+    // A warm re-tune that measured nothing new: the winner settled last time stands. Its
+    // reused row is its re-timed one, which at the power cap can read slower than other
+    // configs' quick exploration rows, so it need not rank among the fastest explored.
     auto it = std::find_if(fin.begin(), fin.end(), [&](const Result& x) { return x.name == stored->config_name; });
+    if (it == fin.end()) {
+      auto o = std::find_if(ok.begin(), ok.end(), [&](const Result& x) { return x.name == stored->config_name; });
+      if (o != ok.end()) it = fin.insert(fin.begin(), *o);
+    }
     if (it != fin.end())
       if (auto row = store_->get(stored->row_id)) {
         it->m = row->m;

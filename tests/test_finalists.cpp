@@ -2,6 +2,7 @@
 // decides. The family's own first choice (its default here) is always re-timed beside the
 // fastest explored configs, so a config that only looked faster cannot beat it.
 #include "replay_measurer.hpp"
+#include "store.hpp"
 #include "test_util.hpp"
 #include "tuner.hpp"
 
@@ -304,4 +305,47 @@ TEST_CASE("the families' winners re-timed against each other are stored: the win
   auto fam = store.winner(ResultKey::of("Test GPU", p), "toy2");
   REQUIRE(fam);
   CHECK(store.get(fam->row_id)->m.time.median == Approx(90.0));
+}
+
+// A warm re-tune re-times nothing: the stored winner stands even when its stored row (the
+// re-timed one) reads slower than other configs' quick exploration rows, as at a power cap,
+// where exploration catches the boost clock and the re-timing each config's own.
+TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows read faster than it", "[tune]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
+  Recording rec;
+  RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, "toy", "1.0", params);
+  for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
+  // Re-timed, every finalist reads ~50 % slower than explored; x=0 is still the fastest.
+  RetimingMeasurer meas(rec, [](const Config& c) { return c[0] == 0 ? 150.0 : 160.0 + double(c[0]); });
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  test::TempDir tmp;
+  Store store = Store::open(tmp.path / "r.db");
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.finalists = 2;
+  o.settle_s = 0;
+  o.tune_id = "cold";
+  {
+    Tuner t(nullptr, meas, &store, nullptr, spaces, prov, o);
+    ProblemOutcome po = t.tune(p, {"toy"});
+    REQUIRE(po.families.size() == 1);
+    REQUIRE(po.families[0].best);
+    CHECK(*po.families[0].best == Config{0});
+    CHECK(meas.retimes == 1);
+  }
+  // Warm: x=0's reused row (150 us) is slower than x=2's and x=3's exploration rows.
+  o.tune_id = "warm";
+  Tuner t(nullptr, meas, &store, nullptr, spaces, prov, o);
+  ProblemOutcome po = t.tune(p, {"toy"});
+  REQUIRE(po.families.size() == 1);
+  const FamilyOutcome& f = po.families[0];
+  CHECK(f.reused == f.evaluated);
+  CHECK(meas.retimes == 1);  // nothing re-timed
+  REQUIRE(f.best);
+  CHECK(*f.best == Config{0});
+  CHECK(f.best_m.time.median == Approx(150.0));
 }
