@@ -43,30 +43,46 @@ class RetimingMeasurer : public ReplayMeasurer {
   std::function<double(const Config&)> truth_;
 };
 
+// Recorded toy spaces on "Test GPU": one knob x = 0..n-1 (default `def`) for each family and
+// problem, x explored at explored(x) µs; and the spaces and provenance a Tuner reads from them.
+struct Toys {
+  Recording rec;
+  Toys(const std::vector<Problem>& ps, const std::vector<std::string>& families, int64_t n = 8, int64_t def = 5,
+       const std::function<double(int64_t)>& explored = [](int64_t x) { return 100.0 + double(x); }) {
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < n; ++i) values.push_back(i);
+    std::vector<Param> params = {{"x", "a knob", values, {}, def}};
+    for (auto& p : ps)
+      for (auto& fam : families) {
+        RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, fam, "1.0", params);
+        for (int64_t i = 0; i < n; ++i) rs.add({i}, Outcome{Status::ok, explored(i), ""});
+      }
+  }
+  SpaceSource spaces() const {
+    return [this](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  }
+  ProvenanceSource prov() const {
+    return [this](const std::string& fam, bool quick) { return replay_provenance(rec, fam, "normal", quick); };
+  }
+};
+
+const Problem k512 = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+
 }  // namespace
 
 TEST_CASE("the default is always a finalist: a config that only explored faster cannot beat it", "[tune]") {
-  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
-  Recording rec;
-  RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, "toy", "1.0", params);
+  const Problem p = k512;
   // Explored: x=0..3 look fastest (100..103 us), the default x=5 looks slow (110 us).
-  for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, i == 5 ? 110.0 : 100.0 + double(i), ""});
+  Toys toys({p}, {"toy"}, 8, 5, [](int64_t x) { return x == 5 ? 110.0 : 100.0 + double(x); });
   // Re-timed side by side: the default is in truth the fastest.
-  RetimingMeasurer meas(rec, [](const Config& c) { return c[0] == 5 ? 90.0 : 100.0 + double(c[0]); });
+  RetimingMeasurer meas(toys.rec, [](const Config& c) { return c[0] == 5 ? 90.0 : 100.0 + double(c[0]); });
 
   TuneOptions o;
   o.strategy = "exhaustive";
   o.finalists = 2;
   o.settle_s = 0;
   o.tune_id = "test";
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) {
-    return rec.find(q.key(), fam)->space();
-  };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
-  Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+  Tuner t(nullptr, meas, nullptr, nullptr, toys.spaces(), toys.prov(), o);
   ProblemOutcome po = t.tune(p, {"toy"});
   REQUIRE(po.families.size() == 1);
   const FamilyOutcome& f = po.families[0];
@@ -80,15 +96,8 @@ TEST_CASE("the default is always a finalist: a config that only explored faster 
 }
 
 TEST_CASE("a tie goes to the baseline: another config wins only when measurably faster", "[tune]") {
-  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
-  Recording rec;
-  RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, "toy", "1.0", params);
-  for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
+  const Problem p = k512;
+  Toys toys({p}, {"toy"});  // default: x=5
   TuneOptions o;
   o.strategy = "exhaustive";
   o.finalists = 2;
@@ -96,9 +105,9 @@ TEST_CASE("a tie goes to the baseline: another config wins only when measurably 
   o.tune_id = "test";
   auto winner = [&](double x0_us, double ci) {
     // Re-timed: x=0 at x0_us, the default x=5 at 101 us, the rest slower.
-    RetimingMeasurer meas(rec, [x0_us](const Config& c) { return c[0] == 0 ? x0_us : c[0] == 5 ? 101.0 : 110.0; });
+    RetimingMeasurer meas(toys.rec, [x0_us](const Config& c) { return c[0] == 0 ? x0_us : c[0] == 5 ? 101.0 : 110.0; });
     meas.ci = ci;
-    Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+    Tuner t(nullptr, meas, nullptr, nullptr, toys.spaces(), toys.prov(), o);
     ProblemOutcome po = t.tune(p, {"toy"});
     REQUIRE(po.families.size() == 1);
     return po.families[0];
@@ -135,17 +144,8 @@ class Board : public RetimingMeasurer {
 
 TEST_CASE("a tie between families goes to the reference family (cuBLASLt): another wins only when measurably faster",
           "[tune]") {
-  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
-  Recording rec;
-  for (const char* fam : {"hand", "lib"}) {
-    RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, fam, "1.0", params);
-    for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
-  }
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
+  const Problem p = k512;
+  Toys toys({p}, {"hand", "lib"});  // default: x=5
   // Re-timed: hand's x=0 at hand_us (its other configs 110), lib's default at 101 (others 110).
   class ByFamily : public RetimingMeasurer {
    public:
@@ -168,7 +168,7 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
     double hand_;
   };
   auto outcome = [&](double hand_us, double ci, const std::string& tie_family) {
-    ByFamily meas(rec, hand_us);
+    ByFamily meas(toys.rec, hand_us);
     meas.ci = ci;
     TuneOptions o;
     o.strategy = "exhaustive";
@@ -176,7 +176,7 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
     o.settle_s = 0;
     o.tune_id = "test";
     o.tie_family = tie_family;
-    Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+    Tuner t(nullptr, meas, nullptr, nullptr, toys.spaces(), toys.prov(), o);
     ProblemOutcome po = t.tune(p, {"hand", "lib"});
     REQUIRE(po.winner >= 0);
     return po;
@@ -198,17 +198,12 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
 
 TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy reference is not settled again",
           "[tune][scale]") {
-  const Problem pa = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  const Problem pa = k512;
   const Problem pb = Problem::make(1024, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};
-  Recording rec;
-  for (const Problem* p : {&pa, &pb}) {
-    RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, *p, "toy", "1.0", params);
-    for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
-  }
+  Toys toys({pa, pb}, {"toy"});
   // Board 0 (the reference) finds x=2 fastest side by side; board 1 would pick x=0.
-  Board ref(rec, [](const Config& c) { return c[0] == 2 ? 80.0 : 100.0 + double(c[0]); });
-  Board other(rec, [](const Config& c) { return c[0] == 0 ? 40.0 : 100.0 + double(c[0]); });
+  Board ref(toys.rec, [](const Config& c) { return c[0] == 2 ? 80.0 : 100.0 + double(c[0]); });
+  Board other(toys.rec, [](const Config& c) { return c[0] == 0 ? 40.0 : 100.0 + double(c[0]); });
   ReferenceGpu reference;
   reference.measurer = &ref;
 
@@ -216,11 +211,8 @@ TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy r
   o.strategy = "exhaustive";
   o.finalists = 3;
   o.tune_id = "test";
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
-  Tuner t0(nullptr, ref, nullptr, nullptr, spaces, prov, o), t1(nullptr, other, nullptr, nullptr, spaces, prov, o);
+  Tuner t0(nullptr, ref, nullptr, nullptr, toys.spaces(), toys.prov(), o),
+      t1(nullptr, other, nullptr, nullptr, toys.spaces(), toys.prov(), o);
   t0.set_reference(&reference);
   t1.set_reference(&reference);
 
@@ -256,13 +248,8 @@ TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy r
 
 TEST_CASE("the families' winners re-timed against each other are stored: the winner's row has the time printed",
           "[tune][store]") {
-  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3}, {}, 0}};
-  Recording rec;
-  for (const char* fam : {"toy", "toy2"}) {
-    RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, fam, "1.0", params);
-    for (int64_t i = 0; i < 4; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
-  }
+  const Problem p = k512;
+  Toys toys({p}, {"toy", "toy2"}, 4, 0);
   // Every re-timing answers by config and by how many candidates it saw: the families'
   // finalists (4 at a time) and the two winners (2 at a time) get different times.
   class TwoStage : public RetimingMeasurer {
@@ -279,17 +266,13 @@ TEST_CASE("the families' winners re-timed against each other are stored: the win
       }
       return out;
     }
-  } meas(rec);
+  } meas(toys.rec);
   test::TempDir tmp;
   Store store = Store::open(tmp.path / "r.db");
   TuneOptions o;
   o.strategy = "exhaustive";
   o.tune_id = "test";
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
-  Tuner t(nullptr, meas, &store, nullptr, spaces, prov, o);
+  Tuner t(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
   ProblemOutcome po = t.tune(p, {"toy", "toy2"});
   REQUIRE(po.winner >= 0);
   const FamilyOutcome& w = po.families[size_t(po.winner)];
@@ -311,17 +294,10 @@ TEST_CASE("the families' winners re-timed against each other are stored: the win
 // re-timed one) reads slower than other configs' quick exploration rows, as at a power cap,
 // where exploration catches the boost clock and the re-timing each config's own.
 TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows read faster than it", "[tune]") {
-  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<Param> params = {{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}};  // default: x=5
-  Recording rec;
-  RecordedSpace& rs = rec.space_for({"Test GPU", "GPU-test", "sm_90"}, p, "toy", "1.0", params);
-  for (int64_t i = 0; i < 8; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double(i), ""});
+  const Problem p = k512;
+  Toys toys({p}, {"toy"});  // default: x=5
   // Re-timed, every finalist reads ~50 % slower than explored; x=0 is still the fastest.
-  RetimingMeasurer meas(rec, [](const Config& c) { return c[0] == 0 ? 150.0 : 160.0 + double(c[0]); });
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
+  RetimingMeasurer meas(toys.rec, [](const Config& c) { return c[0] == 0 ? 150.0 : 160.0 + double(c[0]); });
   test::TempDir tmp;
   Store store = Store::open(tmp.path / "r.db");
   TuneOptions o;
@@ -330,7 +306,7 @@ TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows rea
   o.settle_s = 0;
   o.tune_id = "cold";
   {
-    Tuner t(nullptr, meas, &store, nullptr, spaces, prov, o);
+    Tuner t(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
     ProblemOutcome po = t.tune(p, {"toy"});
     REQUIRE(po.families.size() == 1);
     REQUIRE(po.families[0].best);
@@ -339,7 +315,7 @@ TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows rea
   }
   // Warm: x=0's reused row (150 us) is slower than x=2's and x=3's exploration rows.
   o.tune_id = "warm";
-  Tuner t(nullptr, meas, &store, nullptr, spaces, prov, o);
+  Tuner t(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
   ProblemOutcome po = t.tune(p, {"toy"});
   REQUIRE(po.families.size() == 1);
   const FamilyOutcome& f = po.families[0];
