@@ -77,9 +77,13 @@ def torch_time(shape, dtype, settle_s=2.0, samples=100):
     def one_at_a_time(held):
         # One call in flight. Held: a spinning kernel (torch.cuda._sleep, 1e5 cycles, 50-70 us)
         # holds the stream while the start event, the call and the end event are queued: the GPU's
-        # time without the host's. Unheld: the host's latency falls inside the interval.
+        # time without the host's. Unheld: the host's latency falls inside the interval. At
+        # least `samples` calls and WINDOW_S seconds, as gemmtune samples.
         ts = []
-        for j in range(samples):
+        w0 = time.perf_counter()
+        j = 0
+        while j < samples or time.perf_counter() - w0 < WINDOW_S:
+            j += 1
             if held:
                 torch.cuda._sleep(100_000)
             starts[0].record()
