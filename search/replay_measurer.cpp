@@ -55,7 +55,7 @@ Measurement ReplayMeasurer::measure(const Candidate& c, bool quick) {
   return m;
 }
 
-std::vector<Stats> ReplayMeasurer::retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) {
+Retimed ReplayMeasurer::retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) {
   std::vector<Stats> out;
   for (auto& c : cs) out.push_back(measure(c, false).time);
   return out;

@@ -20,7 +20,7 @@ class ReplayMeasurer : public Measurer {
   void set_problem(const Problem& p, Distribution d, uint64_t seed) override;
   Measurement measure(const Candidate& c, bool quick) override;
   double settle(const Candidate&, double) override { return 0; }
-  std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
+  Retimed retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
 
  private:
   const Recording& rec_;

@@ -19,8 +19,11 @@ static double since(Clock::time_point t0) { return std::chrono::duration<double>
 constexpr double kBusyWindowS = 0.25;
 
 std::string describe(const TuneOptions& o) {
-  return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds", o.strategy,
-                     o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists, o.retime.rounds);
+  return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds{}", o.strategy,
+                     o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists, o.retime.rounds,
+                     o.retime.cap_aware() ? fmt::format(" (at the power cap {}, each turn after {:g} s alone)",
+                                                        o.retime.rounds_at_cap(), o.retime.capped_warmup_s)
+                                          : "");
 }
 
 Tuner::Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
@@ -59,7 +62,7 @@ void Tuner::mark_busy() {
   if (reference_ && is_reference()) reference_->last_busy = Clock::now();
 }
 
-std::vector<Stats> Tuner::retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed) {
+Retimed Tuner::retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed) {
   if (!reference_ || is_reference()) {
     auto lock = hold_measurer();
     ensure_problem(p);
@@ -421,12 +424,12 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     std::vector<Candidate> cs;
     for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
     try {
-      std::vector<Stats> st = retime(p, cs, o_.seed);
+      Retimed rt = retime(p, cs, o_.seed);
       for (size_t i = 0; i < fin.size(); ++i) {
-        fin[i].m.time = st[i];
+        fin[i].m.time = rt.stats[i];
         fin[i].row = record_retimed(p, space, fin[i].config, fin[i].m, prov_full,
                                     fmt::format("finalist: re-timed interleaved with {} others {}", fin.size() - 1,
-                                                describe(o_.retime)));
+                                                describe(o_.retime, rt)));
       }
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
         return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
@@ -450,7 +453,14 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   out.best_m = fin[0].m;
   out.best_row = fin[0].row;
   if (fam) out.best_description = fam->describe(p, fin[0].config);
-  if (fin.size() > 1) {
+  if (from_store) {
+    // As the re-timing that chose it said (its note): the other reused rows were not re-timed
+    // beside it.
+    const std::string& note = stored->note;
+    const std::string with = "tie with ";
+    out.tie = note.rfind(with, 0) == 0;
+    if (out.tie) out.runner_up = note.substr(with.size(), note.find(" (") - with.size());
+  } else if (fin.size() > 1) {
     out.tie = tie(fin[0].m.time, fin[1].m.time);
     out.runner_up = fin[1].name;
   }
@@ -496,16 +506,16 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     std::vector<Candidate> cs;
     for (size_t i : idx) cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best});
     try {
-      std::vector<Stats> st = retime(p, cs, o_.seed + 1);
+      Retimed rt = retime(p, cs, o_.seed + 1);
       // Stored as measurements of their own: the times printed and the winner's row agree.
       for (size_t j = 0; j < idx.size(); ++j) {
         FamilyOutcome& f = po.families[idx[j]];
-        f.best_m.time = st[j];
+        f.best_m.time = rt.stats[j];
         if (store_) {
           Space space = spaces_(f.family, p);
           f.best_row = record_retimed(p, space, *f.best, f.best_m, provenance_(f.family, false),
                                       fmt::format("family winner: re-timed interleaved with the {} other families' winners {}",
-                                                  idx.size() - 1, describe(o_.retime)));
+                                                  idx.size() - 1, describe(o_.retime, rt)));
         }
       }
     } catch (const RuntimeFailure& e) {

@@ -118,7 +118,7 @@ class Tuner {
   void ensure_problem(const Problem& p);  // the caller holds hold_measurer()
   void mark_busy();                       // after a measurement on the reference GPU
   // Re-times candidates on the reference GPU (or this tuner's own).
-  std::vector<Stats> retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
+  Retimed retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
   int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
   int64_t record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m, Provenance prov,
                          const std::string& what);

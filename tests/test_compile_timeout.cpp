@@ -38,7 +38,7 @@ class StandInGpu : public Measurer {
     return m;
   }
   double settle(const Candidate&, double) override { return 0; }
-  std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override {
+  Retimed retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override {
     std::vector<Stats> out(cs.size());
     for (auto& s : out) s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = 100.0;
     return out;

@@ -1,5 +1,7 @@
 #include "measure_service.hpp"
 
+#include "nvml.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@ void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed
     std::swap(bench_, parked_->bench);
     std::swap(runnables_, parked_->runnables);
     std::swap(key_, parked_->key);
+    std::swap(capped_, parked_->capped);
     return;
   }
   // Park the current problem if the new one still gets all its rotating sets beside it (and a
@@ -37,11 +40,12 @@ void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed
     const size_t want = ProblemBench::full_bytes(p, dev_);
     const size_t free_b = memory_info().first;
     if (want < free_b && free_b - want > (size_t(1) << 30))
-      parked_ = Prepared{key_, std::move(bench_), std::move(runnables_)};
+      parked_ = Prepared{key_, std::move(bench_), std::move(runnables_), capped_};
   }
   runnables_.clear();
   bench_.reset();
   key_.clear();
+  capped_ = false;
   bench_ = std::make_unique<ProblemBench>(p, dev_, d, seed);
   bench_->on_call = heartbeat;
   key_ = key;
@@ -55,7 +59,12 @@ Measurement MeasureService::measure(const Candidate& c, bool quick) {
   o.timing = timing;
   Evaluation ev = evaluate(*c.plugin, bench_->problem(), c.config, dev_, *bench_, compiler_, nullptr, o);
   if (ev.context_lost) context_lost_ = true;
+  note_throttle(ev.m.throttle);
   return ev.m;
+}
+
+void MeasureService::note_throttle(const std::string& reasons) {
+  if (reasons.find("power_cap") != std::string::npos) capped_ = true;
 }
 
 const Runnable& MeasureService::runnable(const Candidate& c) {
@@ -91,14 +100,16 @@ double MeasureService::settle(const Candidate& c, double cap_s) {
   if (!bench_) throw RuntimeFailure("settle before set_problem");
   use_device();
   try {
-    return bench_->settle(runnable(c).launch_fn(), cap_s).first;
+    double s = bench_->settle(runnable(c).launch_fn(), cap_s).first;
+    note_throttle(Nvml::get().throttle_reasons(dev_.uuid));  // the GPU has just run continuously
+    return s;
   } catch (const LaunchError& e) {
     if (e.sticky) context_lost_ = true;
     throw;
   }
 }
 
-std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
+Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
   if (!bench_) throw RuntimeFailure("retime before set_problem");
   use_device();
   std::vector<std::vector<double>> samples(cs.size());
@@ -107,21 +118,24 @@ std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, cons
   std::mt19937_64 rng(seed);
   // Each turn samples briefly (a few ms): many alternations average out clock drift. At the
   // power cap each turn first runs its candidate long enough to reach its own clock
-  // (Interleave): the turns timed before the cap was seen are discarded and the rounds restart.
+  // (Interleave): from the start when this problem has met the cap before, else from the turn
+  // that first meets it (the turns before are discarded and the rounds start again).
   TimingOptions turn{how.warmup_s, 3, 50, 0.03, 0.0};
-  int rounds = how.rounds;
   bool capped = false;
+  auto go_capped = [&] {
+    capped = true;
+    turn.warmup_s = how.capped_warmup_s;
+    for (auto& s : samples) s.clear();
+  };
+  if (how.cap_aware() && capped_) go_capped();
   try {
-    for (int r = 0; r < rounds; ++r) {
+    for (int r = 0; r < (capped ? how.rounds_at_cap() : how.rounds); ++r) {
       std::shuffle(order.begin(), order.end(), rng);
       for (size_t i : order) {
         Timed t = bench_->time(runnable(cs[i]).launch_fn(), turn);
-        if (!capped && t.throttle.find("power_cap") != std::string::npos &&
-            how.capped_warmup_s > how.warmup_s) {
-          capped = true;
-          turn.warmup_s = how.capped_warmup_s;
-          rounds = std::min(how.rounds, std::max(1, how.capped_rounds));
-          for (auto& s : samples) s.clear();
+        note_throttle(t.throttle);
+        if (!capped && how.cap_aware() && capped_) {
+          go_capped();
           r = -1;
           break;
         }
@@ -132,8 +146,9 @@ std::vector<Stats> MeasureService::retime(const std::vector<Candidate>& cs, cons
     if (e.sticky) context_lost_ = true;
     throw;
   }
-  std::vector<Stats> out;
-  for (auto& s : samples) out.push_back(summarize(s));
+  Retimed out;
+  for (auto& s : samples) out.stats.push_back(summarize(s));
+  out.capped = capped;
   return out;
 }
 

@@ -21,7 +21,7 @@ class MeasureService : public Measurer {
   void set_problem(const Problem& p, Distribution d, uint64_t seed) override;
   Measurement measure(const Candidate& c, bool quick) override;
   double settle(const Candidate& c, double cap_s) override;
-  std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
+  Retimed retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
 
   // True once a candidate left the CUDA context unusable: the worker must exit.
   bool context_lost() const { return context_lost_; }
@@ -40,11 +40,16 @@ class MeasureService : public Measurer {
     std::string key;  // problem, distribution, seed
     std::unique_ptr<ProblemBench> bench;
     std::list<std::pair<std::string, std::unique_ptr<Runnable>>> runnables;
+    bool capped = false;
   };
   // The problem prepared now.
   std::unique_ptr<ProblemBench> bench_;
   std::list<std::pair<std::string, std::unique_ptr<Runnable>>> runnables_;
   std::string key_;
+  // NVML has reported the power cap while this problem ran (a measurement, a settle or a
+  // re-timing turn): its re-timings warm each turn up longer (Interleave).
+  bool capped_ = false;
+  void note_throttle(const std::string& reasons);
   // One problem prepared before, kept while memory allows: a reference GPU alternates between
   // its own problem and the finalists of the other GPUs' problems, and switching back costs
   // no allocation, input generation or float64 reference.

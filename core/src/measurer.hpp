@@ -27,20 +27,33 @@ namespace gt {
 // warm-up times a candidate at its neighbours' clock, not its own (H200, bf16, cuBLASLt's pick
 // at 1024x22016x4096: 277 us interleaved with our slower, cooler wmma kernel, 311 us with
 // another cuBLASLt config, 291-294 us with either after 0.2 s alone). Once NVML reports the
-// cap, every turn warms up `capped_warmup_s` instead, over at most `capped_rounds` rounds
-// (each turn is then a settled measurement of its own), and the turns timed before that are
-// discarded.
+// cap (while measuring this problem, or in a turn), every turn warms up `capped_warmup_s`
+// instead, over at most `capped_rounds` rounds (each turn is then a settled measurement of its
+// own), and turns timed before that are discarded. `capped_warmup_s` <= `warmup_s` turns this
+// off (measurement method 3).
 struct Interleave {
   int rounds = 8;
   double warmup_s = 0.005;
   double capped_warmup_s = 0.1;
   int capped_rounds = 4;
+  bool cap_aware() const { return capped_warmup_s > warmup_s; }
+  int rounds_at_cap() const { return std::min(rounds, std::max(1, capped_rounds)); }
 };
-// "over 8 rounds (at the power cap at most 4, each turn after 0.1 s alone)"
-inline std::string describe(const Interleave& how) {
-  if (!(how.capped_warmup_s > how.warmup_s)) return fmt::format("over {} rounds", how.rounds);
-  return fmt::format("over {} rounds (at the power cap at most {}, each turn after {:g} s alone)", how.rounds,
-                     std::min(how.rounds, how.capped_rounds), how.capped_warmup_s);
+
+// What a re-timing measured, and how.
+struct Retimed {
+  Retimed() = default;
+  Retimed(std::vector<Stats> s) : stats(std::move(s)) {}  // NOLINT: a plain list of results
+  std::vector<Stats> stats;  // one per candidate, in the order given
+  bool capped = false;       // at the power cap: turns warmed up Interleave::capped_warmup_s
+};
+
+// How a re-timing ran, for a measurement's message: "over 8 rounds", or "over 4 rounds, each
+// turn after 0.1 s alone (power cap)".
+inline std::string describe(const Interleave& how, const Retimed& r) {
+  if (!r.capped) return fmt::format("over {} rounds", how.rounds);
+  return fmt::format("over {} rounds, each turn after {:g} s alone (power cap)", how.rounds_at_cap(),
+                     how.capped_warmup_s);
 }
 
 struct Candidate {
@@ -65,7 +78,7 @@ class Measurer {
   virtual double settle(const Candidate& c, double cap_s) = 0;
   // Re-time candidates interleaved (Interleave); a candidate's samples from all rounds pooled
   // into its Stats.
-  virtual std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) = 0;
+  virtual Retimed retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) = 0;
 };
 
 }  // namespace gt

@@ -246,7 +246,7 @@ double WorkerClient::settle(const Candidate& c, double cap_s) {
   }
 }
 
-std::vector<Stats> WorkerClient::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
+Retimed WorkerClient::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
   ensure_started();
   nlohmann::json list = nlohmann::json::array();
   for (auto& c : cs) list.push_back({{"family", c.family}, {"config", c.config}});
@@ -256,7 +256,9 @@ std::vector<Stats> WorkerClient::retime(const std::vector<Candidate>& cs, const 
   try {
     nlohmann::json r = call(req, limits_.hang_floor_s, limits_.absolute_cap_s);
     if (!r.value("ok", false)) throw RuntimeFailure("re-timing: " + r.value("error", ""));
-    return r.at("stats").get<std::vector<Stats>>();
+    Retimed out(r.at("stats").get<std::vector<Stats>>());
+    out.capped = r.at("capped").get<bool>();
+    return out;
   } catch (const Died& d) {
     restart();
     throw RuntimeFailure("the worker died re-timing finalists: " + d.why);

@@ -37,7 +37,7 @@ class WorkerClient : public Measurer {
   void set_problem(const Problem& p, Distribution d, uint64_t seed) override;
   Measurement measure(const Candidate& c, bool quick) override;
   double settle(const Candidate& c, double cap_s) override;
-  std::vector<Stats> retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
+  Retimed retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) override;
   int restarts() const { return restarts_; }
 
  private:

@@ -54,6 +54,20 @@ Problem ProblemArgs::resolve(const std::string& default_shape) const {
   return Problem::make(d[0], d[1], d[2], in, out, l);
 }
 
+void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds) {
+  const Interleave d;
+  app->add_option("--rounds", rounds,
+                  fmt::format("rounds of interleaved timing (at the power cap at most {})", d.capped_rounds))
+      ->default_val(default_rounds);
+  app->add_option("--turn-warmup", turn_warmup,
+                  fmt::format("once NVML reports the power cap: seconds each config runs alone, untimed, before its "
+                              "samples in each turn (the clock follows the power of the last tens of ms; below the "
+                              "cap {:g} s; {:g} or less: as below the cap, the older method)",
+                              d.warmup_s, d.warmup_s))
+      ->default_val(d.capped_warmup_s)
+      ->check(CLI::NonNegativeNumber);
+}
+
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {
   auto* o = app->add_option("--shape", a.shape,
                             "MxNxK: C is MxN, the reduction is over K. Each dimension 1..2147483647 (kernels take "

@@ -4,6 +4,7 @@
 #include "compiler.hpp"
 #include "device.hpp"
 #include "errors.hpp"
+#include "measurer.hpp"
 #include "plugin.hpp"
 #include "problem.hpp"
 
@@ -44,6 +45,9 @@ struct ProblemArgs {
 };
 
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required = false);
+
+// --rounds and --turn-warmup: how candidates are re-timed interleaved (Interleave).
+void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds);
 
 // A command registers itself: it adds a subcommand and returns the function that runs it
 // (an exit code). Everything is validated before any GPU work.

@@ -44,11 +44,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
   sub->add_option("--budget", budget, "evaluations per family when a family has no stored winner yet")->default_val(60);
   sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
   sub->add_option("--device", device, "GPU index")->default_val(0);
-  sub->add_option("--rounds", rounds, "rounds of interleaved timing")->default_val(10);
-  sub->add_option("--turn-warmup", turn_warmup, "at the power cap: seconds each config runs alone, untimed, before its samples in each turn "
-                  "(the clock follows the power of the last tens of ms; below the cap 5 ms; at the cap at most 4 rounds)")
-      ->default_val(Interleave{}.capped_warmup_s)
-      ->check(CLI::NonNegativeNumber);
+  add_interleave_options(sub, rounds, turn_warmup, 10);
   sub->add_option("--replay", replay, "a recording instead of the GPU");
   return {sub, [&g] {
             using namespace search;
@@ -146,15 +142,15 @@ static Command add_compare(CLI::App& app, Globals& g) {
               if (!cands.empty() && !session.replay()) {
                 meas.settle(cands.front(), kSettleCapS);
                 const Interleave how{rounds, Interleave{}.warmup_s, turn_warmup};
-                auto st = meas.retime(cands, how, 7);
+                Retimed rt = meas.retime(cands, how, 7);
                 for (size_t j = 0; j < ok_idx.size(); ++j) {
                   auto& e = entries[ok_idx[j]];
-                  e.m.time = st[j];
+                  e.m.time = rt.stats[j];
                   e.m.quick = false;
                   // The config's description stays first (the report reads cuBLASLt's pick and its
                   // algorithm from it), the note on how it was timed after it.
                   e.m.message = fmt::format("{}{}compare: timed interleaved with {} others {}", e.description,
-                                            e.description.empty() ? "" : "; ", cands.size() - 1, describe(how));
+                                            e.description.empty() ? "" : "; ", cands.size() - 1, describe(how, rt));
                   StoredRow r;
                   r.tune_id = to.tune_id;
                   r.problem = p;

@@ -87,13 +87,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_flag("--full", a.full, "full timing for every candidate (default: quick exploration, full finalists)");
   sub->add_flag("--no-reuse", a.no_reuse, "measure everything again even if the store holds valid results");
   sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
-  sub->add_option("--rounds", a.rounds, "rounds of interleaved re-timing")->default_val(8);
-  sub->add_option("--turn-warmup", a.turn_warmup,
-                  "at the power cap: seconds each candidate runs alone, untimed, before its samples in each turn of the "
-                  "interleaved re-timing (the clock follows the power of the last tens of ms; below the cap 5 ms; "
-                  "at the cap at most 4 rounds)")
-      ->default_val(Interleave{}.capped_warmup_s)
-      ->check(CLI::NonNegativeNumber);
+  add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
   sub->add_option("--settle", a.settle, "seconds at most to settle the clock per problem (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
   sub->add_option("--replay", a.replay,

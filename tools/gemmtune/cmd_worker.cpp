@@ -90,12 +90,12 @@ static Command add_worker(CLI::App& app, Globals& g) {
                 } else if (op == "retime") {
                   std::vector<Candidate> cs;
                   for (auto& c : req.at("candidates")) cs.push_back(candidate(c));
-                  rep = {{"ok", true},
-                         {"stats", svc->retime(cs,
-                                               Interleave{req.at("rounds").get<int>(), req.at("warmup_s").get<double>(),
-                                                          req.at("capped_warmup_s").get<double>(),
-                                                          req.at("capped_rounds").get<int>()},
-                                               req.at("seed").get<uint64_t>())}};
+                  Retimed r = svc->retime(cs,
+                                          Interleave{req.at("rounds").get<int>(), req.at("warmup_s").get<double>(),
+                                                     req.at("capped_warmup_s").get<double>(),
+                                                     req.at("capped_rounds").get<int>()},
+                                          req.at("seed").get<uint64_t>());
+                  rep = {{"ok", true}, {"stats", r.stats}, {"capped", r.capped}};
                 } else {
                   rep = {{"ok", false}, {"error", "unknown op " + op}};
                 }
