@@ -502,6 +502,28 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     return po;
   }
   bool all_reused = std::all_of(idx.begin(), idx.end(), [&](size_t i) { return po.families[i].reused == po.families[i].evaluated; });
+  const ResultKey key = ResultKey::of(measurer_.device().name, p);
+  if (store_ && idx.size() > 1 && all_reused && o_.reuse && !measurer_.is_replay()) {
+    // A warm re-tune that measured nothing new: the problem's winner as the families' re-timing
+    // left it stands, with its note. Each family's own winner row was re-timed apart from the
+    // others (at the power cap, at a clock of its own), so they are not ranked against each other.
+    if (auto stored = store_->winner(key, kAllFamilies))
+      if (auto row = store_->get(stored->row_id)) {
+        auto it = std::find_if(idx.begin(), idx.end(), [&](size_t i) {
+          return po.families[i].family == row->family && po.families[i].best_name == stored->config_name;
+        });
+        if (it != idx.end()) {
+          FamilyOutcome& f = po.families[*it];
+          f.best_m = row->m;
+          f.best_row = row->id;
+          po.winner = int(*it);
+          po.note = stored->note;
+          po.tie = po.note.rfind("tie between ", 0) == 0;
+          po.seconds = since(t0);
+          return po;
+        }
+      }
+  }
   if (idx.size() > 1 && !measurer_.is_replay() && !(all_reused && o_.reuse) && !(o_.stop && o_.stop->load())) {
     std::vector<Candidate> cs;
     for (size_t i : idx) cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best});
@@ -540,7 +562,7 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
   }
   const FamilyOutcome& w = po.families[idx[0]];
   if (store_ && w.best_row)
-    store_->set_winner(ResultKey::of(measurer_.device().name, p), kAllFamilies, w.best_name, w.best_row, po.note);
+    store_->set_winner(key, kAllFamilies, w.best_name, w.best_row, po.note);
   po.seconds = since(t0);
   return po;
 }

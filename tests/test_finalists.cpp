@@ -256,6 +256,7 @@ TEST_CASE("the families' winners re-timed against each other are stored: the win
    public:
     TwoStage(const Recording& r) : RetimingMeasurer(r, [](const Config&) { return 0.0; }) {}
     Retimed retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t) override {
+      ++retimes;
       std::vector<Stats> out;
       for (auto& c : cs) {
         Stats s;
@@ -288,6 +289,20 @@ TEST_CASE("the families' winners re-timed against each other are stored: the win
   auto fam = store.winner(ResultKey::of("Test GPU", p), "toy2");
   REQUIRE(fam);
   CHECK(store.get(fam->row_id)->m.time.median == Approx(90.0));
+
+  // A warm re-tune re-times nothing and keeps the problem's winner as the families' re-timing
+  // left it, not re-ranked from each family's own finalist rows (timed apart).
+  const int cold_retimes = meas.retimes;
+  o.tune_id = "warm";
+  Tuner warm(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
+  ProblemOutcome again = warm.tune(p, {"toy", "toy2"});
+  CHECK(meas.retimes == cold_retimes);
+  REQUIRE(again.winner >= 0);
+  CHECK(again.families[size_t(again.winner)].family == "toy2");
+  CHECK(again.families[size_t(again.winner)].best_m.time.median == Approx(110.0));
+  auto still = store.winner(ResultKey::of("Test GPU", p), kAllFamilies);
+  REQUIRE(still);
+  CHECK(still->row_id == overall->row_id);
 }
 
 // A warm re-tune re-times nothing: the stored winner stands even when its stored row (the
