@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The LLM-shapes job end to end on a GPU machine, from a fresh store: tune every problem of
+# configs/llm_shapes.toml on every GPU, time the table's configs beside cuBLASLt's pick
+# (`compare`, GPU 0), export the table, and compute the table's speed-up over the pick
+# (tools/table_speedup.py). This is how docs/results-h200.md's LLM section was made.
+#   tools/llm_job.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR default: carry/build, else build)
+# OUT_DIR gets results.db, tune.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
+# Exit status: the first failing step's.
+set -uo pipefail
+out=${1:?usage: tools/llm_job.sh OUT_DIR [BUILD_DIR]}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${2:-}
+if [ -z "$build" ]; then
+  if [ -x "$root/carry/build/gemmtune" ]; then build=$root/carry/build; else build=$root/build; fi
+fi
+mkdir -p "$out"
+if [ -e "$out/results.db" ]; then
+  echo "llm_job: $out/results.db exists; give an empty OUT_DIR (the job is timed from a fresh store)" >&2
+  exit 2
+fi
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
+export GEMMTUNE_DB=$out/results.db GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$out/cache}
+gt=$build/gemmtune
+job=$root/configs/llm_shapes.toml
+t0=$(date +%s)
+step() {  # step NAME LOG COMMAND...
+  local name=$1 log=$2; shift 2
+  "$@" > "$log" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc, $(( $(date +%s) - t0 )) s since the start" | tee -a "$out/steps.txt"
+  return $rc
+}
+step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $?
+step compare "$out/compare.txt" "$gt" compare --config "$job" --no-tune --rounds 5 || exit $?
+step export_toml "$out/export.txt" "$gt" export -o "$out/h200-llm-table.toml" || exit $?
+step export_json "$out/export_json.txt" "$gt" export -o "$out/h200-llm-table.json" || exit $?
+step speedup "$out/speedup.txt" python3 "$root/tools/table_speedup.py" "$out/h200-llm-table.toml" "$out/compare.txt" ||
+  exit $?
+head -1 "$out/speedup.txt"
