@@ -10,6 +10,7 @@
 #include <cmath>
 #include <deque>
 #include <random>
+#include <string_view>
 
 namespace gt::search {
 
@@ -17,6 +18,10 @@ using Clock = std::chrono::steady_clock;
 static double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 // A GPU that finished a measurement less than this long ago counts as busy (clock sustained).
 constexpr double kBusyWindowS = 0.25;
+// How a winner's note starts when its re-timing called a tie: a warm re-tune reads it back.
+constexpr std::string_view kTieWith = "tie with ";          // a family's: "tie with CONFIG (...); ..."
+constexpr std::string_view kTieBetween = "tie between ";    // a problem's: "tie between F1 and F2..."
+static bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
 std::string describe(const TuneOptions& o) {
   return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds{}", o.strategy,
@@ -429,7 +434,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
         fin[i].m.time = rt.stats[i];
         fin[i].row = record_retimed(p, space, fin[i].config, fin[i].m, prov_full,
                                     fmt::format("finalist: re-timed interleaved with {} others {}", fin.size() - 1,
-                                                describe(o_.retime, rt)));
+                                                describe(o_.retime, rt.capped)));
       }
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
         return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
@@ -457,9 +462,8 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     // As the re-timing that chose it said (its note): the other reused rows were not re-timed
     // beside it.
     const std::string& note = stored->note;
-    const std::string with = "tie with ";
-    out.tie = note.rfind(with, 0) == 0;
-    if (out.tie) out.runner_up = note.substr(with.size(), note.find(" (") - with.size());
+    out.tie = starts_with(note, kTieWith);
+    if (out.tie) out.runner_up = note.substr(kTieWith.size(), note.find(" (") - kTieWith.size());
   } else if (fin.size() > 1) {
     out.tie = tie(fin[0].m.time, fin[1].m.time);
     out.runner_up = fin[1].name;
@@ -467,8 +471,9 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   if (store_ && out.best_row && !from_store)
     store_->set_winner(key, family, out.best_name, out.best_row,
                        !out.tie        ? ""
-                       : kept_baseline ? "tie with " + out.runner_up + " (overlapping intervals); the baseline kept"
-                                       : "tie with " + out.runner_up + " (overlapping intervals); broken by median");
+                       : std::string(kTieWith) + out.runner_up +
+                             (kept_baseline ? " (overlapping intervals); the baseline kept"
+                                            : " (overlapping intervals); broken by median"));
   out.seconds = since(t0);
   return out;
 }
@@ -518,7 +523,7 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
           f.best_row = row->id;
           po.winner = int(*it);
           po.note = stored->note;
-          po.tie = po.note.rfind("tie between ", 0) == 0;
+          po.tie = starts_with(po.note, kTieBetween);
           po.seconds = since(t0);
           return po;
         }
@@ -537,7 +542,7 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
           Space space = spaces_(f.family, p);
           f.best_row = record_retimed(p, space, *f.best, f.best_m, provenance_(f.family, false),
                                       fmt::format("family winner: re-timed interleaved with the {} other families' winners {}",
-                                                  idx.size() - 1, describe(o_.retime, rt)));
+                                                  idx.size() - 1, describe(o_.retime, rt.capped)));
         }
       }
     } catch (const RuntimeFailure& e) {
@@ -557,7 +562,7 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
   if (idx.size() > 1) {
     po.tie = tie(po.families[idx[0]].best_m.time, po.families[idx[1]].best_m.time);
     if (po.tie)
-      po.note = "tie between " + po.families[idx[0]].family + " and " + po.families[idx[1]].family +
+      po.note = std::string(kTieBetween) + po.families[idx[0]].family + " and " + po.families[idx[1]].family +
                 (kept_ref ? ": " + o_.tie_family + " kept" : "");
   }
   const FamilyOutcome& w = po.families[idx[0]];

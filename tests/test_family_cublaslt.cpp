@@ -735,10 +735,6 @@ TEST_CASE("interleaved with a cooler kernel, the pick is re-timed at its own clo
                                              << " us");
   CHECK(st[0].median == Approx(alone.time.median).epsilon(0.03));
   CHECK(st[1].median > 20 * st[0].median);  // naive: a far slower, cooler neighbour
-  // Timed alone at the cap, the problem is known to be at the cap: the capped turns ran
-  // from the start, over 4 rounds.
-  if (alone.throttle.find("power_cap") != std::string::npos) {
-    CHECK(rt.capped);
-    CHECK(rt.rounds == 4);
-  }
+  // Timed alone at the cap, the problem is known to be at the cap: the capped turns ran.
+  if (alone.throttle.find("power_cap") != std::string::npos) CHECK(rt.capped);
 }

@@ -149,7 +149,6 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
   Retimed out;
   for (auto& s : samples) out.stats.push_back(summarize(s));
   out.capped = capped;
-  out.rounds = capped ? how.rounds_at_cap() : how.rounds;
   return out;
 }
 

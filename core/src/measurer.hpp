@@ -45,15 +45,15 @@ struct Retimed {
   Retimed() = default;
   Retimed(std::vector<Stats> s) : stats(std::move(s)) {}  // NOLINT: a plain list of results
   std::vector<Stats> stats;  // one per candidate, in the order given
-  bool capped = false;       // at the power cap: turns warmed up Interleave::capped_warmup_s
-  int rounds = 0;            // rounds whose samples the stats hold (0: not re-timed, e.g. replay)
+  bool capped = false;       // at the power cap: Interleave::rounds_at_cap() rounds of capped turns
 };
 
 // How a re-timing ran, for a measurement's message: "over 8 rounds", or "over 4 rounds, each
 // turn after 0.1 s alone (power cap)".
-inline std::string describe(const Interleave& how, const Retimed& r) {
-  if (!r.capped) return fmt::format("over {} rounds", r.rounds);
-  return fmt::format("over {} rounds, each turn after {:g} s alone (power cap)", r.rounds, how.capped_warmup_s);
+inline std::string describe(const Interleave& how, bool capped) {
+  if (!capped) return fmt::format("over {} rounds", how.rounds);
+  return fmt::format("over {} rounds, each turn after {:g} s alone (power cap)", how.rounds_at_cap(),
+                     how.capped_warmup_s);
 }
 
 struct Candidate {

@@ -258,7 +258,6 @@ Retimed WorkerClient::retime(const std::vector<Candidate>& cs, const Interleave&
     if (!r.value("ok", false)) throw RuntimeFailure("re-timing: " + r.value("error", ""));
     Retimed out(r.at("stats").get<std::vector<Stats>>());
     out.capped = r.at("capped").get<bool>();
-    out.rounds = r.at("rounds").get<int>();
     return out;
   } catch (const Died& d) {
     restart();

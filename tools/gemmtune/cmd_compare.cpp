@@ -150,7 +150,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   // The config's description stays first (the report reads cuBLASLt's pick and its
                   // algorithm from it), the note on how it was timed after it.
                   e.m.message = fmt::format("{}{}compare: timed interleaved with {} others {}", e.description,
-                                            e.description.empty() ? "" : "; ", cands.size() - 1, describe(how, rt));
+                                            e.description.empty() ? "" : "; ", cands.size() - 1, describe(how, rt.capped));
                   StoredRow r;
                   r.tune_id = to.tune_id;
                   r.problem = p;

@@ -95,7 +95,7 @@ static Command add_worker(CLI::App& app, Globals& g) {
                                                      req.at("capped_warmup_s").get<double>(),
                                                      req.at("capped_rounds").get<int>()},
                                           req.at("seed").get<uint64_t>());
-                  rep = {{"ok", true}, {"stats", r.stats}, {"capped", r.capped}, {"rounds", r.rounds}};
+                  rep = {{"ok", true}, {"stats", r.stats}, {"capped", r.capped}};
                 } else {
                   rep = {{"ok", false}, {"error", "unknown op " + op}};
                 }
