@@ -47,7 +47,7 @@ class RetimingMeasurer : public ReplayMeasurer {
 // problem, x explored at explored(x) µs; and the spaces and provenance a Tuner reads from them.
 struct Toys {
   Recording rec;
-  Toys(const std::vector<Problem>& ps, const std::vector<std::string>& families, int64_t n = 8, int64_t def = 5,
+  Toys(const std::vector<Problem>& ps, const std::vector<std::string>& families, int64_t n = 8, size_t def = 5,
        const std::function<double(int64_t)>& explored = [](int64_t x) { return 100.0 + double(x); }) {
     std::vector<int64_t> values;
     for (int64_t i = 0; i < n; ++i) values.push_back(i);
