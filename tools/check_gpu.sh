@@ -9,17 +9,11 @@
 # Exit status: the number of failed steps (0: all passed).
 set -uo pipefail
 log=${1:?usage: tools/check_gpu.sh LOG_DIR [BUILD_DIR]}
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${2:-}
-if [ -z "$build" ]; then
-  if [ -x "$root/carry/build/gemmtune" ]; then build=$root/carry/build; else build=$root/build; fi
-fi
+. "$(dirname "$0")/gpu_env.sh" "${2:-}"
 mkdir -p "$log"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
 export GEMMTUNE_SOURCE_DIR=$root
 work=$(mktemp -d)
 export GEMMTUNE_DB=$work/results.db GEMMTUNE_CACHE_DIR=$work/cache
-gt=$build/gemmtune
 failed=0
 summary=$log/summary.txt
 : > "$summary"

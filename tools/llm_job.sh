@@ -8,19 +8,13 @@
 # Exit status: the first failing step's.
 set -uo pipefail
 out=${1:?usage: tools/llm_job.sh OUT_DIR [BUILD_DIR]}
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${2:-}
-if [ -z "$build" ]; then
-  if [ -x "$root/carry/build/gemmtune" ]; then build=$root/carry/build; else build=$root/build; fi
-fi
+. "$(dirname "$0")/gpu_env.sh" "${2:-}"
 mkdir -p "$out"
 if [ -e "$out/results.db" ]; then
   echo "llm_job: $out/results.db exists; give an empty OUT_DIR (the job is timed from a fresh store)" >&2
   exit 2
 fi
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
 export GEMMTUNE_DB=$out/results.db GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$out/cache}
-gt=$build/gemmtune
 job=$root/configs/llm_shapes.toml
 t0=$(date +%s)
 step() {  # step NAME LOG COMMAND...

@@ -7,15 +7,9 @@
 # (`gemmtune tune --devices`); unset, the jobs run on GPU 0.
 set -uo pipefail
 out=${1:?usage: tools/run_lab.sh OUT_DIR [BUILD_DIR]}
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${2:-}
-if [ -z "$build" ]; then
-  if [ -x "$root/carry/build/gemmtune" ]; then build=$root/carry/build; else build=$root/build; fi
-fi
+. "$(dirname "$0")/gpu_env.sh" "${2:-}"
 mkdir -p "$out"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
 export GEMMTUNE_SOURCE_DIR=$root GEMMTUNE_DB=$out/lab.db
-gt=$build/gemmtune
 failed=0
 "$gt" roofs > "$out/roofs.log" 2>&1 || failed=$((failed + 1))
 for job in "$root"/configs/lab/*.toml; do
