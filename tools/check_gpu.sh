@@ -3,7 +3,7 @@
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
 # smoke tune with its exported table run through the runtime example, and the benchmarks
 # (bench_* binaries; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
-# of bench_trust).
+# of bench_trust; bench_scale only on a host with two GPUs or more).
 # Logs go to LOG_DIR (one file per step, and summary.txt).
 #   tools/check_gpu.sh LOG_DIR [BUILD_DIR]       (BUILD_DIR default: carry/build, else build)
 # Exit status: the number of failed steps (0: all passed).
@@ -40,7 +40,13 @@ for b in "$build"/tools/bench_*; do
   [ "$(basename "$b")" = bench_search ] && continue
   step "$(basename "$b")" "$b"
 done
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 for py in bench_trust bench_tune bench_scale; do
+  # bench_scale compares one GPU with all of them: on a one-GPU host both runs are the same.
+  if [ "$py" = bench_scale ] && [ "$ngpu" -lt 2 ]; then
+    printf '%-28s skipped: %s GPU on this host\n' "$py" "$ngpu" | tee -a "$summary"
+    continue
+  fi
   step "$py" python3 "$root/tools/$py.py" --gemmtune "$gt"
 done
 echo "failed steps: $failed" | tee -a "$summary"
