@@ -97,7 +97,7 @@ Recording recording_from_store(const Store& store, const std::string& tune_id,
       rs = &rec.space_for(dev, r.problem, r.family, r.prov.family_version, s.params(), r.time_utc);
     }
     if (rs->lookup(r.config)) continue;  // the exploration outcome is recorded; re-timings are not
-    rs->add(r.config, Outcome{r.m.status, r.m.status == Status::ok ? r.m.time.median : kNaN, r.m.message});
+    rs->add(r.config, Outcome{r.m.status, r.m.status == Status::ok ? r.m.time_us() : kNaN, r.m.message});
   }
   return rec;
 }

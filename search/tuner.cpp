@@ -237,12 +237,12 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     ++prog.evaluations;
     ++out.evaluated;
     ++out.by_status[m.status];
-    bool good = m.status == Status::ok && std::isfinite(m.time.median);
-    strategy->observe(Observation{c, good, good ? m.time.median : 0.0});
+    bool good = m.status == Status::ok && std::isfinite(m.time_us());
+    strategy->observe(Observation{c, good, good ? m.time_us() : 0.0});
     if (good) {
       ok.push_back({c, m, row, space.name(c)});
-      if (!(m.time.median >= best_us)) {
-        best_us = m.time.median;
+      if (!(m.time_us() >= best_us)) {
+        best_us = m.time_us();
         best_name = ok.back().name;
         prog.since_improvement = 0;
       } else {
@@ -385,7 +385,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
 
   // Finalists: the fastest distinct configs, re-timed interleaved (A B C A B C ...).
   std::sort(ok.begin(), ok.end(), [](const Result& a, const Result& b) {
-    return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
+    return a.m.time_us() != b.m.time_us() ? a.m.time_us() < b.m.time_us() : a.name < b.name;
   });
   if (ok.empty()) {
     out.seconds = since(t0);
@@ -437,7 +437,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
                                                 describe(o_.retime, rt.capped)));
       }
       std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
-        return a.m.time.median != b.m.time.median ? a.m.time.median < b.m.time.median : a.name < b.name;
+        return a.m.time_us() != b.m.time_us() ? a.m.time_us() < b.m.time_us() : a.name < b.name;
       });
       // A tie goes to the baseline (the family's first suggestion: cuBLASLt's heuristic pick, a
       // hand-written family's default): another config wins only when measurably faster.
@@ -473,7 +473,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
                        !out.tie        ? ""
                        : std::string(kTieWith) + out.runner_up +
                              (kept_baseline ? " (overlapping intervals); the baseline kept"
-                                            : " (overlapping intervals); broken by median"));
+                                            : " (overlapping intervals); broken by time"));
   out.seconds = since(t0);
   return out;
 }
@@ -552,7 +552,7 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
   std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
     const auto& x = po.families[a];
     const auto& y = po.families[b];
-    return x.best_m.time.median != y.best_m.time.median ? x.best_m.time.median < y.best_m.time.median : x.family < y.family;
+    return x.best_m.time_us() != y.best_m.time_us() ? x.best_m.time_us() < y.best_m.time_us() : x.family < y.family;
   });
   auto ref = std::find_if(idx.begin(), idx.end(), [&](size_t i) { return po.families[i].family == o_.tie_family; });
   const bool kept_ref = ref != idx.begin() && ref != idx.end() &&

@@ -32,7 +32,7 @@ struct TuneOptions {
   int finalists = 4;              // per family, re-timed interleaved
   Interleave retime;              // how finalists and families' winners are re-timed
   // A tie between families' winners goes to this family (the reference the table is measured
-  // against): another family replaces it only when measurably faster. Empty: broken by median.
+  // against): another family replaces it only when measurably faster. Empty: broken by time (the figure).
   std::string tie_family = "cublaslt";
   Distribution dist = Distribution::normal;
   uint64_t input_seed = 1;

@@ -98,6 +98,7 @@ void require_same_row(const StoredRow& a, const StoredRow& b) {
                       {x.compile_s, y.compile_s}, {x.measure_s, y.measure_s}, {a.time_unix, b.time_unix}})
     CHECK(same_double(u, v));
   CHECK(x.time.count == y.time.count);
+  CHECK(x.time.center == y.time.center);
   CHECK(x.message == y.message);  // embedded NULs and all
   CHECK(a.prov == b.prov);
   CHECK(a.problem.lda == b.problem.lda);
@@ -469,6 +470,24 @@ TEST_CASE("store: queries by key, family, status and tune; best per key", "[stor
   REQUIRE(s.best(rf).size() == 1);
   CHECK(s.best(rf)[0].row_uuid == replayed.row_uuid);
 
+  SECTION("best by the figure: the mean of a row timed at the power cap") {
+    // Median 140 but mean 120 (two clock levels): at the cap the mean is its time, and it
+    // beats fam_a's 150 us; as a median row it would not.
+    StoredRow capped = sample_row(Status::ok, "fam_c", 1);
+    std::vector<double> x(40, 140.0);
+    for (int i = 0; i < 19; ++i) x[size_t(2 * i)] = 97.0;
+    capped.m.time = summarize(x, Center::mean);
+    capped.m.throttle = "sw_power_cap";
+    REQUIRE(capped.m.time.median == 140.0);
+    REQUIRE(capped.m.time.mean < 125.0);
+    s.insert(capped);
+    auto b = s.best(RowFilter::of(k));
+    REQUIRE(b.size() == 1);
+    CHECK(b[0].row_uuid == capped.row_uuid);
+    CHECK(b[0].m.time.center == Center::mean);
+    CHECK(b[0].m.time_us() == capped.m.time.mean);
+  }
+
   SECTION("winners: set, replace, refuse what cannot win") {
     s.set_winner(k, "fam_a", a2.config_name, a2.id, "fastest of fam_a");
     s.set_winner(k, kAllFamilies, a2.config_name, a2.id);
@@ -532,6 +551,41 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     raw_sql(m, "CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('application', 'other');");
     refused(m, "is an SQLite database but not a gemmtune store");
   }
+  SECTION("a store of schema v1 reads as medians and is upgraded when opened for writing") {
+    fs::path p = tmp.path / "v1.db";
+    StoredRow r = sample_row();
+    {
+      Store s = Store::open(p);
+      s.insert(r);
+    }
+    // What gemmtune wrote before the figure's statistic was stored.
+    raw_sql(p, "ALTER TABLE results DROP COLUMN time_center; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    {
+      Store ro = Store::open_readonly(p);
+      auto rows = ro.rows();
+      REQUIRE(rows.size() == 1);
+      CHECK(rows[0].m.time.center == Center::median);
+      CHECK(ro.best().size() == 1);
+    }
+    {
+      Store rw = Store::open(p);
+      StoredRow capped = sample_row(Status::ok, "fam_a", 2);
+      capped.m.time = summarize({90.0, 110.0, 120.0}, Center::mean);
+      rw.insert(capped);
+      auto rows = rw.rows();
+      REQUIRE(rows.size() == 2);
+      require_same_row(rows[0], r);
+      CHECK(rows[1].m.time.center == Center::mean);
+    }
+    sqlite3* h = nullptr;
+    REQUIRE(sqlite3_open(p.c_str(), &h) == SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "2");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+  }
   SECTION("a store of a newer schema") {
     fs::path p = tmp.path / "newer.db";
     {
@@ -539,7 +593,7 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       s.insert(sample_row());
     }
     raw_sql(p, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
-    refused(p, "has schema v3; this gemmtune reads up to v1 — upgrade gemmtune");
+    refused(p, "has schema v3; this gemmtune reads up to v2 — upgrade gemmtune");
     refused(p, "has schema v3", true);
   }
   SECTION("a directory, a missing file for reading") {

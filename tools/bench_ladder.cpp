@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
         fmt::print("  {:<22} {:<9} {}: {}\n", r.label, dt, to_string(m.status), m.message.substr(0, 100));
         continue;
       }
-      fmt::print("  {:<22} {:<9} {:>11.2f} {:>9.2f} {:>10.2e}  {} ({})\n", r.label, dt, m.time.median,
+      fmt::print("  {:<22} {:<9} {:>11.2f} {:>9.2f} {:>10.2e}  {} ({})\n", r.label, dt, m.time_us(),
                  m.tflops(p.flops()), m.err_rel_fro, s.name(c), source);
     }
   }

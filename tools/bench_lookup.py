@@ -33,7 +33,7 @@ def problem_args(e):
 
 def timed(gt, e, family, config):
     j = gt_json(gt, ["run", "--family", family, "--params", config, "--seed", "7"] + problem_args(e))
-    return j["time_us"]["median"]
+    return j["time_us"]["value"]
 
 
 def main():

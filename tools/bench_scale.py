@@ -43,7 +43,7 @@ def winners(j):
         f = next((f for f in p["families"] if f["family"] == fam), None)
         if f is None:
             continue
-        w[p["key"]] = (fam, f["best"], f["best_measurement"]["time_us"]["median"])
+        w[p["key"]] = (fam, f["best"], f["best_measurement"]["time_us"]["value"])
     return w
 
 

@@ -152,7 +152,7 @@ def size_label(n):
 class Model:
     def __init__(self, data):
         self.data = data
-        self.meas = [m for m in data.get("measurements", []) if finite(m.get("median_us")) and m["median_us"] > 0]
+        self.meas = [m for m in data.get("measurements", []) if finite(m.get("time_us")) and m["time_us"] > 0]
         self.by_id = {m["id"]: m for m in self.meas}
         for m in self.meas:
             m["_params"] = OrderedDict((p[0], p[1]) for p in (m.get("params") or []))
@@ -205,7 +205,7 @@ class Model:
 
 
 def rank(m):
-    return (bool(m.get("quick")), m["median_us"])
+    return (bool(m.get("quick")), m["time_us"])
 
 
 def problem_order(m):
@@ -481,8 +481,8 @@ def section_speedup(model, dev):
     for k in keys:
         pick = model.pick[(dev, k)]
         best = model.best[(dev, k)]
-        fams = {f: pick["median_us"] / m["median_us"] for (d, kk, f), m in model.fam_best.items() if d == dev and kk == k}
-        rows.append((k, pick["median_us"] / best["median_us"], best, fams))
+        fams = {f: pick["time_us"] / m["time_us"] for (d, kk, f), m in model.fam_best.items() if d == dev and kk == k}
+        rows.append((k, pick["time_us"] / best["time_us"], best, fams))
     gm = geomean([r[1] for r in rows])
     worst = min(rows, key=lambda r: r[1])
     h = max(2.2, 0.28 * len(rows) + 1.2)
@@ -544,7 +544,7 @@ def parameter_figure(fam, key, ms):
     ncol = min(4, len(varying))
     nrow = math.ceil(len(varying) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol + 0.4, 2.3 * nrow + 0.5), squeeze=False)
-    times = [m["median_us"] for m in ms]
+    times = [m["time_us"] for m in ms]
     logy = max(times) / min(times) > 20
     best_overall = min(times)
     for ax, p in zip(axes.flat, varying):
@@ -553,7 +553,7 @@ def parameter_figure(fam, key, ms):
         per = defaultdict(list)
         for m in ms:
             if p in m["_params"]:
-                per[m["_params"][p]].append(m["median_us"])
+                per[m["_params"][p]].append(m["time_us"])
         for v, ts in per.items():
             width = 0.3 if len(ts) > 40 else 0.12  # a fixed scatter, the same on every run
             jitter = [xs[v] + ((i * 2654435761 % 1000) / 1000 - 0.5) * 2 * width for i in range(len(ts))]
@@ -602,7 +602,7 @@ def section_parameters(model, dev):
         top = min(bests.values(), key=rank)
         wins[top["family"]] += 1
         for f, m in bests.items():
-            closeness[f].append(top["median_us"] / m["median_us"])
+            closeness[f].append(top["time_us"] / m["time_us"])
     order = sorted(cands, key=lambda f: (-wins[f], -geomean(closeness[f]), f))
     out = []
     for i, fam in enumerate(order):
@@ -657,9 +657,9 @@ def section_winners(model, dev):
         star_cfg = model.by_id[star_id]["config"] if star_id in model.by_id else None
         rows = []
         for label, m in entries:
-            speed = pick["median_us"] / m["median_us"] if pick else float("nan")
+            speed = pick["time_us"] / m["time_us"] if pick else float("nan")
             star = "★ " if m["config"] == star_cfg and label != "cuBLASLt pick" else ""
-            rows.append([star + label, code_cell(m["config"]), num_cell(fmt_us(m["median_us"])),
+            rows.append([star + label, code_cell(m["config"]), num_cell(fmt_us(m["time_us"])),
                          num_cell(fmt_num(m.get("tflops"))), num_cell(fmt_num(pct_roof(model, m))),
                          num_cell(fmt_ratio(speed)), num_cell(fmt_sci(m.get("err_rel_fro"))),
                          "replay" if m.get("replay") else ("quick" if m.get("quick") else "full")])
@@ -779,10 +779,10 @@ def lab_ladder(lab):
             label = kernel_label(m, "best" if kind != "lab" or not m.get("pick") else "")
             if kind != "lab" and m["family"] != "cublaslt":
                 label = label.replace(" (", ", tuned (", 1)
-            rows.append([label, kind, num_cell(fmt_us(m["median_us"])), num_cell(fmt_num(m["tflops"], 2)),
+            rows.append([label, kind, num_cell(fmt_us(m["time_us"])), num_cell(fmt_num(m["tflops"], 2)),
                          num_cell(fmt_sci(m.get("err_max_norm"))), num_cell(fmt_sci(m.get("err_rel_fro"))),
                          num_cell(fmt_num(pct_roof(model, m))),
-                         num_cell(fmt_num(naive["median_us"] / m["median_us"], 1) + "×" if naive else "–")])
+                         num_cell(fmt_num(naive["time_us"] / m["time_us"], 1) + "×" if naive else "–")])
         out.append(f"<h4>{s[0]}×{s[1]}×{s[2]}</h4>")
         out.append(table_html(["kernel", "kind", "time µs", "TFLOP/s", "max error (norm.)", "Frobenius error",
                                "% of its dtype's roof", "× naive"], rows))
@@ -837,7 +837,7 @@ def lab_register_patch(lab):
                 occ = 100.0 * blocks * threads / lim["max_threads_per_sm"]
             rows.append([f"{tm}×{tn}", f"{bm}×{bn}", threads, fmt_num((tm + tn) / (tm * tn), 3), regs or "–",
                          f"{m.get('spill_stores', 0)}/{m.get('spill_loads', 0)}", fmt_num(occ, 0),
-                         num_cell(fmt_us(m["median_us"])), num_cell(fmt_num(m["tflops"], 2)),
+                         num_cell(fmt_us(m["time_us"])), num_cell(fmt_num(m["tflops"], 2)),
                          num_cell(fmt_sci(m.get("err_rel_fro")))])
         if rows:
             out.append(f"<h4><code>{esc(jp['key'])}</code></h4>")
@@ -918,10 +918,10 @@ def lab_precision(lab):
             base = m
     for label, m in entries:
         io_ = m["dtype"] if m["dtype"] == m["out_dtype"] else f"{m['dtype']}→{m['out_dtype']}"
-        rows.append([io_, label, num_cell(fmt_us(m["median_us"])), num_cell(fmt_num(m["tflops"], 1)),
+        rows.append([io_, label, num_cell(fmt_us(m["time_us"])), num_cell(fmt_num(m["tflops"], 1)),
                      num_cell(fmt_sci(m.get("err_max_norm"))), num_cell(fmt_sci(m.get("err_rel_fro"))),
                      DTYPE_BYTES.get(m["out_dtype"], "?"),
-                     num_cell(fmt_ratio(base["median_us"] / m["median_us"]) if base else "–")])
+                     num_cell(fmt_ratio(base["time_us"] / m["time_us"]) if base else "–")])
     return table_html(["precision", "kernel", "time µs", "TFLOP/s", "max error (norm.)", "Frobenius error",
                        "bytes per output element", "speed-up vs fp32 pick"], rows)
 
@@ -994,17 +994,17 @@ def lab_alignment(lab):
     rows = []
     for n in sorted(by_n):
         s = by_n[n]
-        best = min(s.values(), key=lambda m: m["median_us"])
+        best = min(s.values(), key=lambda m: m["time_us"])
         pick = s.get("cuBLASLt pick")
         rows.append([n, s[next(iter(s))]["align"]] + [num_cell(fmt_num(s[x]["tflops"], 1) if x in s else "–")
                                                       for x in names]
-                    + [num_cell(fmt_ratio(pick["median_us"] / best["median_us"]) if pick else "–")])
+                    + [num_cell(fmt_ratio(pick["time_us"] / best["time_us"]) if pick else "–")])
     out = [table_html(["n", "alignment (bytes)"] + [f"{x} TFLOP/s" for x in names] + ["best ÷ pick"], rows)]
     steps = []
     for a, b in ((2048, 2049), (4096, 4097)):
         for x in names:
             if a in by_n and b in by_n and x in by_n[a] and x in by_n[b]:
-                ta, tb = by_n[a][x]["median_us"], by_n[b][x]["median_us"]
+                ta, tb = by_n[a][x]["time_us"], by_n[b][x]["time_us"]
                 fa, fb = by_n[a][x]["tflops"], by_n[b][x]["tflops"]
                 steps.append(f"{a} → {b}, {x}: time {100 * (tb / ta - 1):+.1f} %, throughput {100 * (fb / fa - 1):+.1f} %")
     if steps:
@@ -1052,8 +1052,8 @@ def lab_cublas_kernels(lab):
     for d, ms in sorted(rows_by_dt.items()):
         ms.sort(key=lambda m: m["n"])
         base = next((m for m in ms if m["n"] == 4096), None)
-        rows = [[m["n"], m["align"], num_cell(fmt_us(m["median_us"])), num_cell(fmt_num(m["tflops"], 1)),
-                 num_cell(f"{100 * (m['median_us'] / base['median_us'] - 1):+.1f} %" if base else "–"),
+        rows = [[m["n"], m["align"], num_cell(fmt_us(m["time_us"])), num_cell(fmt_num(m["tflops"], 1)),
+                 num_cell(f"{100 * (m['time_us'] / base['time_us'] - 1):+.1f} %" if base else "–"),
                  code_cell(short_description(m) or m["config"])] for m in ms]
         out.append(f"<h4>{esc(d)}</h4>")
         out.append(table_html(["n", "alignment", "time µs", "TFLOP/s", "vs 4096", "cuBLASLt's chosen algorithm"], rows))
@@ -1077,9 +1077,9 @@ def lab_layout(lab):
     for (d, kind), ms in sorted(groups.items()):
         base = next((m for m in ms if m["layout"] == "nn"), None)
         for m in sorted(ms, key=lambda m: ["nn", "tn", "nt", "tt"].index(m["layout"]) if m["layout"] in LAYOUT_CASE else 9):
-            rows.append([d, kind, m["layout"], LAYOUT_CASE.get(m["layout"], ""), num_cell(fmt_us(m["median_us"])),
+            rows.append([d, kind, m["layout"], LAYOUT_CASE.get(m["layout"], ""), num_cell(fmt_us(m["time_us"])),
                          num_cell(fmt_num(m["tflops"], 1)),
-                         num_cell(fmt_ratio(base["median_us"] / m["median_us"]) if base else "–")])
+                         num_cell(fmt_ratio(base["time_us"] / m["time_us"]) if base else "–")])
     return table_html(["dtype", "kernel", "layout", "case", "time µs", "TFLOP/s", "vs nn"], rows)
 
 
@@ -1091,7 +1091,7 @@ def lab_skinny(lab):
         for fam in jp.get("families", []):
             if fam != "cublaslt":
                 m = lab.tuned(jp["key"], fam)
-                if m and (best is None or m["median_us"] < best["median_us"]):
+                if m and (best is None or m["time_us"] < best["time_us"]):
                     best = m
         if pick or best:
             pts.append((jp, pick, best))
@@ -1101,15 +1101,15 @@ def lab_skinny(lab):
     rows = []
     for jp, pick, best in sorted(pts, key=lambda t: t[0]["m"]):
         ref = pick or best
-        bps = ref["bytes"] / (ref["median_us"] * 1e-6)
+        bps = ref["bytes"] / (ref["time_us"] * 1e-6)
         rows.append([jp["m"], fmt_num(ref["intensity"], 1),
-                     num_cell(fmt_us(pick["median_us"]) if pick else "–"),
+                     num_cell(fmt_us(pick["time_us"]) if pick else "–"),
                      num_cell(fmt_num(pick["tflops"], 2) if pick else "–"),
                      num_cell(fmt_num(bps / 1e9, 0)),
                      num_cell(fmt_num(100 * bps / bw, 0) if bw else "–"),
                      num_cell(fmt_num(best["tflops"], 2) if best else "–"),
                      best["family"] if best else "–",
-                     num_cell(fmt_ratio(pick["median_us"] / best["median_us"]) if pick and best else "–")])
+                     num_cell(fmt_ratio(pick["time_us"] / best["time_us"]) if pick and best else "–")])
     out = [table_html(["M", "intensity (FLOP/B)", "pick time µs", "pick TFLOP/s", "GB/s (pick, minimal bytes)",
                        "% of memory roof", "best TFLOP/s", "best family", "best ÷ pick"], rows)]
     fig, ax = plt.subplots(figsize=(7.4, 4.0))
@@ -1148,12 +1148,12 @@ def lab_generic(lab):
         pick = lab.pick(key)
         best = lab.model.best.get((lab.dev, key))
         if pick and best:
-            speedups.append((pick["median_us"] / best["median_us"], key))
+            speedups.append((pick["time_us"] / best["time_us"], key))
         for fam in sorted({f for (d, k, f) in lab.model.fam_best if d == lab.dev and k == key}):
             m = lab.tuned(key, fam)
-            rows.append([key, fam, code_cell(m["config"]), num_cell(fmt_us(m["median_us"])),
+            rows.append([key, fam, code_cell(m["config"]), num_cell(fmt_us(m["time_us"])),
                          num_cell(fmt_num(m["tflops"], 1)),
-                         num_cell(fmt_ratio(pick["median_us"] / m["median_us"]) if pick else "–")])
+                         num_cell(fmt_ratio(pick["time_us"] / m["time_us"]) if pick else "–")])
     if not rows:
         return None
     summary = ""

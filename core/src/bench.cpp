@@ -157,6 +157,7 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
   auto t0 = Clock::now();
   Nvml& nvml = Nvml::get();
   std::vector<double> clocks;
+  bool capped = false;
   auto last_read = Clock::now();
   // One call alone sizes the batches; then batches back to back with the next one queued before
   // the last is waited for, so the GPU never idles: the power and clock of continuous use.
@@ -184,12 +185,14 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
     if (std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.05) {
       last_read = Clock::now();
       clocks.push_back(nvml.read(dev_.uuid).sm_clock_mhz);
+      if (!capped && at_power_cap(nvml.throttle_reasons(dev_.uuid))) capped = true;
       // Stable: the last ten readings (500 ms) within 1 % of each other, after kSettleMinS
-      // (a power cap can take about a second to engage; a boost clock is stable before that).
+      // (a power cap can take about a second to engage; a boost clock is stable before that),
+      // or kCappedSettleMinS once the cap has engaged.
       if (clocks.size() >= 10) {
         auto first = clocks.end() - 10;
         auto [lo, hi] = std::minmax_element(first, clocks.end());
-        if (*hi - *lo <= 0.01 * *hi && since(t0) >= std::min(cap_s, kSettleMinS)) break;
+        if (*hi - *lo <= 0.01 * *hi && since(t0) >= std::min(cap_s, capped ? kCappedSettleMinS : kSettleMinS)) break;
       }
     }
   }
@@ -317,7 +320,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     const int n = int(samples.size());
     const double elapsed = since(t1);
     const double min_time =
-        std::max(o.min_time_s, throttle.find("power_cap") != std::string::npos ? o.capped_min_time_s : 0.0);
+        std::max(o.min_time_s, at_power_cap(throttle) ? o.capped_min_time_s : 0.0);
     bool stop = n >= o.max_samples && elapsed >= min_time;
     if (!stop && n >= o.min_samples) {
       if (elapsed >= std::max(o.max_time_s, min_time)) stop = true;
@@ -330,7 +333,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   // The batch queued beyond the last one collected still runs: wait, and drop it.
   check_launch(cudaStreamSynchronize(stream_), "running the candidate");
   t.samples = samples;
-  t.time = summarize(std::move(samples));
+  t.time = summarize(std::move(samples), at_power_cap(throttle) ? Center::mean : Center::median);
   auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
   t.sensors.sm_clock_mhz = med(clocks);
   t.sensors.mem_clock_mhz = med(mclocks);

@@ -47,8 +47,15 @@ struct VerifyResult {
 // then ~1600 MHz), so a settle lasts at least kSettleMinS (or its cap, when shorter).
 inline constexpr double kSettleCapS = 3.0;
 inline constexpr double kSettleMinS = 1.0;
-// Seconds a single timing (`gemmtune run`) samples at least once the power cap engages.
-inline constexpr double kCappedMinTimeS = 0.5;
+// Once NVML reports the power cap, a settle lasts at least this long (or its cap, when
+// shorter): for about 2.5 s after the cap engages the H200 holds a higher clock than it
+// settles at (4096^3 f16: 1500 MHz, then alternating 1455 / 1470 MHz, 1-2 % slower).
+inline constexpr double kCappedSettleMinS = 3.0;
+// Seconds a single timing (`gemmtune run`) samples at least once the power cap engages: two
+// of the governor's periods of about a second, whose mean is the figure (Center::mean).
+inline constexpr double kCappedMinTimeS = 2.0;
+// True when NVML's throttle reasons name the power cap.
+inline bool at_power_cap(const std::string& reasons) { return reasons.find("power_cap") != std::string::npos; }
 // Timed (and settling) calls are queued in batches that run back to back, as in continuous
 // use: about kBatchTargetS of work per batch, at most kMaxBatch calls.
 inline constexpr int kMaxBatch = 64;
@@ -118,7 +125,7 @@ class ProblemBench {
   // the calls queued in batches that run back to back behind a hold (TimingOptions::hold).
   Timed time(const LaunchFn& fn, const TimingOptions& o);
   // Run fn continuously (batches back to back) until the SM clock is stable (NVML: the last 500 ms within 1 %, and at
-  // least kSettleMinS passed) or cap_s passes.
+  // least kSettleMinS passed, kCappedSettleMinS once the power cap is reported) or cap_s passes.
   // Returns seconds spent and the clock it settled at (NaN without NVML).
   std::pair<double, double> settle(const LaunchFn& fn, double cap_s);
 

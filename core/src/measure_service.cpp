@@ -64,7 +64,7 @@ Measurement MeasureService::measure(const Candidate& c, bool quick) {
 }
 
 void MeasureService::note_throttle(const std::string& reasons) {
-  if (reasons.find("power_cap") != std::string::npos) capped_ = true;
+  if (at_power_cap(reasons)) capped_ = true;
 }
 
 const Runnable& MeasureService::runnable(const Candidate& c) {
@@ -147,7 +147,9 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
     throw;
   }
   Retimed out;
-  for (auto& s : samples) out.stats.push_back(summarize(s));
+  // At the cap the turns sample the governor's clock levels at random moments: their mean is
+  // the figure (Center).
+  for (auto& s : samples) out.stats.push_back(summarize(s, capped ? Center::mean : Center::median));
   out.capped = capped;
   return out;
 }

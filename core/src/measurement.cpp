@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace gt {
 
@@ -36,10 +37,36 @@ static double quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
 }
 
-Stats summarize(std::vector<double> x) {
+const char* to_string(Center c) { return c == Center::mean ? "mean" : "median"; }
+
+// 95 % interval of the mean from block means: the samples in `blocks` consecutive blocks,
+// each block's mean one observation (Student's t with blocks - 1 degrees of freedom).
+static std::pair<double, double> mean_interval(const std::vector<double>& x) {
+  static constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262};
+  const size_t blocks = std::min<size_t>(10, x.size());
+  if (blocks < 2) return {x.front(), x.front()};
+  std::vector<double> means;
+  for (size_t b = 0; b < blocks; ++b) {
+    size_t lo = b * x.size() / blocks, hi = (b + 1) * x.size() / blocks;
+    double sum = 0;
+    for (size_t i = lo; i < hi; ++i) sum += x[i];
+    means.push_back(sum / double(hi - lo));
+  }
+  double m = 0, ss = 0;
+  for (double v : means) m += v;
+  m /= double(blocks);
+  for (double v : means) ss += (v - m) * (v - m);
+  const double half = kT975[blocks - 2] * std::sqrt(ss / double(blocks - 1) / double(blocks));
+  return {m - half, m + half};
+}
+
+Stats summarize(std::vector<double> x, Center center) {
   Stats s;
+  s.center = center;
   s.count = int64_t(x.size());
   if (x.empty()) return s;
+  std::pair<double, double> mean_ci{kNaN, kNaN};
+  if (center == Center::mean) mean_ci = mean_interval(x);
   std::sort(x.begin(), x.end());
   s.min = x.front();
   s.max = x.back();
@@ -56,6 +83,7 @@ Stats summarize(std::vector<double> x) {
   hi = std::clamp(hi, 0L, long(x.size()) - 1);
   s.ci_low = x[size_t(lo)];
   s.ci_high = x[size_t(hi)];
+  if (center == Center::mean) std::tie(s.ci_low, s.ci_high) = mean_ci;
   return s;
 }
 
@@ -71,7 +99,7 @@ static double num(const nlohmann::json& j, const char* k) {
 void to_json(nlohmann::json& j, const Stats& s) {
   j = {{"count", s.count}, {"median", num(s.median)}, {"mean", num(s.mean)}, {"min", num(s.min)},
        {"max", num(s.max)}, {"p10", num(s.p10)}, {"p90", num(s.p90)}, {"ci_low", num(s.ci_low)},
-       {"ci_high", num(s.ci_high)}};
+       {"ci_high", num(s.ci_high)}, {"center", to_string(s.center)}, {"value", num(s.value())}};
 }
 
 void from_json(const nlohmann::json& j, Stats& s) {
@@ -84,6 +112,9 @@ void from_json(const nlohmann::json& j, Stats& s) {
   s.p90 = num(j, "p90");
   s.ci_low = num(j, "ci_low");
   s.ci_high = num(j, "ci_high");
+  const std::string c = j.value("center", std::string("median"));
+  if (c != "median" && c != "mean") throw RuntimeFailure("timing statistics: unknown center '" + c + "' (median or mean)");
+  s.center = c == "mean" ? Center::mean : Center::median;
 }
 
 void to_json(nlohmann::json& j, const Measurement& m) {

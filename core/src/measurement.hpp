@@ -29,19 +29,30 @@ inline bool is_failure(Status s) { return s != Status::ok; }
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Which statistic is a timing's figure (what ranks it and what is reported). The median,
+// unless the samples were taken at the power cap: there the governor moves the clock between
+// levels a few % apart, each held for about half a second (H200), so a window's samples are
+// a mixture of two modes and its median jumps from one to the other with the mixture; the
+// mean over whole periods follows the mixture smoothly (docs/measurement.md, method 5).
+enum class Center { median, mean };
+const char* to_string(Center c);
+
 // Times in microseconds per call.
 struct Stats {
   int64_t count = 0;
   double median = kNaN, mean = kNaN, min = kNaN, max = kNaN, p10 = kNaN, p90 = kNaN;
-  double ci_low = kNaN, ci_high = kNaN;  // 95 % confidence interval of the median
-  // Relative half-width of the median's confidence interval.
-  double ci_rel() const { return (ci_high - ci_low) / 2.0 / median; }
+  double ci_low = kNaN, ci_high = kNaN;  // 95 % confidence interval of the figure
+  Center center = Center::median;
+  double value() const { return center == Center::mean ? mean : median; }  // the figure
+  // Relative half-width of the figure's confidence interval.
+  double ci_rel() const { return (ci_high - ci_low) / 2.0 / value(); }
 };
 
-// Summary statistics of samples; the median's 95 % interval from order statistics
-// (distribution-free: ranks n/2 ± 1.96·√n/2).
-Stats summarize(std::vector<double> samples);
-// True when the two medians' intervals overlap: the measurements cannot tell them apart.
+// Summary statistics of samples (in the order taken). The median's 95 % interval from order
+// statistics (distribution-free: ranks n/2 ± 1.96·√n/2); the mean's from the means of ten
+// consecutive blocks (Student's t), which holds for samples that drift together in time.
+Stats summarize(std::vector<double> samples, Center center = Center::median);
+// True when the two figures' intervals overlap: the measurements cannot tell them apart.
 bool tie(const Stats& a, const Stats& b);
 
 struct Measurement {
@@ -58,7 +69,8 @@ struct Measurement {
   double measure_s = 0;  // wall seconds the GPU spent verifying and timing it
   bool quick = false;    // measured in quick mode (fewer samples)
 
-  double tflops(double flops) const { return status == Status::ok ? flops / (time.median * 1e-6) / 1e12 : kNaN; }
+  double time_us() const { return time.value(); }
+  double tflops(double flops) const { return status == Status::ok ? flops / (time_us() * 1e-6) / 1e12 : kNaN; }
 };
 
 void to_json(nlohmann::json& j, const Stats& s);

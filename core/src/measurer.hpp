@@ -49,10 +49,10 @@ struct Retimed {
 };
 
 // How a re-timing ran, for a measurement's message: "over 8 rounds", or "over 4 rounds, each
-// turn after 0.1 s alone (power cap)".
+// turn after 0.1 s alone (power cap: the mean)".
 inline std::string describe(const Interleave& how, bool capped) {
   if (!capped) return fmt::format("over {} rounds", how.rounds);
-  return fmt::format("over {} rounds, each turn after {:g} s alone (power cap)", how.rounds_at_cap(),
+  return fmt::format("over {} rounds, each turn after {:g} s alone (power cap: the mean)", how.rounds_at_cap(),
                      how.capped_warmup_s);
 }
 

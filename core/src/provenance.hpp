@@ -34,7 +34,10 @@ inline constexpr const char* kGemmtuneVersion = "0.1.0";
 // 4: at the power cap each turn of an interleaved re-timing runs its candidate alone for
 //    0.1 s before sampling (Interleave::capped_warmup_s): with 5 ms, a candidate was timed at
 //    the clock its neighbours' power left behind, up to 20 % off its own.
-inline constexpr int kMethodVersion = 4;
+// 5: at the power cap the figure is the mean, not the median (Center): the governor moves the
+//    clock between levels a few % apart every half second or so, and a window's median jumps
+//    between them; a settle lasts 3 s once the cap engages, `run` samples 2 s there.
+inline constexpr int kMethodVersion = 5;
 
 struct Provenance {
   // The GPU.

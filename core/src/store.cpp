@@ -147,6 +147,9 @@ struct Namer {
   void config(const char* n, const Config&) { cols.emplace_back(n, "TEXT NOT NULL"); }  // JSON array
   void hex(const char* n, const uint64_t&) { cols.emplace_back(n, "TEXT NOT NULL"); }
   void u64(const char* n, const uint64_t&) { cols.emplace_back(n, "TEXT NOT NULL"); }  // decimal
+  void center(const char* n, const Center&) {
+    cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'median' CHECK ({} IN ('median', 'mean'))", n));
+  }
 };
 
 struct Binder {
@@ -168,6 +171,7 @@ struct Binder {
   void config(const char* n, const Config& v) { text(n, nlohmann::json(v).dump()); }
   void hex(const char* n, const uint64_t& v) { text(n, hex64(v)); }
   void u64(const char* n, const uint64_t& v) { text(n, std::to_string(v)); }
+  void center(const char* n, const Center& v) { text(n, to_string(v)); }
 };
 
 struct Reader {
@@ -195,6 +199,7 @@ struct Reader {
   void config(const char*, Config& v) { v = nlohmann::json::parse(str()).get<Config>(); }
   void hex(const char*, uint64_t& v) { v = std::stoull(str(), nullptr, 16); }
   void u64(const char*, uint64_t& v) { v = std::stoull(str(), nullptr, 10); }
+  void center(const char*, Center& v) { v = str() == "mean" ? Center::mean : Center::median; }
 };
 
 // Every column of `results` but the id, in order. R is StoredRow or const StoredRow.
@@ -235,6 +240,7 @@ void row_fields(IO& io, R& r) {
   io.real("time_p90_us", r.m.time.p90);
   io.real("time_ci_low_us", r.m.time.ci_low);
   io.real("time_ci_high_us", r.m.time.ci_high);
+  io.center("time_center", r.m.time.center);  // which of median / mean is the figure (schema v2)
   io.computed_real("tflops", r.tflops());  // for SQL readers; recomputed from the row on read
   io.real("err_rel_fro", r.m.err_rel_fro);
   io.real("err_max_norm", r.m.err_max_norm);
@@ -281,9 +287,12 @@ const std::vector<std::pair<std::string, std::string>>& result_columns() {
   return cols;
 }
 
-std::string column_list(const char* prefix = "") {
-  std::string s = fmt::format("{}id", prefix);
-  for (auto& [name, type] : result_columns()) s += fmt::format(", {}{}", prefix, name);
+// The columns to SELECT from a store of schema `version`: a v1 store (read-only: a writable
+// one is upgraded on opening) has no time_center, and every v1 figure was the median.
+std::string column_list(int version = kStoreSchemaVersion) {
+  std::string s = "id";
+  for (auto& [name, type] : result_columns())
+    s += version < 2 && name == "time_center" ? ", 'median' AS time_center" : ", " + name;
   return s;
 }
 
@@ -405,6 +414,7 @@ constexpr int kTransientAttempts = 2;
 struct Store::Impl {
   fs::path path;
   bool readonly = false;
+  int version = kStoreSchemaVersion;  // the file's schema (a read-only v1 store stays v1)
   sqlite3* db = nullptr;
   mutable std::mutex mu;
   ~Impl() {
@@ -412,7 +422,7 @@ struct Store::Impl {
   }
 
   std::vector<StoredRow> query_rows(const std::string& tail, const Where& w) const {
-    Stmt st(db, "SELECT " + column_list() + " FROM results" + w.sql() + tail);
+    Stmt st(db, "SELECT " + column_list(version) + " FROM results" + w.sql() + tail);
     w.bind(st.get());
     std::vector<StoredRow> out;
     while (st.step()) out.push_back(read_row(st.get()));
@@ -500,7 +510,7 @@ enum class Kind { empty, ours };
 
 // Reads the schema (only reads) and says whether the database is empty or one of our
 // stores; InputError for everything else.
-Kind classify(sqlite3* db, const fs::path& file) {
+Kind classify(sqlite3* db, const fs::path& file, int* version_out = nullptr) {
   std::vector<std::string> tables;
   {
     sqlite3_stmt* s = nullptr;
@@ -562,6 +572,7 @@ Kind classify(sqlite3* db, const fs::path& file) {
   if (version < 1)
     throw InputError(fmt::format("{}: the store's schema_version {} is not one gemmtune ever wrote", file.string(),
                                  version));
+  if (version_out) *version_out = version;
   return Kind::ours;
 }
 
@@ -645,7 +656,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
   sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
 
   // Judge the file before changing anything in it: a refused file stays as it was.
-  Kind kind = classify(impl->db, file);
+  Kind kind = classify(impl->db, file, &impl->version);
   if (readonly) {
     if (kind == Kind::empty) throw InputError(fmt::format("{} is empty, not a gemmtune store", file.string()));
     return impl;
@@ -659,6 +670,20 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     Transaction t(impl->db);
     if (classify(impl->db, file) == Kind::empty) create_schema(impl->db);
     t.commit();
+    classify(impl->db, file, &impl->version);
+  }
+  if (impl->version < 2) {
+    // v1 -> v2: the figure's statistic (time_center); every v1 figure was the median. One
+    // process upgrades; the others find it done.
+    Transaction t(impl->db);
+    classify(impl->db, file, &impl->version);
+    if (impl->version < 2) {
+      for (auto& [name, type] : result_columns())
+        if (name == "time_center") exec(impl->db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+      exec(impl->db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    }
+    t.commit();
+    impl->version = 2;
   }
   exec(impl->db, kRoofsDdl);
   return impl;
@@ -751,10 +776,14 @@ std::vector<StoredRow> Store::best(const RowFilter& f, bool per_family) const {
   if (!g.replay) g.replay = false;
   Where w = where_of(g);
   w.raw("time_median_us IS NOT NULL");
+  // By the figure: the median, or the mean where it is the figure (time_center, schema v2).
   std::string sql = fmt::format(
-      "SELECT {} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY {}{} ORDER BY time_median_us ASC, "
+      "SELECT {} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY {}{} ORDER BY {} ASC, "
       "time_unix DESC, row_uuid ASC) AS place FROM results{}) WHERE place = 1",
-      column_list(), kKeyCols, per_family ? ", family" : "", w.sql());
+      column_list(impl_->version), kKeyCols, per_family ? ", family" : "",
+      impl_->version < 2 ? "time_median_us"
+                         : "CASE time_center WHEN 'mean' THEN time_mean_us ELSE time_median_us END",
+      w.sql());
   Stmt st(impl_->db, sql);
   w.bind(st.get());
   std::vector<StoredRow> out;
@@ -918,7 +947,7 @@ int64_t Store::merge_from(const Store& other) {
   int64_t before = sqlite3_total_changes64(db);
   {
     // Streamed row by row: a store can be larger than memory would like.
-    Stmt src(other.impl_->db, "SELECT " + column_list() + " FROM results ORDER BY id");
+    Stmt src(other.impl_->db, "SELECT " + column_list(other.impl_->version) + " FROM results ORDER BY id");
     Stmt dst(db, insert_sql(true));
     while (src.step()) {
       StoredRow r = read_row(src.get());

@@ -44,7 +44,9 @@
 
 namespace gt {
 
-inline constexpr int kStoreSchemaVersion = 1;
+// v2: results.time_center (which statistic is the figure); a v1 store is upgraded when opened
+// for writing.
+inline constexpr int kStoreSchemaVersion = 2;
 inline constexpr int kBusyTimeoutMs = 60000;
 
 // What a result is valid for: the device model and the problem without its leading

@@ -922,7 +922,7 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
     if (notes) notes->push_back(std::move(s));
   };
   auto usable = [&](const StoredRow& r) {
-    return r.m.status == Status::ok && std::isfinite(r.m.time.median) && r.m.time.median > 0 &&
+    return r.m.status == Status::ok && std::isfinite(r.m.time_us()) && r.m.time_us() > 0 &&
            (o.include_replay || !r.replay);
   };
 
@@ -937,7 +937,7 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
     for (auto& r : store.best(f, false)) {
       auto k = r.key();
       auto it = best.find(k);
-      if (it == best.end() || r.m.time.median < it->second.m.time.median) best[k] = std::move(r);
+      if (it == best.end() || r.m.time_us() < it->second.m.time_us()) best[k] = std::move(r);
     }
   }
 
@@ -971,7 +971,7 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
         }
         if (w.family == kAllFamilies)
           overall = row;
-        else if (!fastest_family || row->m.time.median < fastest_family->m.time.median)
+        else if (!fastest_family || row->m.time_us() < fastest_family->m.time_us())
           fastest_family = row;
       }
       if (overall) {
@@ -1003,7 +1003,7 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
         unknown_params_families.insert(r.family);
       }
     }
-    e.time_us = r.m.time.median;
+    e.time_us = r.m.time_us();
     e.tflops = r.tflops();
     e.measured_at = r.time_utc;
     e.arch = r.prov.arch;

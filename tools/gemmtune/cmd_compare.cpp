@@ -174,7 +174,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
               double roof = roofs.count(roof_name) ? roofs[roof_name].value : kNaN;
               double pick_us = kNaN;
               for (auto& e : entries)
-                if (e.label == "cublaslt (pick)" && e.m.status == Status::ok) pick_us = e.m.time.median;
+                if (e.label == "cublaslt (pick)" && e.m.status == Status::ok) pick_us = e.m.time_us();
               nlohmann::json rows = nlohmann::json::array();
               if (!g.json) {
                 fmt::print("\n{} on {}{}\n", p.key(), dev.name, session.label());
@@ -184,8 +184,8 @@ static Command add_compare(CLI::App& app, Globals& g) {
               for (auto& e : entries) {
                 bool ok = e.m.status == Status::ok;
                 double tf = e.m.tflops(p.flops());
-                double pct = ok ? 100.0 * p.flops() / (e.m.time.median * 1e-6) / roof : kNaN;
-                double speed = ok ? pick_us / e.m.time.median : kNaN;
+                double pct = ok ? 100.0 * p.flops() / (e.m.time_us() * 1e-6) / roof : kNaN;
+                double speed = ok ? pick_us / e.m.time_us() : kNaN;
                 rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"description", e.description},
                                 {"status", to_string(e.m.status)}, {"message", e.m.message}, {"time_us", e.m.time},
                                 {"tflops", ok ? nlohmann::json(tf) : nlohmann::json()},
@@ -197,7 +197,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), e.name);
                   continue;
                 }
-                fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9.1e}  {}\n", e.label, e.m.time.median, tf,
+                fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9.1e}  {}\n", e.label, e.m.time_us(), tf,
                            std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-",
                            std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-", e.m.err_rel_fro, e.name);
                 if (!e.description.empty()) fmt::print("  {:<16} {}\n", "", e.description);
@@ -205,8 +205,8 @@ static Command add_compare(CLI::App& app, Globals& g) {
               double best_speed = kNaN;
               std::string best_label;
               for (auto& e : entries)
-                if (e.m.status == Status::ok && !(pick_us / e.m.time.median <= best_speed)) {
-                  best_speed = pick_us / e.m.time.median;
+                if (e.m.status == Status::ok && !(pick_us / e.m.time_us() <= best_speed)) {
+                  best_speed = pick_us / e.m.time_us();
                   best_label = e.label;
                 }
               if (std::isfinite(best_speed)) bests.push_back({p.key(), best_label, best_speed});

@@ -537,7 +537,7 @@ static Command add_report(CLI::App& app, Globals& g) {
                         {"config", r.config_name},
                         {"params", pj},
                         {"params_from", source},
-                        {"median_us", num(r.m.time.median)},
+                        {"time_us", num(r.m.time_us())},
                         {"min_us", num(r.m.time.min)},
                         {"max_us", num(r.m.time.max)},
                         {"p10_us", num(r.m.time.p10)},

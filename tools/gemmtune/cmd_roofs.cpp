@@ -72,8 +72,8 @@ static Command add_roofs(CLI::App& app, Globals& g) {
                     }
                   }
                   Measurement m = svc.measure(cand, false);
-                  if (m.status == Status::ok && !(m.time.median >= best)) {
-                    best = m.time.median;
+                  if (m.status == Status::ok && !(m.time_us() >= best)) {
+                    best = m.time_us();
                     bm = m;
                     best_name = s.name(c);
                   }

@@ -46,9 +46,13 @@ static Command add_run(CLI::App& app, Globals& g) {
   sub->add_option("--dist", dist, "input distribution: normal (default), uniform, zeros (misleading: zeros run "
                                   "faster and hide unwritten outputs)");
   sub->add_option("--seed", seed, "input seed (default: random, printed)");
-  sub->add_option("--settle", settle, "seconds at most to settle the clock before timing (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
-  sub->add_option("--min-time", min_time, "seconds to sample at least, even once the interval is narrow (default: 0.5 "
-                                        "once NVML reports the power cap, whose clock moves from one ms to the next; else 0)")
+  sub->add_option("--settle", settle, fmt::format("seconds at most to settle the clock before timing (at least {:g} s of it, "
+                                                 "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
+      ->default_val(kSettleCapS);
+  sub->add_option("--min-time", min_time, fmt::format("seconds to sample at least, even once the interval is narrow (default: {:g} "
+                                                    "once NVML reports the power cap, whose governor moves the clock between "
+                                                    "levels about every half second, and the mean is the figure; else 0)",
+                                                    kCappedMinTimeS))
       ->check(CLI::Range(0.0, 60.0));
   sub->add_option("--trace", trace, "write every timed call and NVML reading to this CSV (t_s, time_us, "
                                   "sm_clock_mhz, power_w, temp_c; t from the first sample)");
@@ -143,8 +147,14 @@ static Command add_run(CLI::App& app, Globals& g) {
                 fmt::print("  verified: relative Frobenius error {:.2e}, normalised max error {:.2e} (inputs {}, seed {})\n",
                            m.err_rel_fro, m.err_max_norm, to_string(d), seed);
                 if (!verify_only) {
-                  fmt::print("  time: median {:.3f} us  (min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
-                             m.time.median, m.time.min, m.time.p10, m.time.p90, m.time.max, m.time.count, 100 * m.time.ci_rel());
+                  if (m.time.center == Center::mean)
+                    // At the power cap the samples mix the governor's clock levels: the mean is the figure.
+                    fmt::print("  time: mean {:.3f} us at the power cap  (median {:.3f}, min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
+                               m.time.mean, m.time.median, m.time.min, m.time.p10, m.time.p90, m.time.max, m.time.count,
+                               100 * m.time.ci_rel());
+                  else
+                    fmt::print("  time: median {:.3f} us  (min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
+                               m.time.median, m.time.min, m.time.p10, m.time.p90, m.time.max, m.time.count, 100 * m.time.ci_rel());
                   fmt::print("  {:.2f} TFLOP/s; {} rotating input sets\n", m.tflops(p.flops()), bench.rotation());
                   auto f = [](double v, const char* unit) { return std::isfinite(v) ? fmt::format("{:.0f} {}", v, unit) : std::string("unknown"); };
                   fmt::print("  while timing: SM clock {}, power {}, temperature {}, throttle: {}\n", f(m.sensors.sm_clock_mhz, "MHz"),

@@ -89,7 +89,9 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
   add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
-  sub->add_option("--settle", a.settle, "seconds at most to settle the clock per problem (at least 1 s of it, or all when less)")->default_val(kSettleCapS);
+  sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock per problem (at least {:g} s of it, "
+                                                   "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
+      ->default_val(kSettleCapS);
   sub->add_option("--replay", a.replay,
                   "recorded measurements (gemmtune-replay JSON) stand in for the GPU: no GPU needed");
   sub->add_option("--record", a.record,
@@ -236,7 +238,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                 uint64_t failed = 0;
                 for (auto& [st, n] : f.by_status)
                   if (st != Status::ok) failed += n;
-                fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time.median),
+                fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time_us()),
                            f.best ? fmt::format("{:.1f}", f.best_m.tflops(po.problem.flops())) : "-",
                            fmt::format("{}{}", f.evaluated, f.reused ? fmt::format(" ({} stored)", f.reused) : ""), failed,
                            f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
