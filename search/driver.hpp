@@ -17,7 +17,7 @@ namespace gt::search {
 // What an objective says about one config: a measurement reduced to what a search needs.
 struct Outcome {
   Status status = Status::ok;
-  double median_us = kNaN;
+  double median_us = kNaN;  // the figure: the median, or the mean at the power cap
   std::string message;
 };
 using Objective = std::function<Outcome(const Config&)>;

@@ -9,7 +9,8 @@
 //     "family":"register_tile","family_version":"1.0",
 //     "params":[{"name":"bm","help":"...","values":[64,128],"labels":[],"default":1}, ...],
 //     "results":[{"config":[128,...],"status":"ok","median_us":123.4,"message":""}, ...] } ] }
-// status: to_string(Status); median_us: null when there is no time. "problem" may also
+// status: to_string(Status); median_us: the measurement's figure (the median, or the mean for a
+// row timed at the power cap: docs/measurement.md), null when there is no time. "problem" may also
 // carry "lda", "ldb", "ldc" (default: tight).
 #pragma once
 
