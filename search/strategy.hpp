@@ -13,7 +13,7 @@
 
 namespace gt::search {
 
-// The objective's answer for one evaluated config. Lower `value` is better (median µs).
+// The objective's answer for one evaluated config. Lower `value` is better (the measurement's figure, µs).
 struct Observation {
   Config config;
   bool ok = false;  // false: invalid, failed to compile/verify/run -- never wins

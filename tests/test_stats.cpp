@@ -94,3 +94,25 @@ TEST_CASE("timing statistics round-trip through JSON with their figure", "[stats
     CHECK_THAT(e.what(), Catch::Contains("unknown center 'mode'"));
   }
 }
+
+TEST_CASE("a re-timing's interval at the cap comes from its turns", "[stats]") {
+  // Four turns of 30 calls, each at one clock level (two fast, two slow): the turns are what
+  // is independent, so the interval is as wide as four observations allow (t with 3 degrees
+  // of freedom), far wider than ten blocks cut through them would claim.
+  std::vector<double> x;
+  for (double level : {211.0, 216.0, 211.0, 216.0})
+    for (int i = 0; i < 30; ++i) x.push_back(level + 0.01 * i);
+  Stats by_turn = summarize(x, Center::mean, {30, 30, 30, 30});
+  Stats by_ten = summarize(x, Center::mean);
+  CHECK(by_turn.value() == Approx(213.5 + 0.145));
+  CHECK(by_turn.ci_low < by_turn.mean);
+  CHECK(by_turn.ci_high - by_turn.mean == Approx(by_turn.mean - by_turn.ci_low));  // centred on the mean
+  CHECK(by_turn.ci_high - by_turn.ci_low > 2 * (by_ten.ci_high - by_ten.ci_low));
+  // Half-width: 3.182 * sd(turn means) / sqrt(4); the turn means are 2.5 from the mean.
+  CHECK((by_turn.ci_high - by_turn.ci_low) / 2 == Approx(3.182 * std::sqrt(4 * 2.5 * 2.5 / 3) / 2).epsilon(0.01));
+  // One block gives no interval, which ties with anything.
+  Stats one = summarize({215.0}, Center::mean);
+  CHECK(one.value() == 215.0);
+  CHECK(std::isnan(one.ci_low));
+  CHECK(tie(one, summarize({300.0, 301.0, 302.0}, Center::mean)));
+}

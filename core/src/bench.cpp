@@ -324,7 +324,8 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     bool stop = n >= o.max_samples && elapsed >= min_time;
     if (!stop && n >= o.min_samples) {
       if (elapsed >= std::max(o.max_time_s, min_time)) stop = true;
-      else if (elapsed >= min_time && (batch > 1 || n % 5 == 0) && summarize(samples).ci_rel() <= o.target_ci) stop = true;
+      else if (elapsed >= min_time && (batch > 1 || n % 5 == 0) && summarize(samples, at_power_cap(throttle) ? Center::mean : Center::median).ci_rel() <= o.target_ci)
+        stop = true;
     }
     if (stop) break;
     if (depth == 2) slot = 1 - slot;

@@ -113,6 +113,7 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
   if (!bench_) throw RuntimeFailure("retime before set_problem");
   use_device();
   std::vector<std::vector<double>> samples(cs.size());
+  std::vector<std::vector<size_t>> turns(cs.size());  // samples per turn: the mean's blocks
   std::vector<size_t> order(cs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 rng(seed);
@@ -126,6 +127,7 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
     capped = true;
     turn.warmup_s = how.capped_warmup_s;
     for (auto& s : samples) s.clear();
+    for (auto& t : turns) t.clear();
   };
   if (how.cap_aware() && capped_) go_capped();
   try {
@@ -140,6 +142,7 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
           break;
         }
         samples[i].insert(samples[i].end(), t.samples.begin(), t.samples.end());
+        turns[i].push_back(t.samples.size());
       }
     }
   } catch (const LaunchError& e) {
@@ -147,9 +150,12 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
     throw;
   }
   Retimed out;
-  // At the cap the turns sample the governor's clock levels at random moments: their mean is
-  // the figure (Center).
-  for (auto& s : samples) out.stats.push_back(summarize(s, capped ? Center::mean : Center::median));
+  // At the cap (known before, or met during this re-timing, whatever the turns' warm-up) each
+  // turn samples one of the governor's clock levels at a random moment: the mean is the figure
+  // (Center), its interval from the turns' means, the turns being what is independent.
+  const bool at_cap = capped || capped_;
+  for (size_t i = 0; i < cs.size(); ++i)
+    out.stats.push_back(at_cap ? summarize(samples[i], Center::mean, turns[i]) : summarize(samples[i]));
   out.capped = capped;
   return out;
 }

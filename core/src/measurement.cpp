@@ -39,34 +39,42 @@ static double quantile(const std::vector<double>& sorted, double q) {
 
 const char* to_string(Center c) { return c == Center::mean ? "mean" : "median"; }
 
-// 95 % interval of the mean from block means: the samples in `blocks` consecutive blocks,
-// each block's mean one observation (Student's t with blocks - 1 degrees of freedom).
-static std::pair<double, double> mean_interval(const std::vector<double>& x) {
-  static constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262};
-  const size_t blocks = std::min<size_t>(10, x.size());
-  if (blocks < 2) return {x.front(), x.front()};
+// Half-width of the mean's 95 % interval from block means: consecutive blocks of the samples
+// (sizes `groups`, else ten equal ones), each block's mean one observation (Student's t with
+// blocks - 1 degrees of freedom). NaN with fewer than two blocks.
+static double mean_half_width(const std::vector<double>& x, const std::vector<size_t>& groups) {
+  static constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+                                     2.228,  2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
+                                     2.093,  2.086};  // 1 ... 20 degrees of freedom; 1.96 beyond
+  std::vector<size_t> sizes = groups;
+  if (sizes.empty())
+    for (size_t b = 0, n = std::min<size_t>(10, x.size()); b < n; ++b)
+      sizes.push_back((b + 1) * x.size() / n - b * x.size() / n);
   std::vector<double> means;
-  for (size_t b = 0; b < blocks; ++b) {
-    size_t lo = b * x.size() / blocks, hi = (b + 1) * x.size() / blocks;
+  size_t at = 0;
+  for (size_t len : sizes) {
+    if (len == 0 || at + len > x.size()) continue;
     double sum = 0;
-    for (size_t i = lo; i < hi; ++i) sum += x[i];
-    means.push_back(sum / double(hi - lo));
+    for (size_t i = at; i < at + len; ++i) sum += x[i];
+    means.push_back(sum / double(len));
+    at += len;
   }
+  const size_t k = means.size();
+  if (k < 2) return kNaN;
   double m = 0, ss = 0;
   for (double v : means) m += v;
-  m /= double(blocks);
+  m /= double(k);
   for (double v : means) ss += (v - m) * (v - m);
-  const double half = kT975[blocks - 2] * std::sqrt(ss / double(blocks - 1) / double(blocks));
-  return {m - half, m + half};
+  const double t = k - 2 < std::size(kT975) ? kT975[k - 2] : 1.96;
+  return t * std::sqrt(ss / double(k - 1) / double(k));
 }
 
-Stats summarize(std::vector<double> x, Center center) {
+Stats summarize(std::vector<double> x, Center center, const std::vector<size_t>& groups) {
   Stats s;
   s.center = center;
   s.count = int64_t(x.size());
   if (x.empty()) return s;
-  std::pair<double, double> mean_ci{kNaN, kNaN};
-  if (center == Center::mean) mean_ci = mean_interval(x);
+  const double mean_half = center == Center::mean ? mean_half_width(x, groups) : kNaN;
   std::sort(x.begin(), x.end());
   s.min = x.front();
   s.max = x.back();
@@ -83,7 +91,10 @@ Stats summarize(std::vector<double> x, Center center) {
   hi = std::clamp(hi, 0L, long(x.size()) - 1);
   s.ci_low = x[size_t(lo)];
   s.ci_high = x[size_t(hi)];
-  if (center == Center::mean) std::tie(s.ci_low, s.ci_high) = mean_ci;
+  if (center == Center::mean) {  // centred on the reported mean
+    s.ci_low = s.mean - mean_half;
+    s.ci_high = s.mean + mean_half;
+  }
   return s;
 }
 

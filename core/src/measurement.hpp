@@ -49,9 +49,11 @@ struct Stats {
 };
 
 // Summary statistics of samples (in the order taken). The median's 95 % interval from order
-// statistics (distribution-free: ranks n/2 ± 1.96·√n/2); the mean's from the means of ten
-// consecutive blocks (Student's t), which holds for samples that drift together in time.
-Stats summarize(std::vector<double> samples, Center center = Center::median);
+// statistics (distribution-free: ranks n/2 ± 1.96·√n/2); the mean's from the means of blocks
+// of consecutive samples (Student's t), which holds for samples that drift together in time:
+// `groups` gives the blocks' sizes (a re-timing's turns), else ten equal blocks. Fewer than
+// two blocks: no interval (NaN, which ties with everything).
+Stats summarize(std::vector<double> samples, Center center = Center::median, const std::vector<size_t>& groups = {});
 // True when the two figures' intervals overlap: the measurements cannot tell them apart.
 bool tie(const Stats& a, const Stats& b);
 

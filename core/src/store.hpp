@@ -168,7 +168,7 @@ class Store {
   std::vector<StoredRow> rows(const RowFilter& f = {}) const;
   // The distinct keys of matching rows, sorted.
   std::vector<ResultKey> keys(const RowFilter& f = {}) const;
-  // The fastest ok row (smallest median time) per key, or per (key, family) when
+  // The fastest ok row (smallest figure: the median, or the mean of a row timed at the power cap) per key, or per (key, family) when
   // per_family; replay rows only when the filter asks for them (replay = true). Ties: the
   // newer measurement, then the smaller row_uuid. Sorted by key, then family.
   std::vector<StoredRow> best(const RowFilter& f = {}, bool per_family = false) const;

@@ -52,7 +52,7 @@ struct TableEntry {
   std::string source_hash;     // hex64 of the plugin's kernel-source hash
   std::string config;          // canonical config name: the authority on what to run
   std::string params;          // "bm=128,bn=128,..." (readable; "" when unknown at export)
-  double time_us = 0;          // median time per call where it was tuned
+  double time_us = 0;          // time per call where it was tuned (the figure: median, or mean at the power cap)
   double tflops = 0;
   // Provenance of the measurement the entry comes from.
   std::string measured_at;     // UTC ISO 8601
