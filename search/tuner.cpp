@@ -135,6 +135,10 @@ struct Result {
   int64_t row = 0;
   std::string name;
 };
+// By time (the figure), ties by name: deterministic.
+bool faster(const Result& a, const Result& b) {
+  return a.m.time_us() != b.m.time_us() ? a.m.time_us() < b.m.time_us() : a.name < b.name;
+}
 }  // namespace
 
 namespace {
@@ -384,9 +388,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   }
 
   // Finalists: the fastest distinct configs, re-timed interleaved (A B C A B C ...).
-  std::sort(ok.begin(), ok.end(), [](const Result& a, const Result& b) {
-    return a.m.time_us() != b.m.time_us() ? a.m.time_us() < b.m.time_us() : a.name < b.name;
-  });
+  std::sort(ok.begin(), ok.end(), faster);
   if (ok.empty()) {
     out.seconds = since(t0);
     return out;
@@ -436,9 +438,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
                                     fmt::format("finalist: re-timed interleaved with {} others {}", fin.size() - 1,
                                                 describe(o_.retime, rt.capped)));
       }
-      std::sort(fin.begin(), fin.end(), [](const Result& a, const Result& b) {
-        return a.m.time_us() != b.m.time_us() ? a.m.time_us() < b.m.time_us() : a.name < b.name;
-      });
+      std::sort(fin.begin(), fin.end(), faster);
       // A tie goes to the baseline (the family's first suggestion: cuBLASLt's heuristic pick, a
       // hand-written family's default): another config wins only when measurably faster.
       if (baseline) {

@@ -324,8 +324,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     bool stop = n >= o.max_samples && elapsed >= min_time;
     if (!stop && n >= o.min_samples) {
       if (elapsed >= std::max(o.max_time_s, min_time)) stop = true;
-      else if (elapsed >= min_time && (batch > 1 || n % 5 == 0) && summarize(samples, at_power_cap(throttle) ? Center::mean : Center::median).ci_rel() <= o.target_ci)
-        stop = true;
+      else if (elapsed >= min_time && (batch > 1 || n % 5 == 0) && summarize(samples, center_for(throttle)).ci_rel() <= o.target_ci) stop = true;
     }
     if (stop) break;
     if (depth == 2) slot = 1 - slot;
@@ -334,7 +333,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   // The batch queued beyond the last one collected still runs: wait, and drop it.
   check_launch(cudaStreamSynchronize(stream_), "running the candidate");
   t.samples = samples;
-  t.time = summarize(std::move(samples), at_power_cap(throttle) ? Center::mean : Center::median);
+  t.time = summarize(std::move(samples), center_for(throttle));
   auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
   t.sensors.sm_clock_mhz = med(clocks);
   t.sensors.mem_clock_mhz = med(mclocks);

@@ -56,6 +56,8 @@ inline constexpr double kCappedSettleMinS = 3.0;
 inline constexpr double kCappedMinTimeS = 2.0;
 // True when NVML's throttle reasons name the power cap.
 inline bool at_power_cap(const std::string& reasons) { return reasons.find("power_cap") != std::string::npos; }
+// The figure of samples taken with these throttle reasons: the mean at the power cap.
+inline Center center_for(const std::string& reasons) { return at_power_cap(reasons) ? Center::mean : Center::median; }
 // Timed (and settling) calls are queued in batches that run back to back, as in continuous
 // use: about kBatchTargetS of work per batch, at most kMaxBatch calls.
 inline constexpr int kMaxBatch = 64;

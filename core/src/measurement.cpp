@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
+#include <iterator>
 
 namespace gt {
 

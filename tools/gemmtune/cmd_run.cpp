@@ -147,14 +147,12 @@ static Command add_run(CLI::App& app, Globals& g) {
                 fmt::print("  verified: relative Frobenius error {:.2e}, normalised max error {:.2e} (inputs {}, seed {})\n",
                            m.err_rel_fro, m.err_max_norm, to_string(d), seed);
                 if (!verify_only) {
-                  if (m.time.center == Center::mean)
-                    // At the power cap the samples mix the governor's clock levels: the mean is the figure.
-                    fmt::print("  time: mean {:.3f} us at the power cap  (median {:.3f}, min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
-                               m.time.mean, m.time.median, m.time.min, m.time.p10, m.time.p90, m.time.max, m.time.count,
-                               100 * m.time.ci_rel());
-                  else
-                    fmt::print("  time: median {:.3f} us  (min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
-                               m.time.median, m.time.min, m.time.p10, m.time.p90, m.time.max, m.time.count, 100 * m.time.ci_rel());
+                  // At the power cap the samples mix the governor's clock levels: the mean is the figure.
+                  const bool mean = m.time.center == Center::mean;
+                  fmt::print("  time: {} {:.3f} us{}  ({}min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
+                             to_string(m.time.center), m.time_us(), mean ? " at the power cap" : "",
+                             mean ? fmt::format("median {:.3f}, ", m.time.median) : "", m.time.min, m.time.p10, m.time.p90,
+                             m.time.max, m.time.count, 100 * m.time.ci_rel());
                   fmt::print("  {:.2f} TFLOP/s; {} rotating input sets\n", m.tflops(p.flops()), bench.rotation());
                   auto f = [](double v, const char* unit) { return std::isfinite(v) ? fmt::format("{:.0f} {}", v, unit) : std::string("unknown"); };
                   fmt::print("  while timing: SM clock {}, power {}, temperature {}, throttle: {}\n", f(m.sensors.sm_clock_mhz, "MHz"),
