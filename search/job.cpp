@@ -118,7 +118,8 @@ Job parse_job(std::string_view text, const std::string& source_name) {
   if (const toml::node* tn = root.get("tune")) {
     const toml::table* t = tn->as_table();
     if (!t) ctx.fail(*tn, "[tune] must be a table");
-    ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "dist", "families"},
+    ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "min_gain", "dist",
+                           "families"},
                   "[tune]");
     JobSettings& s = job.settings;
     s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
@@ -133,6 +134,9 @@ Job parse_job(std::string_view text, const std::string& source_name) {
     s.seed = ctx.get<uint64_t>(*t, "seed", "a whole number");
     s.quick = ctx.get<bool>(*t, "quick", "true or false");
     s.finalists = ctx.get<int>(*t, "finalists", "a whole number");
+    s.min_gain = ctx.get<double>(*t, "min_gain", "a number (percent)");
+    if (s.min_gain && !(*s.min_gain >= 0 && *s.min_gain <= 99))
+      ctx.fail(*t->get("min_gain"), "'min_gain' must be a percentage from 0 to 99");
     s.dist = ctx.get<std::string>(*t, "dist", "a string");
     if (s.dist) {
       try {

@@ -33,6 +33,7 @@ struct JobSettings {
   std::optional<uint64_t> seed;
   std::optional<bool> quick;
   std::optional<int> finalists;
+  std::optional<double> min_gain;  // percent
   std::optional<std::string> dist;
   std::vector<std::string> families;
 };

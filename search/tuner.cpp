@@ -24,11 +24,14 @@ constexpr std::string_view kTieBetween = "tie between ";    // a problem's: "tie
 static bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
 std::string describe(const TuneOptions& o) {
-  return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds{}", o.strategy,
-                     o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists, o.retime.rounds,
+  return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds{}, "
+                     "switching from the baseline needs {:g} %",
+                     o.strategy, o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists,
+                     o.retime.rounds,
                      o.retime.cap_aware() ? fmt::format(" (at the power cap {}, each turn after {:g} s alone)",
                                                         o.retime.rounds_at_cap(), o.retime.capped_warmup_s)
-                                          : "");
+                                          : "",
+                     100 * o.min_gain);
 }
 
 Tuner::Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
@@ -427,6 +430,8 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       }
   }
   bool kept_baseline = false;
+  bool retimed = false;     // the finalists' re-timing decided (out.tie and runner_up are its)
+  std::string margin_note;  // the baseline kept in the confirmation (below the margin)
   if (!from_store && !measurer_.is_replay() && !(o_.stop && o_.stop->load())) {
     std::vector<Candidate> cs;
     for (auto& f : fin) cs.push_back(Candidate{family, fam, f.config});
@@ -441,12 +446,45 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       std::sort(fin.begin(), fin.end(), faster);
       // A tie goes to the baseline (the family's first suggestion: cuBLASLt's heuristic pick, a
       // hand-written family's default): another config wins only when measurably faster.
-      if (baseline) {
-        const std::string bname = space.name(*baseline);
-        auto b = std::find_if(fin.begin(), fin.end(), [&](const Result& r) { return r.name == bname; });
-        if (b != fin.begin() && b != fin.end() && tie(fin[0].m.time, b->m.time)) {
+      auto find_baseline = [&] {
+        const std::string bname = baseline ? space.name(*baseline) : "";
+        return std::find_if(fin.begin(), fin.end(), [&](const Result& r) { return baseline && r.name == bname; });
+      };
+      auto b = find_baseline();
+      if (b != fin.begin() && b != fin.end() && tie(fin[0].m.time, b->m.time)) {
+        std::rotate(fin.begin(), b, b + 1);
+        kept_baseline = true;
+      }
+      if (fin.size() > 1) {
+        out.tie = tie(fin[0].m.time, fin[1].m.time);
+        out.runner_up = fin[1].name;
+      }
+      retimed = true;
+      // The confirmation: a winner other than the baseline against the baseline alone, in a
+      // re-timing of their own (the finalists' re-timing chose the fastest of several noisy
+      // figures, which overstates its lead). It decides, and the lead must reach the margin.
+      b = find_baseline();
+      if (!kept_baseline && o_.min_gain > 0 && b != fin.begin() && b != fin.end()) {
+        std::vector<Candidate> duel{Candidate{family, fam, fin[0].config}, Candidate{family, fam, b->config}};
+        Retimed d = retime(p, duel, o_.seed + 2);
+        const std::string what = "confirmation: the winner and the baseline re-timed alone " + describe(o_.retime, d.capped);
+        fin[0].m.time = d.stats[0];
+        b->m.time = d.stats[1];
+        fin[0].row = record_retimed(p, space, fin[0].config, fin[0].m, prov_full, what);
+        b->row = record_retimed(p, space, b->config, b->m, prov_full, what);
+        const double gain = b->m.time_us() / fin[0].m.time_us() - 1;
+        const bool duel_tie = tie(fin[0].m.time, b->m.time);
+        if (duel_tie)
+          margin_note = fmt::format("{}{} (overlapping intervals in the confirmation, {:+.1f} %); the baseline kept",
+                                    kTieWith, fin[0].name, 100 * gain);
+        else if (!(gain >= o_.min_gain))
+          margin_note = fmt::format("{} {:+.1f} % against the baseline in the confirmation (switching needs {:g} %); "
+                                    "the baseline kept", fin[0].name, 100 * gain, 100 * o_.min_gain);
+        if (!margin_note.empty()) {
           std::rotate(fin.begin(), b, b + 1);
           kept_baseline = true;
+          out.tie = duel_tie;
+          out.runner_up = fin[1].name;
         }
       }
     } catch (const RuntimeFailure& e) {
@@ -461,19 +499,21 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   if (from_store) {
     // As the re-timing that chose it said (its note): the other reused rows were not re-timed
     // beside it.
-    const std::string& note = stored->note;
-    out.tie = starts_with(note, kTieWith);
-    if (out.tie) out.runner_up = note.substr(kTieWith.size(), note.find(" (") - kTieWith.size());
-  } else if (fin.size() > 1) {
-    out.tie = tie(fin[0].m.time, fin[1].m.time);
-    out.runner_up = fin[1].name;
+    out.note = stored->note;
+    out.tie = starts_with(out.note, kTieWith);
+    if (out.tie) out.runner_up = out.note.substr(kTieWith.size(), out.note.find(" (") - kTieWith.size());
+  } else {
+    if (!retimed && fin.size() > 1) {  // the exploration timings decide
+      out.tie = tie(fin[0].m.time, fin[1].m.time);
+      out.runner_up = fin[1].name;
+    }
+    if (!margin_note.empty())
+      out.note = margin_note;
+    else if (out.tie)
+      out.note = std::string(kTieWith) + out.runner_up +
+                 (kept_baseline ? " (overlapping intervals); the baseline kept" : " (overlapping intervals); broken by time");
   }
-  if (store_ && out.best_row && !from_store)
-    store_->set_winner(key, family, out.best_name, out.best_row,
-                       !out.tie        ? ""
-                       : std::string(kTieWith) + out.runner_up +
-                             (kept_baseline ? " (overlapping intervals); the baseline kept"
-                                            : " (overlapping intervals); broken by time"));
+  if (store_ && out.best_row && !from_store) store_->set_winner(key, family, out.best_name, out.best_row, out.note);
   out.seconds = since(t0);
   return out;
 }
@@ -555,15 +595,22 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     return x.best_m.time_us() != y.best_m.time_us() ? x.best_m.time_us() < y.best_m.time_us() : x.family < y.family;
   });
   auto ref = std::find_if(idx.begin(), idx.end(), [&](size_t i) { return po.families[i].family == o_.tie_family; });
-  const bool kept_ref = ref != idx.begin() && ref != idx.end() &&
-                        tie(po.families[idx[0]].best_m.time, po.families[*ref].best_m.time);
-  if (kept_ref) std::rotate(idx.begin(), ref, ref + 1);
+  const bool other_first = ref != idx.begin() && ref != idx.end();
+  const bool kept_ref = other_first && tie(po.families[idx[0]].best_m.time, po.families[*ref].best_m.time);
+  // Another family replaces the reference family only by the margin (TuneOptions::min_gain).
+  const double gain = other_first ? po.families[*ref].best_m.time_us() / po.families[idx[0]].best_m.time_us() - 1 : 0;
+  const bool kept_for_margin = other_first && !kept_ref && !(gain >= o_.min_gain);
+  const std::string leader = po.families[idx[0]].family;
+  if (kept_ref || kept_for_margin) std::rotate(idx.begin(), ref, ref + 1);
   po.winner = int(idx[0]);
   if (idx.size() > 1) {
     po.tie = tie(po.families[idx[0]].best_m.time, po.families[idx[1]].best_m.time);
     if (po.tie)
       po.note = std::string(kTieBetween) + po.families[idx[0]].family + " and " + po.families[idx[1]].family +
                 (kept_ref ? ": " + o_.tie_family + " kept" : "");
+    else if (kept_for_margin)
+      po.note = fmt::format("{} {:+.1f} % against {} (switching needs {:g} %): {} kept", leader, 100 * gain, o_.tie_family,
+                            100 * o_.min_gain, o_.tie_family);
   }
   const FamilyOutcome& w = po.families[idx[0]];
   if (store_ && w.best_row)

@@ -34,6 +34,12 @@ struct TuneOptions {
   // A tie between families' winners goes to this family (the reference the table is measured
   // against): another family replaces it only when measurably faster. Empty: broken by time (the figure).
   std::string tie_family = "cublaslt";
+  // Switching needs a margin: a config replaces its family's baseline (cuBLASLt's pick, a
+  // hand-written family's default), and another family's winner replaces the tie family's,
+  // only when faster by at least this fraction. A family's winner is first re-timed against
+  // its baseline alone (the finalists' re-timing picked the fastest of several noisy figures,
+  // which overstates its lead), and that confirmation decides. 0: measurably faster suffices.
+  double min_gain = 0.02;
   Distribution dist = Distribution::normal;
   uint64_t input_seed = 1;
   bool reuse = true;              // answer from the store what it already holds (warm re-tune)
@@ -60,6 +66,7 @@ struct FamilyOutcome {
   int64_t best_row = 0;  // its row in the store (0: not stored)
   bool tie = false;    // the best could not be told apart from the runner-up
   std::string runner_up;
+  std::string note;    // the winner's note in the store: a tie, or a baseline kept for the margin
 };
 
 struct ProblemOutcome {

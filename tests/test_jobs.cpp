@@ -63,6 +63,7 @@ out_dtype = "f32"
   CHECK(j.problems.size() == 16);  // 2*1*2 shapes * 2 dtypes * 2 layouts; the last set repeats one
   CHECK(j.settings.evaluations == 10u);
   CHECK(j.settings.quick == false);
+  CHECK_FALSE(j.settings.min_gain);
   CHECK(j.problems[0].problem.out == DType::f32);
 }
 
@@ -85,6 +86,8 @@ TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
   CHECK_THAT(error_of("name = \"x\"\n"), Catch::Contains("no [[problems]]"));
   CHECK_THAT(error_of("problems = 3\n"), Catch::Contains("array of tables"));
   CHECK_THAT(error_of("[tune]\nfraction = 1.5\n[[problems]]\nshapes=[\"1x1x1\"]\n"), Catch::Contains("(0, 1]"));
+  CHECK_THAT(error_of("[tune]\nmin_gain = -2\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("'min_gain' must be a percentage from 0 to 99"));
   CHECK_THAT(error_of("[tune]\ndist = \"gaussian\"\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
              Catch::Contains("unknown distribution"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x4\"]\nout_dtype = \"tf32\"\n"), Catch::Contains("not a storage type"));

@@ -1,5 +1,7 @@
 #include "cli.hpp"
 
+#include "tuner.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +68,16 @@ void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int
                               d.warmup_s, d.warmup_s))
       ->default_val(d.capped_warmup_s)
       ->check(CLI::NonNegativeNumber);
+}
+
+void add_min_gain_option(CLI::App* app, double& min_gain) {
+  app->add_option("--min-gain", min_gain,
+                  fmt::format("percent a config must gain to replace its family's baseline (cuBLASLt's pick, a "
+                              "hand-written family's default), confirmed by re-timing the two alone; and another "
+                              "family to replace cuBLASLt's winner (default {:g}; the job's [tune] min_gain; 0: "
+                              "measurably faster suffices)",
+                              100 * search::TuneOptions{}.min_gain))
+      ->check(CLI::Range(0.0, 99.0));
 }
 
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {

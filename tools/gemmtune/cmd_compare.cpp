@@ -38,6 +38,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
   static bool no_tune = false;
   static int device = 0, rounds = 10;
   static double turn_warmup = Interleave{}.capped_warmup_s;
+  static double min_gain = -1;
   add_problem_options(sub, pa);
   sub->add_option("--config", config, "a TOML job: compare every problem of it");
   sub->add_option("--family", families, "hand-written families to include (default: every source family)");
@@ -45,13 +46,16 @@ static Command add_compare(CLI::App& app, Globals& g) {
   sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
   sub->add_option("--device", device, "GPU index")->default_val(0);
   add_interleave_options(sub, rounds, turn_warmup, 10);
+  add_min_gain_option(sub, min_gain);
   sub->add_option("--replay", replay, "a recording instead of the GPU");
   return {sub, [&g] {
             using namespace search;
             std::vector<Problem> problems;
             if (!config.empty()) {
               if (pa.given()) throw InputError("--config and --shape: give one of them");
-              for (auto& jp : load_job(config).problems) problems.push_back(jp.problem);
+              Job job = load_job(config);
+              for (auto& jp : job.problems) problems.push_back(jp.problem);
+              if (min_gain < 0 && job.settings.min_gain) min_gain = *job.settings.min_gain;
             } else {
               problems.push_back(pa.resolve());
             }
@@ -74,6 +78,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
             std::random_device rd;
             TuneOptions to;
             to.budget.max_evaluations = budget;
+            if (min_gain >= 0) to.min_gain = min_gain / 100;
             to.input_seed = (uint64_t(rd()) << 32) | rd();
             to.tune_id = "compare-" + new_uuid().substr(0, 8);
             auto spaces = session.spaces();

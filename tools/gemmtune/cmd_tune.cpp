@@ -38,6 +38,7 @@ struct TuneArgs {
   double compile_timeout = 120;
   bool no_isolation = false, full = false, no_reuse = false;
   int finalists = -1, rounds = 8;
+  double min_gain = -1;  // percent; < 0: the job's, else TuneOptions's
   double turn_warmup = Interleave{}.capped_warmup_s;
   std::string dist;
   double settle = kSettleCapS;
@@ -88,6 +89,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_flag("--no-reuse", a.no_reuse, "measure everything again even if the store holds valid results");
   sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
   add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
+  add_min_gain_option(sub, a.min_gain);
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
   sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock per problem (at least {:g} s of it, "
                                                    "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
@@ -140,6 +142,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
             o.quick_explore = a.full ? false : js.quick.value_or(true);
             o.finalists = a.finalists >= 0 ? a.finalists : js.finalists.value_or(4);
             o.retime.rounds = std::max(1, a.rounds);
+            if (a.min_gain >= 0) o.min_gain = a.min_gain / 100;
+            else if (js.min_gain) o.min_gain = *js.min_gain / 100;
             o.retime.capped_warmup_s = a.turn_warmup;
             o.dist = parse_distribution((!a.dist.empty() ? a.dist : js.dist.value_or("normal")).c_str());
             o.reuse = !a.no_reuse;
