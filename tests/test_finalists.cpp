@@ -13,6 +13,16 @@ using namespace gt::search;
 
 namespace {
 
+// A re-timed figure t (every statistic) with a 95 % interval of +-ci (relative).
+Stats flat(double t, double ci, int count) {
+  Stats s;
+  s.count = count;
+  s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
+  s.ci_low = t * (1 - ci);
+  s.ci_high = t * (1 + ci);
+  return s;
+}
+
 // Explores from a recording, but re-times with "true" times that differ from the explored
 // ones, as a GPU whose clock drops under sustained load would.
 class RetimingMeasurer : public ReplayMeasurer {
@@ -25,12 +35,7 @@ class RetimingMeasurer : public ReplayMeasurer {
     last.clear();
     std::vector<Stats> out;
     for (auto& c : cs) {
-      Stats s;
-      s.count = how.rounds;
-      s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = truth_(c.config);
-      s.ci_low = s.median * (1 - ci);
-      s.ci_high = s.median * (1 + ci);
-      out.push_back(s);
+      out.push_back(flat(truth_(c.config), ci, how.rounds));
       last.push_back(c.config);
     }
     return out;
@@ -68,6 +73,16 @@ struct Toys {
 
 const Problem k512 = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
 
+// A toy tune: every config explored, two finalists, no settle.
+TuneOptions toy_options() {
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.finalists = 2;
+  o.settle_s = 0;
+  o.tune_id = "test";
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("the default is always a finalist: a config that only explored faster cannot beat it", "[tune]") {
@@ -77,11 +92,7 @@ TEST_CASE("the default is always a finalist: a config that only explored faster 
   // Re-timed side by side: the default is in truth the fastest.
   RetimingMeasurer meas(toys.rec, [](const Config& c) { return c[0] == 5 ? 90.0 : 100.0 + double(c[0]); });
 
-  TuneOptions o;
-  o.strategy = "exhaustive";
-  o.finalists = 2;
-  o.settle_s = 0;
-  o.tune_id = "test";
+  TuneOptions o = toy_options();
   Tuner t(nullptr, meas, nullptr, nullptr, toys.spaces(), toys.prov(), o);
   ProblemOutcome po = t.tune(p, {"toy"});
   REQUIRE(po.families.size() == 1);
@@ -98,11 +109,7 @@ TEST_CASE("the default is always a finalist: a config that only explored faster 
 TEST_CASE("a tie goes to the baseline: another config wins only when measurably faster", "[tune]") {
   const Problem p = k512;
   Toys toys({p}, {"toy"});  // default: x=5
-  TuneOptions o;
-  o.strategy = "exhaustive";
-  o.finalists = 2;
-  o.settle_s = 0;
-  o.tune_id = "test";
+  TuneOptions o = toy_options();
   o.min_gain = 0;  // the tie rule alone (the margin: the next test)
   auto winner = [&](double x0_us, double ci) {
     // Re-timed: x=0 at x0_us, the default x=5 at 101 us, the rest slower.
@@ -155,12 +162,7 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
       std::vector<Stats> out;
       for (auto& c : cs) {
         const double t = c.family == "hand" ? (c.config[0] == 0 ? hand_ : 110.0) : (c.config[0] == 5 ? 101.0 : 110.0);
-        Stats s;
-        s.count = how.rounds;
-        s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
-        s.ci_low = t * (1 - ci);
-        s.ci_high = t * (1 + ci);
-        out.push_back(s);
+        out.push_back(flat(t, ci, how.rounds));
       }
       return out;
     }
@@ -171,11 +173,7 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
   auto outcome = [&](double hand_us, double ci, const std::string& tie_family, double min_gain = 0) {
     ByFamily meas(toys.rec, hand_us);
     meas.ci = ci;
-    TuneOptions o;
-    o.strategy = "exhaustive";
-    o.finalists = 2;
-    o.settle_s = 0;
-    o.tune_id = "test";
+    TuneOptions o = toy_options();
     o.tie_family = tie_family;
     o.min_gain = min_gain;
     Tuner t(nullptr, meas, nullptr, nullptr, toys.spaces(), toys.prov(), o);
@@ -222,23 +220,14 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
       std::vector<Stats> out;
       for (auto& c : cs) {
         const double t = c.config[0] == 0 ? (cs.size() == 2 ? duel_us : fin_us) : c.config[0] == 5 ? 101.0 : 110.0;
-        Stats s;
-        s.count = how.rounds;
-        s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
-        s.ci_low = t * 0.999;
-        s.ci_high = t * 1.001;
-        out.push_back(s);
+        out.push_back(flat(t, 0.001, how.rounds));
       }
       return out;
     }
   };
   auto tune = [&](double fin_us, double duel_us, double min_gain, Store* store = nullptr) {
     Duel meas(toys.rec, fin_us, duel_us);
-    TuneOptions o;
-    o.strategy = "exhaustive";
-    o.finalists = 2;
-    o.settle_s = 0;
-    o.tune_id = "test";
+    TuneOptions o = toy_options();
     o.min_gain = min_gain;
     Tuner t(nullptr, meas, store, nullptr, toys.spaces(), toys.prov(), o);
     ProblemOutcome po = t.tune(p, {"toy"});
@@ -401,10 +390,7 @@ TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows rea
   meas.ci = 0.04;
   test::TempDir tmp;
   Store store = Store::open(tmp.path / "r.db");
-  TuneOptions o;
-  o.strategy = "exhaustive";
-  o.finalists = 2;
-  o.settle_s = 0;
+  TuneOptions o = toy_options();
   o.tune_id = "cold";
   {
     Tuner t(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
