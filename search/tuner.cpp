@@ -429,6 +429,34 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
         from_store = true;
       }
   }
+  // The confirmation: a winner other than the baseline (fin[0]) against the baseline (*b)
+  // alone, in a re-timing of their own: the finalists' re-timing chose the fastest of several
+  // noisy figures, which overstates its lead. Both get the confirmation's figures and rows.
+  // Returns why the baseline stays ("" when the winner leads measurably and by the margin): a
+  // tie, a lead below TuneOptions::min_gain, a stop request or a failed re-timing.
+  auto confirm = [&](std::vector<Result>::iterator b) -> std::string {
+    if (o_.stop && o_.stop->load()) return "stopped before the confirmation against the baseline; the baseline kept";
+    Retimed d;
+    try {
+      d = retime(p, {Candidate{family, fam, fin[0].config}, Candidate{family, fam, b->config}}, o_.seed + 2);
+    } catch (const RuntimeFailure& e) {
+      return fmt::format("the confirmation of {} against the baseline failed ({}); the baseline kept", fin[0].name,
+                         e.what());
+    }
+    const std::string what = "confirmation: the winner and the baseline re-timed alone " + describe(o_.retime, d.capped);
+    fin[0].m.time = d.stats[0];
+    b->m.time = d.stats[1];
+    fin[0].row = record_retimed(p, space, fin[0].config, fin[0].m, prov_full, what);
+    b->row = record_retimed(p, space, b->config, b->m, prov_full, what);
+    const double gain = b->m.time_us() / fin[0].m.time_us() - 1;
+    if (tie(fin[0].m.time, b->m.time))
+      return fmt::format("{}{} (overlapping intervals in the confirmation, {:+.1f} %); the baseline kept", kTieWith,
+                         fin[0].name, 100 * gain);
+    if (!(gain >= o_.min_gain))
+      return fmt::format("{} {:+.1f} % against the baseline in the confirmation (switching needs {:g} %); the baseline kept",
+                         fin[0].name, 100 * gain, 100 * o_.min_gain);
+    return "";
+  };
   bool kept_baseline = false;
   bool retimed = false;     // the finalists' re-timing decided (out.tie and runner_up are its)
   std::string margin_note;  // the baseline kept in the confirmation (below the margin)
@@ -460,32 +488,15 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
         out.runner_up = fin[1].name;
       }
       retimed = true;
-      // The confirmation: a winner other than the baseline against the baseline alone, in a
-      // re-timing of their own (the finalists' re-timing chose the fastest of several noisy
-      // figures, which overstates its lead). It decides, and the lead must reach the margin.
+      // A winner other than the baseline must also pass the confirmation (`confirm`).
       b = find_baseline();
-      if (!kept_baseline && o_.min_gain > 0 && b != fin.begin() && b != fin.end()) {
-        std::vector<Candidate> duel{Candidate{family, fam, fin[0].config}, Candidate{family, fam, b->config}};
-        Retimed d = retime(p, duel, o_.seed + 2);
-        const std::string what = "confirmation: the winner and the baseline re-timed alone " + describe(o_.retime, d.capped);
-        fin[0].m.time = d.stats[0];
-        b->m.time = d.stats[1];
-        fin[0].row = record_retimed(p, space, fin[0].config, fin[0].m, prov_full, what);
-        b->row = record_retimed(p, space, b->config, b->m, prov_full, what);
-        const double gain = b->m.time_us() / fin[0].m.time_us() - 1;
-        const bool duel_tie = tie(fin[0].m.time, b->m.time);
-        if (duel_tie)
-          margin_note = fmt::format("{}{} (overlapping intervals in the confirmation, {:+.1f} %); the baseline kept",
-                                    kTieWith, fin[0].name, 100 * gain);
-        else if (!(gain >= o_.min_gain))
-          margin_note = fmt::format("{} {:+.1f} % against the baseline in the confirmation (switching needs {:g} %); "
-                                    "the baseline kept", fin[0].name, 100 * gain, 100 * o_.min_gain);
-        if (!margin_note.empty()) {
-          std::rotate(fin.begin(), b, b + 1);
-          kept_baseline = true;
-          out.tie = duel_tie;
-          out.runner_up = fin[1].name;
-        }
+      if (!kept_baseline && o_.min_gain > 0 && b != fin.begin() && b != fin.end()) margin_note = confirm(b);
+      if (!margin_note.empty()) {
+        b = find_baseline();
+        std::rotate(fin.begin(), b, b + 1);
+        kept_baseline = true;
+        out.tie = starts_with(margin_note, kTieWith);
+        out.runner_up = fin[1].name;
       }
     } catch (const RuntimeFailure& e) {
       if (on_note) on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", family, e.what()));

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 using namespace gt;
 using namespace gt::search;
 
@@ -212,11 +214,12 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
   // baseline alone (two configs) it reads `duel_us`. The baseline reads 101 us both times,
   // the others 110; intervals +-0.1 %.
   struct Duel : RetimingMeasurer {
-    double fin_us, duel_us;
+    double fin_us, duel_us;  // duel_us NaN: the confirmation fails
     Duel(const Recording& r, double f, double d)
         : RetimingMeasurer(r, [](const Config&) { return 0.0; }), fin_us(f), duel_us(d) {}
     Retimed retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t) override {
       ++retimes;
+      if (cs.size() == 2 && std::isnan(duel_us)) throw RuntimeFailure("the GPU went away");
       std::vector<Stats> out;
       for (auto& c : cs) {
         const double t = c.config[0] == 0 ? (cs.size() == 2 ? duel_us : fin_us) : c.config[0] == 5 ? 101.0 : 110.0;
@@ -252,12 +255,31 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
   auto row = store.get(w->row_id);
   REQUIRE(row);
   CHECK_THAT(row->m.message, Catch::StartsWith("confirmation: the winner and the baseline re-timed alone"));
-  // Ahead by 5 % in both: it replaces the baseline, with the confirmation's figure.
-  auto [won, n_won] = tune(96.0, 96.0, 0.02);
+  // A warm re-tune re-times nothing and keeps the baseline with the note.
+  auto [warm, n_warm] = tune(96.0, 100.0, 0.02, &store);
+  CHECK(n_warm == 0);
+  CHECK(*warm.best == Config{5});
+  CHECK(warm.note == kept.note);
+  CHECK_FALSE(warm.tie);
+  // Ahead by 4 % alone (5 % among the finalists): it replaces the baseline, with the
+  // confirmation's figure and row.
+  test::TempDir tmp2;
+  Store store2 = Store::open(tmp2.path / "r.db");
+  auto [won, n_won] = tune(96.0, 97.0, 0.02, &store2);
   CHECK(n_won == 2);
   CHECK(*won.best == Config{0});
-  CHECK(won.best_m.time.median == Approx(96.0));
+  CHECK(won.best_m.time.median == Approx(97.0));
   CHECK(won.note.empty());
+  auto won_row = store2.get(won.best_row);
+  REQUIRE(won_row);
+  CHECK(won_row->config_name == "toy_x0");
+  CHECK(won_row->m.time.median == Approx(97.0));
+  CHECK_THAT(won_row->m.message, Catch::StartsWith("confirmation:"));
+  // The confirmation fails: the baseline stays (its finalists' figure), and the note says why.
+  auto [failed, n_failed] = tune(96.0, std::nan(""), 0.02);
+  CHECK(*failed.best == Config{5});
+  CHECK(failed.best_m.time.median == Approx(101.0));
+  CHECK_THAT(failed.note, Catch::Contains("the confirmation of toy_x0 against the baseline failed (the GPU went away)"));
   // Overlapping intervals in the confirmation: a tie, the baseline kept.
   auto [tied, n_tied] = tune(96.0, 100.95, 0.02);
   CHECK(*tied.best == Config{5});

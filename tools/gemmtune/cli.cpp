@@ -3,6 +3,7 @@
 #include "tuner.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -70,14 +71,23 @@ void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int
       ->check(CLI::NonNegativeNumber);
 }
 
-void add_min_gain_option(CLI::App* app, double& min_gain) {
+void add_min_gain_option(CLI::App* app, double& min_gain, const std::string& where) {
   app->add_option("--min-gain", min_gain,
                   fmt::format("percent a config must gain to replace its family's baseline (cuBLASLt's pick, a "
-                              "hand-written family's default), confirmed by re-timing the two alone; and another "
-                              "family to replace cuBLASLt's winner (default {:g}; the job's [tune] min_gain; 0: "
-                              "measurably faster suffices)",
-                              100 * search::TuneOptions{}.min_gain))
-      ->check(CLI::Range(0.0, 99.0));
+                              "hand-written family's default), in a confirmation re-timing of the two alone{} "
+                              "(default {:g}; the job's [tune] min_gain; 0: measurably faster suffices)",
+                              where, 100 * search::TuneOptions{}.min_gain))
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            double x = 0;
+            try {
+              x = std::stod(v);
+            } catch (const std::exception&) {
+              return std::string("not a number: ") + v;
+            }
+            return std::isfinite(x) && x >= 0 && x <= 99 ? std::string() : "a percentage from 0 to 99, not " + v;
+          },
+          "PCT in [0, 99]"));
 }
 
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {

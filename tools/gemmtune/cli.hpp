@@ -48,8 +48,9 @@ void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required = fa
 
 // --rounds and --turn-warmup: how candidates are re-timed interleaved (Interleave).
 void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds);
-// --min-gain PCT (search::TuneOptions::min_gain); min_gain stays < 0 unless given.
-void add_min_gain_option(CLI::App* app, double& min_gain);
+// --min-gain PCT (search::TuneOptions::min_gain); min_gain stays < 0 unless given. `where`
+// completes the help: when the margin applies in this command.
+void add_min_gain_option(CLI::App* app, double& min_gain, const std::string& where);
 
 // A command registers itself: it adds a subcommand and returns the function that runs it
 // (an exit code). Everything is validated before any GPU work.

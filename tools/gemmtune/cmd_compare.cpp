@@ -46,7 +46,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
   sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
   sub->add_option("--device", device, "GPU index")->default_val(0);
   add_interleave_options(sub, rounds, turn_warmup, 10);
-  add_min_gain_option(sub, min_gain);
+  add_min_gain_option(sub, min_gain, " when compare tunes a family that has no stored winner (no effect with --no-tune)");
   sub->add_option("--replay", replay, "a recording instead of the GPU");
   return {sub, [&g] {
             using namespace search;

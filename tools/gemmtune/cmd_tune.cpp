@@ -89,7 +89,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_flag("--no-reuse", a.no_reuse, "measure everything again even if the store holds valid results");
   sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
   add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
-  add_min_gain_option(sub, a.min_gain);
+  add_min_gain_option(sub, a.min_gain, "; and another family to replace cuBLASLt's winner");
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
   sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock per problem (at least {:g} s of it, "
                                                    "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
@@ -248,6 +248,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                            f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
                            f.tie ? " (tie)" : "");
                 if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
+                if (!f.note.empty()) fmt::print("  {:<14} note: {}\n", "", f.note);
                 std::string fails;
                 for (auto& [st, n] : f.by_status)
                   if (st != Status::ok) fails += fmt::format("{}{} {}", fails.empty() ? "" : ", ", n, to_string(st));
@@ -340,6 +341,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                     fj["best_measurement"] = f.best_m;
                     fj["tflops"] = f.best_m.tflops(po.problem.flops());
                     fj["tie"] = f.tie;
+                    fj["note"] = f.note;
                   }
                   fams.push_back(fj);
                 }
