@@ -491,8 +491,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       // A winner other than the baseline must also pass the confirmation (`confirm`).
       b = find_baseline();
       if (!kept_baseline && o_.min_gain > 0 && b != fin.begin() && b != fin.end()) margin_note = confirm(b);
-      if (!margin_note.empty()) {
-        b = find_baseline();
+      if (!margin_note.empty()) {  // `confirm` re-times in place: b still points at the baseline
         std::rotate(fin.begin(), b, b + 1);
         kept_baseline = true;
         out.tie = starts_with(margin_note, kTieWith);
