@@ -79,6 +79,18 @@ struct Ctx {
     }
     return out;
   }
+  // The budget keys of a table ([tune] or [tune.budget.FAMILY]).
+  JobBudget budget(const toml::table& t) const {
+    JobBudget b;
+    b.evaluations = get<uint64_t>(t, "evaluations", "a whole number");
+    b.seconds = get<double>(t, "seconds", "a number");
+    if (b.seconds && !(std::isfinite(*b.seconds) && *b.seconds > 0))
+      fail(*t.get("seconds"), "'seconds' must be a positive number of seconds");
+    b.fraction = get<double>(t, "fraction", "a number");
+    if (b.fraction && !(*b.fraction > 0 && *b.fraction <= 1)) fail(*t.get("fraction"), "'fraction' must be in (0, 1]");
+    b.patience = get<uint64_t>(t, "patience", "a whole number");
+    return b;
+  }
   std::vector<int64_t> ints(const toml::table& t, const char* key) const {
     std::vector<int64_t> out;
     const toml::node* n = t.get(key);
@@ -119,18 +131,27 @@ Job parse_job(std::string_view text, const std::string& source_name) {
     const toml::table* t = tn->as_table();
     if (!t) ctx.fail(*tn, "[tune] must be a table");
     ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "min_gain", "dist",
-                           "families"},
+                           "families", "budget"},
                   "[tune]");
     JobSettings& s = job.settings;
     s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
     if (s.strategy) job.where.emplace("strategy", ctx.at(*t->get("strategy")));
-    s.evaluations = ctx.get<uint64_t>(*t, "evaluations", "a whole number");
-    s.seconds = ctx.get<double>(*t, "seconds", "a number");
-    if (s.seconds && !(std::isfinite(*s.seconds) && *s.seconds > 0))
-      ctx.fail(*t->get("seconds"), "'seconds' must be a positive number of seconds");
-    s.fraction = ctx.get<double>(*t, "fraction", "a number");
-    if (s.fraction && !(*s.fraction > 0 && *s.fraction <= 1)) ctx.fail(*t->get("fraction"), "'fraction' must be in (0, 1]");
-    s.patience = ctx.get<uint64_t>(*t, "patience", "a whole number");
+    static_cast<JobBudget&>(s) = ctx.budget(*t);
+    if (const toml::node* bn = t->get("budget")) {
+      const toml::table* bt = bn->as_table();
+      if (!bt) ctx.fail(*bn, "[tune.budget] must be a table of family tables ([tune.budget.FAMILY])");
+      for (auto& [fam, node] : *bt) {
+        const toml::table* ft = node.as_table();
+        if (!ft) ctx.fail(node, fmt::format("tune.budget.{} must be a table ([tune.budget.{}])", fam.str(), fam.str()));
+        std::string where = fmt::format("[tune.budget.{}]", fam.str());
+        ctx.only_keys(*ft, {"evaluations", "seconds", "fraction", "patience"}, where);
+        JobBudget b = ctx.budget(*ft);
+        if (!b.evaluations && !b.seconds && !b.fraction && !b.patience)
+          ctx.fail(node, fmt::format("{} sets nothing (give evaluations, seconds, fraction or patience)", where));
+        s.family_budgets[std::string(fam.str())] = b;
+        job.where.emplace("budget:" + std::string(fam.str()), ctx.at(node));
+      }
+    }
     s.seed = ctx.get<uint64_t>(*t, "seed", "a whole number");
     s.quick = ctx.get<bool>(*t, "quick", "true or false");
     s.finalists = ctx.get<int>(*t, "finalists", "a whole number");

@@ -24,12 +24,19 @@ struct JobProblem {
   std::map<std::string, std::vector<std::string>> configs;
 };
 
-struct JobSettings {
-  std::optional<std::string> strategy;
+// How long a search may run: [tune]'s keys, or a family's own in [tune.budget.FAMILY].
+struct JobBudget {
   std::optional<uint64_t> evaluations;
   std::optional<double> seconds;
   std::optional<double> fraction;
   std::optional<uint64_t> patience;
+};
+
+struct JobSettings : JobBudget {
+  std::optional<std::string> strategy;
+  // [tune.budget.FAMILY]: what it sets replaces [tune]'s budget for that family (a flag on the
+  // command line replaces both).
+  std::map<std::string, JobBudget> family_budgets;
   std::optional<uint64_t> seed;
   std::optional<bool> quick;
   std::optional<int> finalists;

@@ -24,9 +24,12 @@ constexpr std::string_view kTieBetween = "tie between ";    // a problem's: "tie
 static bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
 std::string describe(const TuneOptions& o) {
-  return fmt::format("strategy {}, budget {} per family, seed {}, {} exploration, {} finalists x {} rounds{}, "
+  std::string own;  // families with a budget of their own
+  for (auto& [family, b] : o.family_budgets) own += fmt::format("{}{}: {}", own.empty() ? " (" : "; ", family, b.describe());
+  if (!own.empty()) own += ")";
+  return fmt::format("strategy {}, budget {} per family{}, seed {}, {} exploration, {} finalists x {} rounds{}, "
                      "switching from the baseline needs {:g} %",
-                     o.strategy, o.budget.describe(), o.seed, o.quick_explore ? "quick" : "full", o.finalists,
+                     o.strategy, o.budget.describe(), own, o.seed, o.quick_explore ? "quick" : "full", o.finalists,
                      o.retime.rounds,
                      o.retime.cap_aware() ? fmt::format(" (at the power cap {}, each turn after {:g} s alone)",
                                                         o.retime.rounds_at_cap(), o.retime.capped_warmup_s)
@@ -164,6 +167,7 @@ class FixedList : public Strategy {
 }  // namespace
 
 FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed) {
+  const Budget& budget = o_.budget_for(family);
   FamilyOutcome out;
   out.family = family;
   auto t0 = Clock::now();
@@ -197,7 +201,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
     // Exhaustive only where the budget lets it finish: cut short, it would have searched a
     // prefix of the enumeration order (cuBLASLt: its heuristic's picks, then whatever comes next).
     const bool whole = out.valid_space && out.valid_space <= o_.auto_exhaustive_below &&
-                       out.valid_space <= o_.budget.max_evaluations && o_.budget.max_fraction >= 1.0;
+                       out.valid_space <= budget.max_evaluations && budget.max_fraction >= 1.0;
     strategy_name = whole ? "exhaustive" : have_bayes ? "bayes" : "random";
   }
   std::unique_ptr<Strategy> strategy;
@@ -235,10 +239,10 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   std::mt19937_64 rng(o_.seed ^ stable_hash(p.key() + family));
   const size_t lookahead = o_.lookahead ? o_.lookahead : (pool_ ? 2 * size_t(pool_->threads()) : 8);
   uint64_t planned_total = fixed ? fixed->size() : out.valid_space;
-  if (o_.budget.max_evaluations < std::numeric_limits<uint64_t>::max())
-    planned_total = planned_total ? std::min(planned_total, o_.budget.max_evaluations) : o_.budget.max_evaluations;
-  if (o_.budget.max_fraction < 1.0 && out.valid_space)
-    planned_total = std::min<uint64_t>(planned_total, uint64_t(std::ceil(o_.budget.max_fraction * double(out.valid_space))));
+  if (budget.max_evaluations < std::numeric_limits<uint64_t>::max())
+    planned_total = planned_total ? std::min(planned_total, budget.max_evaluations) : budget.max_evaluations;
+  if (budget.max_fraction < 1.0 && out.valid_space)
+    planned_total = std::min<uint64_t>(planned_total, uint64_t(std::ceil(budget.max_fraction * double(out.valid_space))));
 
   auto observe = [&](const Config& c, const Measurement& m, int64_t row) {
     ++prog.evaluations;
@@ -274,9 +278,9 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   auto remaining = [&]() -> uint64_t {
     uint64_t used = prog.evaluations + queue.size();
     uint64_t r = std::numeric_limits<uint64_t>::max();
-    if (o_.budget.max_evaluations < r) r = o_.budget.max_evaluations > used ? o_.budget.max_evaluations - used : 0;
-    if (o_.budget.max_fraction < 1.0 && out.valid_space) {
-      uint64_t cap = uint64_t(std::ceil(o_.budget.max_fraction * double(out.valid_space)));
+    if (budget.max_evaluations < r) r = budget.max_evaluations > used ? budget.max_evaluations - used : 0;
+    if (budget.max_fraction < 1.0 && out.valid_space) {
+      uint64_t cap = uint64_t(std::ceil(budget.max_fraction * double(out.valid_space)));
       r = std::min(r, cap > used ? cap - used : 0);
     }
     return r;
@@ -284,7 +288,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   auto refill = [&] {
     while (!exhausted && queue.size() < lookahead) {
       prog.seconds = since(t0);
-      if (o_.budget.exhausted(prog) || (o_.stop && o_.stop->load())) return;
+      if (budget.exhausted(prog) || (o_.stop && o_.stop->load())) return;
       size_t want = std::min<uint64_t>(lookahead - queue.size(), remaining());
       if (want == 0) return;
       std::vector<Config> batch = strategy->propose(want);
@@ -330,7 +334,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       out.stop_reason = "interrupted";
       break;
     }
-    if (o_.budget.exhausted(prog)) break;
+    if (budget.exhausted(prog)) break;
     Pending pe = std::move(queue.front());
     queue.pop_front();
     Measurement m;
@@ -386,7 +390,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   }
   prog.seconds = since(t0);
   if (out.stop_reason.empty()) {
-    std::string r = o_.budget.reason(prog);
+    std::string r = budget.reason(prog);
     out.stop_reason = !r.empty() ? r : (exhausted ? "space exhausted" : "budget reached");
   }
 

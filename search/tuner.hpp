@@ -27,6 +27,13 @@ namespace gt::search {
 struct TuneOptions {
   std::string strategy = "auto";  // "auto": exhaustive for small spaces, else the model-based one
   Budget budget;                  // per (problem, family)
+  // Families searched under a budget of their own (a job's [tune.budget.FAMILY]): cuBLASLt
+  // compiles nothing, so hundreds of its configs cost what a few dozen compiled ones do.
+  std::map<std::string, Budget> family_budgets;
+  const Budget& budget_for(const std::string& family) const {
+    auto it = family_budgets.find(family);
+    return it != family_budgets.end() ? it->second : budget;
+  }
   uint64_t seed = 1;              // strategy seed
   bool quick_explore = true;      // explore with quick timings; finalists always get full ones
   int finalists = 4;              // per family, re-timed interleaved

@@ -99,7 +99,9 @@ TEST_CASE("bad job files: exit 2 naming the file, line and field; the store unto
   std::vector<Case> cases = {
       {"malformed.toml", "name = \n" + ok_set, {":1:", "malformed TOML"}},
       {"unknown_key.toml", "nmae = \"x\"\n" + ok_set, {":1:1:", "unknown key 'nmae'"}},
-      {"unknown_tune_key.toml", "[tune]\nbudget = 3\n" + ok_set, {":2:1:", "unknown key 'budget' in [tune]"}},
+      {"unknown_tune_key.toml", "[tune]\nbudgte = 3\n" + ok_set, {":2:1:", "unknown key 'budgte' in [tune]"}},
+      {"budget_not_table.toml", "[tune]\nbudget = 3\n" + ok_set, {":2:10:", "[tune.budget] must be a table"}},
+      {"budget_bad_key.toml", "[tune.budget.cublaslt]\nevals = 3\n" + ok_set, {":2:1:", "unknown key 'evals' in [tune.budget.cublaslt]"}},
       {"wrong_type.toml", "[tune]\nevaluations = \"many\"\n" + ok_set, {":2:", "'evaluations' must be a whole number"}},
       {"wrong_type_array.toml", "[[problems]]\nshapes = \"64x64x64\"\n", {":2:", "'shapes' must be an array"}},
       {"zero.toml", "[[problems]]\nshapes = [\"0x4x4\"]\n", {":2:", "shapes", "M is 0"}},

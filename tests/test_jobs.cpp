@@ -33,6 +33,7 @@ TEST_CASE("every shipped job parses, names known families, and the default is em
     CHECK_FALSE(j.problems.empty());
     std::vector<std::string> fams = j.settings.families;
     for (auto& p : j.problems) fams.insert(fams.end(), p.families.begin(), p.families.end());
+    for (auto& [name, b] : j.settings.family_budgets) fams.push_back(name);
     for (auto& name : fams) CHECK(reg.find(name) != nullptr);
   }
   Job d = parse_job(default_job_text(), "<default job>");
@@ -65,6 +66,37 @@ out_dtype = "f32"
   CHECK(j.settings.quick == false);
   CHECK_FALSE(j.settings.min_gain);
   CHECK(j.problems[0].problem.out == DType::f32);
+  CHECK(j.settings.family_budgets.empty());
+}
+
+TEST_CASE("a job gives a family a budget of its own in [tune.budget.FAMILY]", "[jobs]") {
+  Job j = parse_job(R"(
+[tune]
+evaluations = 80
+seconds = 40
+[tune.budget.cublaslt]
+evaluations = 4000
+seconds = 18
+[tune.budget.wmma]
+patience = 12
+fraction = 0.5
+[[problems]]
+shapes = ["1x8x16"]
+)",
+                    "x.toml");
+  CHECK(j.settings.evaluations == 80u);
+  CHECK(j.settings.seconds == 40.0);
+  REQUIRE(j.settings.family_budgets.size() == 2);
+  const JobBudget& lt = j.settings.family_budgets.at("cublaslt");
+  CHECK(lt.evaluations == 4000u);
+  CHECK(lt.seconds == 18.0);
+  CHECK_FALSE(lt.fraction);
+  CHECK_FALSE(lt.patience);
+  const JobBudget& w = j.settings.family_budgets.at("wmma");
+  CHECK(w.patience == 12u);
+  CHECK(w.fraction == 0.5);
+  CHECK_FALSE(w.evaluations);
+  CHECK(j.at("budget:cublaslt") == "x.toml:5:1");  // its header
 }
 
 TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
@@ -73,7 +105,17 @@ TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
              Catch::Contains("job.toml:1:1") && Catch::Contains("unknown key 'nmae'"));
   CHECK_THAT(error_of("[tune]\nevaluations = \"many\"\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
              Catch::Contains("job.toml:2:") && Catch::Contains("'evaluations' must be a whole number"));
-  CHECK_THAT(error_of("[tune]\nbudget = 3\n[[problems]]\nshapes=[\"1x1x1\"]\n"), Catch::Contains("unknown key 'budget' in [tune]"));
+  CHECK_THAT(error_of("[tune]\nbudgte = 3\n[[problems]]\nshapes=[\"1x1x1\"]\n"), Catch::Contains("unknown key 'budgte' in [tune]"));
+  CHECK_THAT(error_of("[tune]\nbudget = 3\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("[tune.budget] must be a table"));
+  CHECK_THAT(error_of("[tune.budget]\nwmma = 3\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("tune.budget.wmma must be a table"));
+  CHECK_THAT(error_of("[tune.budget.wmma]\nevaluation = 3\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:1") && Catch::Contains("unknown key 'evaluation' in [tune.budget.wmma]"));
+  CHECK_THAT(error_of("[tune.budget.wmma]\nseconds = -1\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("'seconds' must be a positive number"));
+  CHECK_THAT(error_of("[tune.budget.wmma]\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("[tune.budget.wmma] sets nothing"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"0x4x4\"]\n"), Catch::Contains("job.toml:2:") && Catch::Contains("M is 0"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x-4x4\"]\n"), Catch::Contains("negative"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x99999999999\"]\n"), Catch::Contains("too large"));

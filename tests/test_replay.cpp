@@ -309,6 +309,70 @@ TEST_CASE("tunes replayed from the H200 recordings keep budgets and repeat for a
   }
 }
 
+// A job's [tune.budget.FAMILY] gives one family a budget of its own; a flag on the command line
+// replaces both the job's budget and the family's.
+TEST_CASE("a family's own budget in a job applies to it alone, and a flag replaces it", "[replay][cli][jobs]") {
+  test::TempDir tmp;
+  const auto rec = test::source_dir() / "tests" / "data" / "replay" / "wmma_f16_4096x4096x4096.json";
+  REQUIRE(std::filesystem::exists(rec));
+  auto job = [&](const std::string& budget_table) {
+    auto path = tmp.path / "job.toml";
+    std::ofstream(path) << "[tune]\nevaluations = 40\nstrategy = \"random\"\n" << budget_table
+                        << "[[problems]]\nshapes = [\"4096x4096x4096\"]\ndtypes = [\"f16\"]\nfamilies = [\"wmma\"]\n";
+    return path;
+  };
+  auto evaluated = [&](const std::filesystem::path& j, const std::string& flags) {
+    auto res = test::run_command(fmt::format("{} --quiet --json --db {} tune --replay {} --config {} {}",
+                                             test::gemmtune_binary().string(), (tmp.path / "t.db").string(), rec.string(),
+                                             j.string(), flags));
+    INFO(res.out);
+    REQUIRE(res.exit_code == 0);
+    auto js = nlohmann::json::parse(res.out.substr(res.out.find('{')));
+    return js["problems"][0]["families"][0]["evaluated"].get<int>();
+  };
+  CHECK(evaluated(job(""), "--no-reuse") == 40);
+  CHECK(evaluated(job("[tune.budget.wmma]\nevaluations = 25\n"), "--no-reuse") == 25);
+  CHECK(evaluated(job("[tune.budget.wmma]\nevaluations = 25\n"), "--no-reuse --budget 30") == 30);
+  // A family the run does not know is an error naming the job's line.
+  auto res = test::run_command(fmt::format("{} --quiet --db {} tune --replay {} --config {}", test::gemmtune_binary().string(),
+                                           (tmp.path / "t.db").string(), rec.string(),
+                                           job("[tune.budget.wmmma]\nevaluations = 25\n").string()));
+  CHECK(res.exit_code != 0);
+  CHECK_THAT(res.out, Catch::Contains("job.toml:4:") && Catch::Contains("[tune.budget.wmmma]: unknown family 'wmmma'"));
+}
+
+TEST_CASE("the tuner searches each family under its own budget where it has one", "[replay][search]") {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  std::vector<int64_t> xs(64);
+  for (int64_t i = 0; i < 64; ++i) xs[size_t(i)] = i;
+  std::vector<Param> params = {{"x", "a knob", xs, {}, 0}};
+  Recording rec;
+  for (const char* fam : {"toy", "toy2"}) {
+    RecordedSpace& rs = rec.space_for(kDevice, p, fam, "1.0", params);
+    for (int64_t i = 0; i < 64; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double((i * 37) % 64), ""});
+  }
+  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+    return replay_provenance(rec, fam, "normal", quick);
+  };
+  ReplayMeasurer meas(rec);
+  TuneOptions o;
+  o.strategy = "random";
+  o.budget.max_evaluations = 20;
+  o.family_budgets["toy2"].max_evaluations = 9;
+  o.family_budgets["elsewhere"].max_evaluations = 3;
+  o.settle_s = 0;
+  o.tune_id = "test";
+  CHECK_THAT(describe(o), Catch::Contains("budget 20 evaluations per family (elsewhere: 3 evaluations; toy2: 9 evaluations), seed"));
+  Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+  ProblemOutcome po = t.tune(p, {"toy", "toy2"});
+  REQUIRE(po.families.size() == 2);
+  CHECK(po.families[0].evaluated == 20);
+  CHECK(po.families[0].stop_reason == "20 evaluations");
+  CHECK(po.families[1].evaluated == 9);
+  CHECK(po.families[1].stop_reason == "9 evaluations");
+}
+
 // "auto" searches a small space exhaustively only when the budget covers all of it: cut short,
 // exhaustive would search a prefix of the enumeration order.
 TEST_CASE("auto is exhaustive only where the budget covers the space, else model-based", "[replay][search]") {

@@ -63,8 +63,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--strategy", a.strategy,
                   "search strategy: auto (default: exhaustive for a small space the budget covers, else bayes), exhaustive, random, "
                   "anneal, genetic, bayes");
-  sub->add_option("--budget", a.budget, "at most this many evaluations per (problem, family)");
-  sub->add_option("--time", a.seconds, "at most this many seconds per (problem, family)");
+  sub->add_option("--budget", a.budget, "at most this many evaluations per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
+  sub->add_option("--time", a.seconds, "at most this many seconds per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
   sub->add_option("--fraction", a.fraction, "at most this fraction (0..1] of the valid space per (problem, family)");
   sub->add_option("--patience", a.patience, "stop a family after this many evaluations without improvement");
   sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs")
@@ -126,18 +126,21 @@ static Command add_tune(CLI::App& app, Globals& g) {
               }
             }
             o.compile_timeout_s = a.compile_timeout;
-            if (a.budget) o.budget.max_evaluations = a.budget;
-            else if (js.evaluations) o.budget.max_evaluations = *js.evaluations;
-            if (a.seconds > 0) o.budget.max_seconds = a.seconds;
-            else if (js.seconds) o.budget.max_seconds = *js.seconds;
-            if (a.fraction != 0) {
-              if (!(a.fraction > 0 && a.fraction <= 1)) throw InputError("--fraction: must be in (0, 1]");
-              o.budget.max_fraction = a.fraction;
-            } else if (js.fraction) {
-              o.budget.max_fraction = *js.fraction;
-            }
-            if (a.patience) o.budget.patience = a.patience;
-            else if (js.patience) o.budget.patience = *js.patience;
+            if (a.fraction != 0 && !(a.fraction > 0 && a.fraction <= 1)) throw InputError("--fraction: must be in (0, 1]");
+            // The job's budget over `b`, then the command line's flags over that.
+            auto budget_of = [](Budget b, const JobBudget& jb) {
+              if (jb.evaluations) b.max_evaluations = *jb.evaluations;
+              if (jb.seconds) b.max_seconds = *jb.seconds;
+              if (jb.fraction) b.max_fraction = *jb.fraction;
+              if (jb.patience) b.patience = *jb.patience;
+              if (a.budget) b.max_evaluations = a.budget;
+              if (a.seconds > 0) b.max_seconds = a.seconds;
+              if (a.fraction != 0) b.max_fraction = a.fraction;
+              if (a.patience) b.patience = a.patience;
+              return b;
+            };
+            o.budget = budget_of(Budget{}, js);
+            for (auto& [family, jb] : js.family_budgets) o.family_budgets[family] = budget_of(o.budget, jb);
             o.seed = a.seed_given ? a.seed : js.seed.value_or(1);
             o.quick_explore = a.full ? false : js.quick.value_or(true);
             o.finalists = a.finalists >= 0 ? a.finalists : js.finalists.value_or(4);
@@ -193,6 +196,13 @@ static Command add_tune(CLI::App& app, Globals& g) {
                                                a.families.empty() ? job.at("families:" + f) : "--family",
                                                f, rec_for_names ? "recorded in " + so.replay : "loaded", known));
                 }
+            for (auto& [f, jb] : js.family_budgets)
+              if (std::find(all.begin(), all.end(), f) == all.end()) {
+                std::string known;
+                for (auto& x : all) known += (known.empty() ? "" : ", ") + x;
+                throw InputError(fmt::format("{}: [tune.budget.{}]: unknown family '{}' ({}: {})", job.at("budget:" + f), f, f,
+                                             rec_for_names ? "recorded in " + so.replay : "loaded", known));
+              }
             // Fixed config lists are checked against the families' spaces now (with sm_90's
             // limits when there is no GPU yet); "@pick" (a library's own choice) is resolved later.
             if (!rec_for_names)
