@@ -3,15 +3,24 @@
 # configs/llm_shapes.toml on every GPU, time the table's configs beside cuBLASLt's pick
 # (`compare`, GPU 0), export the table, and compute the table's speed-up over the pick
 # (tools/table_speedup.py). This is how docs/results-h200.md's LLM section was made.
-#   tools/llm_job.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR default: carry/build, else build)
+#   tools/llm_job.sh OUT_DIR [BUILD_DIR [STAGE]]     (BUILD_DIR default: carry/build, else build)
+# STAGE: all (default); tune (the tune only); rest (compare, export and speed-up of the store a
+# `tune` stage left in OUT_DIR) -- two stages fit machines that limit how long one command runs.
 # OUT_DIR gets results.db, tune.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
 # Exit status: the first failing step's.
 set -uo pipefail
-out=${1:?usage: tools/llm_job.sh OUT_DIR [BUILD_DIR]}
+usage="usage: tools/llm_job.sh OUT_DIR [BUILD_DIR [all|tune|rest]]"
+out=${1:?$usage}
+stage=${3:-all}
+case $stage in all | tune | rest) ;; *) echo "llm_job: unknown stage '$stage'; $usage" >&2; exit 2 ;; esac
 . "$(dirname "$0")/gpu_env.sh" "${2:-}"
 mkdir -p "$out"
-if [ -e "$out/results.db" ]; then
+if [ "$stage" != rest ] && [ -e "$out/results.db" ]; then
   echo "llm_job: $out/results.db exists; give an empty OUT_DIR (the job is timed from a fresh store)" >&2
+  exit 2
+fi
+if [ "$stage" = rest ] && [ ! -e "$out/results.db" ]; then
+  echo "llm_job: $out/results.db is missing; run the tune stage first" >&2
   exit 2
 fi
 export GEMMTUNE_DB=$out/results.db GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$out/cache}
@@ -24,7 +33,8 @@ step() {  # step NAME LOG COMMAND...
   echo "$name: rc=$rc, $(( $(date +%s) - t0 )) s since the start" | tee -a "$out/steps.txt"
   return $rc
 }
-step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $?
+if [ "$stage" != rest ]; then step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $?; fi
+[ "$stage" = tune ] && exit 0
 step compare "$out/compare.txt" "$gt" compare --config "$job" --no-tune --rounds 5 || exit $?
 step export_toml "$out/export.txt" "$gt" export -o "$out/h200-llm-table.toml" || exit $?
 step export_json "$out/export_json.txt" "$gt" export -o "$out/h200-llm-table.json" || exit $?
