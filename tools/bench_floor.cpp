@@ -1,0 +1,213 @@
+// bench_floor: how much faster than cuBLASLt's pick could any kernel be, by the device's own
+// measured roofs? For each problem of a job, on the same rotating buffers and by the same
+// timing method as `gemmtune run` (settled, back to back, the mean at the power cap):
+//   - cuBLASLt's heuristic pick;
+//   - optionally the config a lookup table holds for the problem (--table);
+//   - a streaming read of B alone (K x N elements, the weights at decode), the best of a few
+//     grids: a GEMM reads at least B, so no GEMM kernel here is faster than this by much;
+//   - the FLOP at the tensor roof, measured in this run as cuBLASLt's pick at a large shape
+//     (the roof `gemmtune roofs` stores).
+// The bound is the larger of the last two; pick / bound is the most a kernel could gain over the
+// pick on that problem, and their geomean the most a table could gain over a job. B's read is
+// a floor only as good as this simple kernel: a row where a GEMM beats it says so.
+// Usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape 8192x8192x8192]
+//                    [--device 0] [--family cublaslt]
+#include "bench.hpp"
+#include "evaluate.hpp"
+#include "gpu_kernels.hpp"
+#include "job.hpp"
+#include "plugin.hpp"
+#include "table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace gt;
+
+namespace {
+
+struct Timing {
+  double us = kNaN, mhz = kNaN, watts = kNaN;
+};
+
+// Settled and sampled as `gemmtune run` does.
+Timing time_config(const Family& fam, const Problem& p, const Config& c, const DeviceInfo& dev, ProblemBench& bench,
+                   const Compiler& compiler) {
+  EvaluateOptions o;
+  o.settle_s = kSettleCapS;
+  o.timing.capped_min_time_s = kCappedMinTimeS;
+  Evaluation ev = evaluate(fam, p, c, dev, bench, compiler, nullptr, o);
+  if (ev.m.status != Status::ok)
+    throw RuntimeFailure(fmt::format("{} on {}: {}: {}", fam.name(), p.key(), to_string(ev.m.status), ev.m.message));
+  return {ev.m.time_us(), ev.m.sensors.sm_clock_mhz, ev.m.sensors.power_w};
+}
+
+// The fastest of a few grids for a streaming read of each rotating set's B.
+double time_read_b(const Problem& p, const DeviceInfo& dev, ProblemBench& bench, int* best_blocks) {
+  DeviceBuffer sink(256);
+  const size_t bytes = p.bytes_b() & ~size_t(15);
+  const int per_sm = dev.limits.max_threads_per_sm / 256;
+  const long long one_each = (long long)((bytes / 16 + 255) / 256);  // one 16-byte load per thread
+  std::vector<long long> grids = {dev.limits.sm_count * (long long)per_sm, dev.limits.sm_count * (long long)per_sm * 2,
+                                  dev.limits.sm_count * (long long)per_sm * 4, std::min<long long>(one_each, 1 << 20)};
+  double best = kNaN;
+  bool first = true;
+  for (long long g : grids) {
+    if (g < 1) continue;
+    int blocks = int(g);
+    LaunchFn fn = [&, blocks](const void*, const void* b, void*, cudaStream_t s) {
+      launch_stream_read(b, bytes, static_cast<float*>(sink.get()), blocks, s);
+      return cudaGetLastError();
+    };
+    if (first) bench.settle(fn, 1.0);  // from the GEMM's clock state to the read's
+    first = false;
+    TimingOptions o;
+    o.min_time_s = 0.3;
+    Timed t = bench.time(fn, o);
+    double us = center_for(t.throttle) == Center::mean ? t.time.mean : t.time.median;
+    if (!(us >= best)) {
+      best = us;
+      *best_blocks = blocks;
+    }
+  }
+  return best;
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return kNaN;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config = "configs/llm_shapes.toml", table_file, roof_shape = "8192x8192x8192", family = "cublaslt";
+  int device = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "bench_floor: {} needs a value\n", a);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--config") config = next();
+    else if (a == "--table") table_file = next();
+    else if (a == "--roof-shape") roof_shape = next();
+    else if (a == "--device") device = std::stoi(next());
+    else if (a == "--family") family = next();
+    else {
+      fmt::print(stderr,
+                 "usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape MxNxK] [--device I] "
+                 "[--family cublaslt]\n");
+      return 2;
+    }
+  }
+  try {
+    // Inputs first: a bad job or table fails before any GPU work.
+    search::Job job = search::load_job(config);
+    std::optional<LookupTable> table;
+    if (!table_file.empty()) table = LookupTable::load(table_file);
+    auto roof_dims = parse_shape(roof_shape, "--roof-shape");
+    std::string why;
+    if (device_count(&why) == 0) {
+      fmt::print("bench_floor: {}\n", why);
+      return 3;
+    }
+    auto reg = PluginRegistry::load({executable_dir() / ".." / "plugins"});
+    const Family* lt = reg.find(family);
+    if (!lt) throw InputError("--family: no family " + family);
+    DeviceInfo dev = require_device(device);
+    cuda_check(cudaSetDevice(device), "cudaSetDevice");
+    CubinCache cache(default_cache_dir());
+    Compiler compiler(&cache);
+    auto pick_of = [&](const Problem& p) {
+      auto picks = lt->suggest(p, dev.limits, 1, lt->space(p, dev.limits).dims());
+      if (picks.empty()) throw RuntimeFailure(fmt::format("{} has no pick for {}", family, p.key()));
+      return picks[0];
+    };
+
+    // The tensor roof per input type, measured here as the pick's rate at a large shape.
+    std::map<DType, double> roof;  // FLOP/s
+    fmt::print("bench_floor: {} on {} ({} SMs, L2 {:.0f} MiB); job {}; {} = {}'s heuristic pick\n", family, dev.name,
+               dev.limits.sm_count, double(dev.limits.l2_bytes) / (1 << 20), job.source, "pick", family);
+    for (auto& jp : job.problems) {
+      DType in = jp.problem.in;
+      if (roof.count(in)) continue;
+      Problem rp = Problem::make(roof_dims[0], roof_dims[1], roof_dims[2], in, jp.problem.out, Layout::nn);
+      ProblemBench b(rp, dev, Distribution::normal, 1);
+      Timing t = time_config(*lt, rp, pick_of(rp), dev, b, compiler);
+      roof[in] = rp.flops() / (t.us * 1e-6);
+      fmt::print("tensor roof {}: {:.1f} TFLOP/s ({} pick at {}, {:.2f} us, {:.0f} MHz, {:.0f} W)\n", to_string(in),
+                 roof[in] / 1e12, family, rp.key(), t.us, t.mhz, t.watts);
+      std::fflush(stdout);
+    }
+
+    fmt::print("\n{:<26} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}\n", "problem", "pick us", "table us", "read B us",
+               "TB/s", "roof us", "bound us", "pick/bd", "table/bd");
+    std::vector<double> pick_gain, table_gain;
+    std::map<std::string, std::vector<double>> by_band;
+    for (auto& jp : job.problems) {
+      const Problem& p = jp.problem;
+      ProblemBench bench(p, dev, Distribution::normal, 1);
+      const Config pick_config = pick_of(p);
+      const std::string pick_name = lt->space(p, dev.limits).name(pick_config);
+      Timing pick = time_config(*lt, p, pick_config, dev, bench, compiler);
+      Timing tab;
+      std::string tab_what;
+      if (table) {
+        for (auto& e : table->entries) {
+          if (e.key.m != p.m || e.key.n != p.n || e.key.k != p.k || e.key.in != p.in || e.key.out != p.out ||
+              e.key.layout != p.layout)
+            continue;
+          tab_what = e.family;
+          if (e.family == family && e.config == pick_name) {  // the pick itself: timed above
+            tab = pick;
+            break;
+          }
+          const Family* f = reg.find(e.family);
+          if (!f) throw InputError(fmt::format("{}: {}: family {} is not loaded", table_file, e.text(), e.family));
+          Space s = f->space(p, dev.limits);
+          std::string err;
+          auto c = s.parse(e.config, &err);
+          if (!c) throw InputError(fmt::format("{}: {}: {}", table_file, e.text(), err));
+          tab = time_config(*f, p, *c, dev, bench, compiler);
+          break;
+        }
+      }
+      int blocks = 0;
+      double read_us = time_read_b(p, dev, bench, &blocks);
+      double roof_us = p.flops() / roof.at(p.in) * 1e6;
+      double bound = std::max(read_us, roof_us);
+      double g = pick.us / bound;
+      pick_gain.push_back(g);
+      by_band[p.m <= 64 ? "M <= 64" : p.m <= 256 ? "M = 65..256" : "M > 256"].push_back(g);
+      if (std::isfinite(tab.us)) table_gain.push_back(tab.us / bound);
+      fmt::print("{:<26} {:>9.2f} {:>9} {:>9.2f} {:>7.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>8}{}{}\n", p.key().substr(0, p.key().find(' ')),
+                 pick.us, std::isfinite(tab.us) ? fmt::format("{:.2f}", tab.us) : "-", read_us,
+                 double(p.bytes_b()) / (read_us * 1e-6) / 1e12, roof_us, bound, g,
+                 std::isfinite(tab.us) ? fmt::format("{:.3f}", tab.us / bound) : "-",
+                 tab_what.empty() || tab_what == family ? "" : fmt::format("  (table: {})", tab_what),
+                 pick.us < read_us ? "  (the pick beats the read kernel: its bound is loose)" : "");
+      std::fflush(stdout);
+    }
+    fmt::print("\ngeomean pick / bound over {} problems: {:.3f} (the most any table could gain over the pick by these roofs)\n",
+               pick_gain.size(), geomean(pick_gain));
+    for (auto& [band, v] : by_band) fmt::print("  {:<12} {:>3} problems: {:.3f}\n", band, v.size(), geomean(v));
+    if (!table_gain.empty())
+      fmt::print("geomean table / bound over {} problems: {:.3f}\n", table_gain.size(), geomean(table_gain));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_floor: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
