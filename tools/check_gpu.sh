@@ -2,7 +2,7 @@
 # The whole GPU check, from a build carried to the GPU machine (tools/pack_for_gpu.sh):
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
 # smoke tune with its exported table run through the runtime example, and the benchmarks
-# (bench_* binaries; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
+# (bench_* binaries, bench_floor on two shapes; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
 # of bench_trust; bench_scale only on a host with two GPUs or more).
 # Logs go to LOG_DIR (one file per step, and summary.txt).
 #   tools/check_gpu.sh LOG_DIR [BUILD_DIR]       (BUILD_DIR default: carry/build, else build)
@@ -38,6 +38,12 @@ for b in "$build"/tools/bench_*; do
   [ -x "$b" ] || continue
   # bench_search replays recordings on the CPU (minutes, same result anywhere): run it off the GPU.
   [ "$(basename "$b")" = bench_search ] && continue
+  if [ "$(basename "$b")" = bench_floor ]; then
+    # Its default is the whole LLM job (minutes): two decode shapes and a smaller roof shape here.
+    printf '[[problems]]\nm = [1, 16]\nn = [4096]\nk = [4096]\ndtypes = ["bf16"]\n' > "$work/floor.toml"
+    step bench_floor "$b" --config "$work/floor.toml" --roof-shape 4096x4096x4096
+    continue
+  fi
   step "$(basename "$b")" "$b"
 done
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
