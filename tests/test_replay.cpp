@@ -341,21 +341,31 @@ TEST_CASE("a family's own budget in a job applies to it alone, and a flag replac
   CHECK_THAT(res.out, Catch::Contains("job.toml:4:") && Catch::Contains("[tune.budget.wmmma]: unknown family 'wmmma'"));
 }
 
-TEST_CASE("the tuner searches each family under its own budget where it has one", "[replay][search]") {
+// Families of one knob with 64 values, each recorded with distinct times: a toy to tune in replay.
+struct ToyReplay {
   const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<int64_t> xs(64);
-  for (int64_t i = 0; i < 64; ++i) xs[size_t(i)] = i;
-  std::vector<Param> params = {{"x", "a knob", xs, {}, 0}};
   Recording rec;
-  for (const char* fam : {"toy", "toy2"}) {
-    RecordedSpace& rs = rec.space_for(kDevice, p, fam, "1.0", params);
-    for (int64_t i = 0; i < 64; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double((i * 37) % 64), ""});
-  }
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
+  SpaceSource spaces = [this](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  ProvenanceSource prov = [this](const std::string& fam, bool quick) {
     return replay_provenance(rec, fam, "normal", quick);
   };
-  ReplayMeasurer meas(rec);
+  explicit ToyReplay(std::initializer_list<const char*> families) {
+    std::vector<int64_t> xs(64);
+    for (int64_t i = 0; i < 64; ++i) xs[size_t(i)] = i;
+    std::vector<Param> params = {{"x", "a knob", xs, {}, 0}};
+    for (const char* fam : families) {
+      RecordedSpace& rs = rec.space_for(kDevice, p, fam, "1.0", params);
+      for (int64_t i = 0; i < 64; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double((i * 37) % 64), ""});
+    }
+  }
+  ToyReplay(const ToyReplay&) = delete;  // the sources point at this object's recording
+  ToyReplay& operator=(const ToyReplay&) = delete;
+};
+
+TEST_CASE("the tuner searches each family under its own budget where it has one", "[replay][search]") {
+  ToyReplay toy{"toy", "toy2"};
+  const Problem& p = toy.p;
+  ReplayMeasurer meas(toy.rec);
   TuneOptions o;
   o.strategy = "random";
   o.budget.max_evaluations = 20;
@@ -364,7 +374,7 @@ TEST_CASE("the tuner searches each family under its own budget where it has one"
   o.settle_s = 0;
   o.tune_id = "test";
   CHECK_THAT(describe(o), Catch::Contains("budget 20 evaluations per family (elsewhere: 3 evaluations; toy2: 9 evaluations), seed"));
-  Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+  Tuner t(nullptr, meas, nullptr, nullptr, toy.spaces, toy.prov, o);
   ProblemOutcome po = t.tune(p, {"toy", "toy2"});
   REQUIRE(po.families.size() == 2);
   CHECK(po.families[0].evaluated == 20);
@@ -376,17 +386,8 @@ TEST_CASE("the tuner searches each family under its own budget where it has one"
 // "auto" searches a small space exhaustively only when the budget covers all of it: cut short,
 // exhaustive would search a prefix of the enumeration order.
 TEST_CASE("auto is exhaustive only where the budget covers the space, else model-based", "[replay][search]") {
-  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
-  std::vector<int64_t> xs(64);
-  for (int64_t i = 0; i < 64; ++i) xs[size_t(i)] = i;
-  std::vector<Param> params = {{"x", "a knob", xs, {}, 0}};
-  Recording rec;
-  RecordedSpace& rs = rec.space_for(kDevice, p, "toy", "1.0", params);
-  for (int64_t i = 0; i < 64; ++i) rs.add({i}, Outcome{Status::ok, 100.0 + double((i * 37) % 64), ""});
-  SpaceSource spaces = [&rec](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
-  ProvenanceSource prov = [&rec](const std::string& fam, bool quick) {
-    return replay_provenance(rec, fam, "normal", quick);
-  };
+  ToyReplay toy{"toy"};
+  const Problem& p = toy.p;
   struct Case {
     uint64_t evaluations;
     double fraction;
@@ -395,13 +396,13 @@ TEST_CASE("auto is exhaustive only where the budget covers the space, else model
   };
   for (Case c : {Case{64, 1.0, "exhaustive", 64}, Case{1000, 1.0, "exhaustive", 64}, Case{20, 1.0, "bayes", 20},
                  Case{1000, 0.25, "bayes", 16}}) {
-    ReplayMeasurer meas(rec);
+    ReplayMeasurer meas(toy.rec);
     TuneOptions o;
     o.budget.max_evaluations = c.evaluations;
     o.budget.max_fraction = c.fraction;
     o.settle_s = 0;
     o.tune_id = "test";
-    Tuner t(nullptr, meas, nullptr, nullptr, spaces, prov, o);
+    Tuner t(nullptr, meas, nullptr, nullptr, toy.spaces, toy.prov, o);
     ProblemOutcome po = t.tune(p, {"toy"});
     REQUIRE(po.families.size() == 1);
     INFO("budget " << c.evaluations << " evaluations, fraction " << c.fraction);

@@ -10,8 +10,7 @@
 // The bound is the larger of the last two; pick / bound is the most a kernel could gain over the
 // pick on that problem, and their geomean the most a table could gain over a job. B's read is
 // a floor only as good as this simple kernel: a row where a GEMM beats it says so.
-// Usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape 8192x8192x8192]
-//                    [--device 0] [--family cublaslt]
+// Usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape MxNxK] [--device I] [--family F]
 #include "bench.hpp"
 #include "evaluate.hpp"
 #include "gpu_kernels.hpp"
@@ -19,6 +18,7 @@
 #include "plugin.hpp"
 #include "table.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -91,27 +91,15 @@ double geomean(const std::vector<double>& v) {
 int main(int argc, char** argv) {
   std::string config = "configs/llm_shapes.toml", table_file, roof_shape = "8192x8192x8192", family = "cublaslt";
   int device = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "bench_floor: {} needs a value\n", a);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--config") config = next();
-    else if (a == "--table") table_file = next();
-    else if (a == "--roof-shape") roof_shape = next();
-    else if (a == "--device") device = std::stoi(next());
-    else if (a == "--family") family = next();
-    else {
-      fmt::print(stderr,
-                 "usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape MxNxK] [--device I] "
-                 "[--family cublaslt]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"cuBLASLt's pick (and a table's config) beside the device's roofs, per problem of a job: a streaming read "
+               "of B and the FLOP at the tensor roof measured in the run; pick / bound is the most any kernel could gain"};
+  app.add_option("--config", config, "the job whose problems are measured")->capture_default_str();
+  app.add_option("--table", table_file, "a lookup table (TOML or JSON): its config for each problem is timed too");
+  app.add_option("--roof-shape", roof_shape, "MxNxK where the tensor roof is measured (the pick's rate there)")
+      ->capture_default_str();
+  app.add_option("--family", family, "the library family whose heuristic pick is the reference")->capture_default_str();
+  app.add_option("--device", device, "GPU index")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   try {
     // Inputs first: a bad job or table fails before any GPU work.
     search::Job job = search::load_job(config);
