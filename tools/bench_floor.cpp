@@ -5,10 +5,11 @@
 //   - optionally the config a lookup table holds for the problem (--table);
 //   - a streaming read of B alone (K x N elements, the weights at decode), the best of a few
 //     grids: a GEMM reads at least B, so no GEMM kernel here is faster than this by much;
-//   - the FLOP at the tensor roof, measured in this run as cuBLASLt's pick at a large shape
-//     (the roof `gemmtune roofs` stores).
-// The bound is the larger of the last two; pick / bound is the most a kernel could gain over the
-// pick on that problem, and their geomean the most a table could gain over a job. B's read is
+//   - the FLOP at a tensor roof, measured in this run as cuBLASLt's pick at a large shape
+//     (`gemmtune roofs` stores the best of its top 8 there instead; the pick can beat this
+//     roof at other shapes by a few %).
+// The bound is the larger of the last two; pick / bound estimates the most a kernel could gain
+// over the pick on that problem, and their geomean the most a table could gain over a job. B's read is
 // a floor only as good as this simple kernel: a row where a GEMM beats it says so.
 // Usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape MxNxK] [--device I] [--family F]
 #include "bench.hpp"
@@ -188,7 +189,7 @@ int main(int argc, char** argv) {
                  pick.us < read_us ? "  (the pick beats the read kernel: its bound is loose)" : "");
       std::fflush(stdout);
     }
-    fmt::print("\ngeomean pick / bound over {} problems: {:.3f} (the most any table could gain over the pick by these roofs)\n",
+    fmt::print("\ngeomean pick / bound over {} problems: {:.3f} (by these roofs, about the most a table could gain over the pick)\n",
                pick_gain.size(), geomean(pick_gain));
     for (auto& [band, v] : by_band) fmt::print("  {:<12} {:>3} problems: {:.3f}\n", band, v.size(), geomean(v));
     if (!table_gain.empty())
