@@ -1,5 +1,6 @@
 // Job files: every shipped job parses and names families that exist; bad jobs are refused
 // with the file, line, column and field.
+#include "device.hpp"
 #include "errors.hpp"
 #include "job.hpp"
 #include "test_util.hpp"
@@ -7,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <sstream>
 
 using namespace gt;
 using namespace gt::search;
@@ -39,6 +41,39 @@ TEST_CASE("every shipped job parses, names known families, and the default is em
   Job d = parse_job(default_job_text(), "<default job>");
   CHECK(d.name == "default");
   CHECK(d.problems.size() == 3);
+}
+
+// The README documents the job format with one example: it must be a job this build accepts.
+TEST_CASE("the README's example job parses, and its families and fixed configs exist", "[jobs]") {
+  std::ifstream f(test::source_dir() / "README.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string readme = ss.str();
+  const auto open = readme.find("```toml\n");
+  REQUIRE(open != std::string::npos);
+  const auto close = readme.find("```", open + 8);
+  REQUIRE(close != std::string::npos);
+  Job j = parse_job(readme.substr(open + 8, close - open - 8), "README.md");
+  auto reg = PluginRegistry::load({test::plugin_dir()});
+  CHECK(j.settings.evaluations == 80u);
+  CHECK(j.settings.family_budgets.at("cublaslt").evaluations == 1000u);
+  REQUIRE(j.problems.size() == 4);  // 1 shape x 2 dtypes x 2 layouts
+  std::vector<std::string> fams = j.settings.families;
+  for (auto& [name, b] : j.settings.family_budgets) fams.push_back(name);
+  for (auto& name : fams) CHECK(reg.find(name) != nullptr);
+  for (auto& jp : j.problems)
+    for (auto& [fam, texts] : jp.configs) {
+      const Family* family = reg.find(fam);
+      REQUIRE(family != nullptr);
+      if (family->is_library()) continue;
+      Space sp = family->space(jp.problem, arch_limits("sm_90"));
+      for (auto& t : texts) {
+        std::string err;
+        INFO(fam << ": " << t);
+        CHECK((t == "@pick" || sp.parse(t, &err)));
+        INFO(err);
+      }
+    }
 }
 
 TEST_CASE("a job expands shapes, m/n/k lists, dtypes and layouts, without duplicates", "[jobs]") {
