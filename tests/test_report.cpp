@@ -112,6 +112,37 @@ void add_gpu_rows(const fs::path& db) {
   roof("mem_read", 4.4e12, "B/s");
 }
 
+// A `gemmtune compare` run at 1024^3 f32 as the GPU writes it: the overall winner of the tune
+// and cuBLASLt's pick timed side by side, the pick at twice the winner's time. Returns the
+// winner's family.
+std::string add_compare_rows(const fs::path& db) {
+  Store st = Store::open(db);
+  Problem p = Problem::make(1024, 1024, 1024, DType::f32, DType::f32, Layout::nn);
+  ResultKey key = ResultKey::of(kGpu, p);
+  auto won = st.winner(key, kAllFamilies);
+  REQUIRE(won);
+  StoredRow w = *st.get(won->row_id);
+  StoredRow pick;
+  for (auto& r : st.rows(RowFilter{}))
+    if (r.family == "cublaslt" && r.problem.key() == p.key() &&
+        r.m.message.find("heuristic rank 0") != std::string::npos)
+      pick = r;
+  REQUIRE(pick.id != 0);
+  for (auto [row, us] : {std::pair<StoredRow, double>{w, 31.0}, {pick, 62.0}}) {
+    row.id = 0;
+    row.row_uuid.clear();
+    row.tune_id = "compare-0123abcd";
+    row.replay = false;  // as a compare on the GPU wrote it
+    row.time_utc.clear();
+    row.time_unix = 0;
+    row.m.quick = false;
+    row.m.time.median = row.m.time.mean = row.m.time.min = row.m.time.max = us;
+    row.prov = gpu_provenance(row.family);
+    st.insert(row);
+  }
+  return w.family;
+}
+
 std::string report_cmd(const fs::path& db, const fs::path& out, const std::string& env = "") {
   return fmt::format("{}'{}' --db '{}' --plugin-dir '{}' report -o '{}'", env, test::gemmtune_binary().string(),
                      db.string(), test::plugin_dir().string(), out.string());
@@ -130,6 +161,7 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
   INFO(tuned.out);
   REQUIRE(tuned.exit_code == 0);
   add_gpu_rows(db);
+  const std::string compared = add_compare_rows(db);
 
   int64_t ok_rows = 0, replay_ok = 0, winners = 0;
   {
@@ -145,7 +177,7 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
   fs::remove(db.string() + "-shm");
   fs::remove(db.string() + "-wal");
   REQUIRE(replay_ok > 10);
-  REQUIRE(ok_rows == replay_ok + 2);
+  REQUIRE(ok_rows == replay_ok + 4);
   REQUIRE(winners >= 2);
   const std::string before = test::read_file(db);
   const auto beside = files_in(dir.path);
@@ -221,6 +253,11 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
   CHECK(page.find("cuBLASLt against size") != std::string::npos);
   CHECK(page.find("Skinny M</b>: no data") != std::string::npos);
   CHECK(page.find("section failed") == std::string::npos);
+  // The speed-up over the pick: 1024^3 f32 from the compare run (62 / 31 = 2), the two f16
+  // sizes from their only rows (the pick itself, 1.0): geomean 2^(1/3).
+  INFO("the compared winner's family: " << compared);
+  CHECK(page.find("1 of 3 shapes side by side") != std::string::npos);
+  CHECK(page.find("Geomean over 3 shapes: <b>1.260×</b>") != std::string::npos);
 }
 
 TEST_CASE("report: without python3 or matplotlib it says which is missing and keeps data.json", "[report]") {

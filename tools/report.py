@@ -471,18 +471,49 @@ def section_sizes(model, dev):
 # ---------------------------------------------------------------------------------------
 # Speed-up over cuBLASLt's pick
 
+def compare_runs(model, dev):
+    """key -> the rows of the latest `gemmtune compare` run that timed cuBLASLt's pick on it."""
+    runs = defaultdict(list)
+    for m in model.meas:
+        if m["device"] == dev and str(m.get("tune_id") or "").startswith("compare-") and not m.get("quick"):
+            runs[(m["key"], m["tune_id"])].append(m)
+    latest = {}
+    for (key, _), rows in runs.items():
+        if not any(r.get("pick") for r in rows):
+            continue
+        t = max(r["time_utc"] for r in rows)
+        if key not in latest or t > latest[key][0]:
+            latest[key] = (t, rows)
+    return {k: v[1] for k, v in latest.items()}
+
+
 def section_speedup(model, dev):
     keys = [k for k in model.problem_keys(dev) if (dev, k) in model.pick]
     if not keys:
         return "<h2>Speed-up over cuBLASLt's pick</h2>" + omitted(
             "Speed-up over cuBLASLt's pick", "no problem has a measured cuBLASLt pick (tune or compare with the "
             "cublaslt family on a GPU; the pick is its heuristic's rank 0)")
+    runs = compare_runs(model, dev)
     rows = []
     for k in keys:
+        if k in runs:
+            # Side by side: the latest compare run's rows. The bar is the config the table holds
+            # (the tune's winner) when the run timed it, else the run's fastest.
+            run = runs[k]
+            pick = min((m for m in run if m.get("pick")), key=lambda m: m["time_us"])
+            won = model.winners.get((dev, k), {}).get("*")
+            held = [m for m in run if won and m["config"] == won["config"]]
+            best = held[0] if held else min(run, key=lambda m: m["time_us"])
+            fams = {}
+            for m in run:
+                fams[m["family"]] = max(fams.get(m["family"], 0.0), pick["time_us"] / m["time_us"])
+            rows.append((k, pick["time_us"] / best["time_us"], best, fams, True))
+            continue
         pick = model.pick[(dev, k)]
         best = model.best[(dev, k)]
         fams = {f: pick["time_us"] / m["time_us"] for (d, kk, f), m in model.fam_best.items() if d == dev and kk == k}
-        rows.append((k, pick["time_us"] / best["time_us"], best, fams))
+        rows.append((k, pick["time_us"] / best["time_us"], best, fams, False))
+    side = sum(1 for r in rows if r[4])
     gm = geomean([r[1] for r in rows])
     worst = min(rows, key=lambda r: r[1])
     h = max(2.2, 0.28 * len(rows) + 1.2)
@@ -494,29 +525,33 @@ def section_speedup(model, dev):
         for f, s in r[3].items():
             ax.plot([s], [y], marker="|", ms=13, mew=2.2, color=color_of(f), zorder=3)
             fams_seen.setdefault(f, None)
-        ax.annotate(f"{r[1]:.2f}×", (r[1], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7.5)
+        ax.annotate(f"{r[1]:.2f}×" + ("" if r[4] else " *"), (r[1], y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=7.5)
     ax.axvline(1.0, color=INK, lw=1)
     ax.set_yticks(ys)
     ax.set_yticklabels([r[0] for r in rows], fontsize=7.5)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first shape on top, no margins
     allv = [r[1] for r in rows] + [s for r in rows for s in r[3].values()]
     ax.set_xlim(0, max(allv + [1.0]) * 1.15)
-    ax.set_xlabel("speed-up over cuBLASLt's pick (pick time ÷ time; > 1: faster than the pick)")
-    ax.set_title(f"Best config per shape against cuBLASLt's pick: geomean {gm:.3f}×, "
-                 f"worst {worst[1]:.3f}× ({worst[0]})", fontsize=9, loc="left")
-    handles = [Line2D([], [], color=color_of(f), marker="s", ls="", label=f"{f} wins (bar)") for f in
+    ax.set_xlabel("speed-up over cuBLASLt's pick (pick time ÷ time; > 1: faster than the pick)"
+                  + ("" if side == len(rows) else ";  *: best stored timings, not side by side"))
+    ax.set_title(f"Speed-up over cuBLASLt's pick: geomean {gm:.3f}×, worst {worst[1]:.3f}× ({worst[0]}); "
+                 f"{side} of {len(rows)} shapes side by side", fontsize=9, loc="left")
+    handles = [Line2D([], [], color=color_of(f), marker="s", ls="", label=f"{f} (bar)") for f in
                sorted({r[2]["family"] for r in rows})]
     handles += [Line2D([], [], color=color_of(f), marker="|", ms=10, mew=2.2, ls="", label=f"{f} best (tick)")
                 for f in fams_seen]
     ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", visible=False)
     fig.tight_layout()
-    return ("<h2>Speed-up over cuBLASLt's pick</h2><p>Per shape: the fastest config of any family (bar, coloured "
-            "by the family that won, cuBLASLt's own algorithm search included) and each family's best (ticks), "
-            f"as cuBLASLt pick's time ÷ its time. Geomean over {len(rows)} shapes: <b>{gm:.3f}×</b>. Each config "
-            "counts with its best stored timing (full timings preferred over exploration ones) from any run in the "
-            "store, which favours configs timed more often; <code>gemmtune compare</code> times the candidates side "
-            "by side in one run and is the stricter comparison.</p>"
+    return ("<h2>Speed-up over cuBLASLt's pick</h2><p>Per shape, as cuBLASLt pick's time ÷ the config's time. "
+            f"<b>{side} of {len(rows)} shapes side by side</b>: from the latest <code>gemmtune compare</code> run that "
+            "timed them, on the same buffers and interleaved; the bar is the config the table holds (the winner of "
+            "<code>tune</code>) where that run timed it, else the run's fastest, and the ticks each family's row in that "
+            "run. " + ("" if side == len(rows) else
+                       "The other shapes (marked *) use each config's best stored timing from any run (full timings "
+                       "preferred over exploration ones): the bar is the fastest config of any family, which favours "
+                       "configs timed more often. ") + f"Geomean over {len(rows)} shapes: <b>{gm:.3f}×</b>.</p>"
             + fig_html(fig, "speed-up over cuBLASLt's pick"))
 
 
