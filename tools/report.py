@@ -471,19 +471,26 @@ def section_sizes(model, dev):
 # ---------------------------------------------------------------------------------------
 # Speed-up over cuBLASLt's pick
 
+COMPARED = "compare: timed interleaved with"  # how `gemmtune compare` marks its side-by-side rows
+
+
 def compare_runs(model, dev):
-    """key -> the rows of the latest `gemmtune compare` run that timed cuBLASLt's pick on it."""
+    """key -> the rows of the latest `gemmtune compare` run that timed cuBLASLt's pick on it.
+
+    Only compare's own interleaved rows: a compare that first tunes a family stores that tune's
+    rows under the same run id, timed apart."""
     runs = defaultdict(list)
     for m in model.meas:
-        if m["device"] == dev and str(m.get("tune_id") or "").startswith("compare-") and not m.get("quick"):
+        if (m["device"] == dev and str(m.get("tune_id") or "").startswith("compare-") and not m.get("quick")
+                and not m.get("replay") and COMPARED in (m.get("description") or "")):
             runs[(m["key"], m["tune_id"])].append(m)
     latest = {}
     for (key, _), rows in runs.items():
         if not any(r.get("pick") for r in rows):
             continue
-        t = max(r["time_utc"] for r in rows)
-        if key not in latest or t > latest[key][0]:
-            latest[key] = (t, rows)
+        when = (max(r["time_utc"] for r in rows), max(r["id"] for r in rows))
+        if key not in latest or when > latest[key][0]:
+            latest[key] = (when, rows)
     return {k: v[1] for k, v in latest.items()}
 
 
@@ -502,8 +509,9 @@ def section_speedup(model, dev):
             run = runs[k]
             pick = min((m for m in run if m.get("pick")), key=lambda m: m["time_us"])
             won = model.winners.get((dev, k), {}).get("*")
-            held = [m for m in run if won and m["config"] == won["config"]]
-            best = held[0] if held else min(run, key=lambda m: m["time_us"])
+            won_family = model.by_id.get(won["row_id"], {}).get("family") if won else None
+            held = [m for m in run if won and m["config"] == won["config"] and won_family in (None, m["family"])]
+            best = min(held or run, key=lambda m: m["time_us"])
             fams = {}
             for m in run:
                 fams[m["family"]] = max(fams.get(m["family"], 0.0), pick["time_us"] / m["time_us"])
