@@ -83,12 +83,14 @@ struct Ctx {
   JobBudget budget(const toml::table& t) const {
     JobBudget b;
     b.evaluations = get<uint64_t>(t, "evaluations", "a whole number");
+    if (b.evaluations && *b.evaluations == 0) fail(*t.get("evaluations"), "'evaluations' must be at least 1");
     b.seconds = get<double>(t, "seconds", "a number");
     if (b.seconds && !(std::isfinite(*b.seconds) && *b.seconds > 0))
       fail(*t.get("seconds"), "'seconds' must be a positive number of seconds");
     b.fraction = get<double>(t, "fraction", "a number");
     if (b.fraction && !(*b.fraction > 0 && *b.fraction <= 1)) fail(*t.get("fraction"), "'fraction' must be in (0, 1]");
     b.patience = get<uint64_t>(t, "patience", "a whole number");
+    if (b.patience && *b.patience == 0) fail(*t.get("patience"), "'patience' must be at least 1");
     return b;
   }
   std::vector<int64_t> ints(const toml::table& t, const char* key) const {

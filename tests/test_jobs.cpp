@@ -69,9 +69,9 @@ TEST_CASE("the README's example job parses, and its families and fixed configs e
       Space sp = family->space(jp.problem, arch_limits("sm_90"));
       for (auto& t : texts) {
         std::string err;
-        INFO(fam << ": " << t);
-        CHECK((t == "@pick" || sp.parse(t, &err)));
-        INFO(err);
+        bool ok = t == "@pick" || sp.parse(t, &err).has_value();
+        INFO(fam << ": " << t << ": " << err);
+        CHECK(ok);
       }
     }
 }
@@ -151,6 +151,10 @@ TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
              Catch::Contains("job.toml:2:") && Catch::Contains("'seconds' must be a positive number"));
   CHECK_THAT(error_of("[tune.budget.wmma]\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
              Catch::Contains("[tune.budget.wmma] sets nothing"));
+  CHECK_THAT(error_of("[tune]\nevaluations = 0\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("'evaluations' must be at least 1"));
+  CHECK_THAT(error_of("[tune.budget.wmma]\npatience = 0\n[[problems]]\nshapes=[\"1x1x1\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("'patience' must be at least 1"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"0x4x4\"]\n"), Catch::Contains("job.toml:2:") && Catch::Contains("M is 0"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x-4x4\"]\n"), Catch::Contains("negative"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x99999999999\"]\n"), Catch::Contains("too large"));

@@ -333,6 +333,11 @@ TEST_CASE("a family's own budget in a job applies to it alone, and a flag replac
   CHECK(evaluated(job(""), "--no-reuse") == 40);
   CHECK(evaluated(job("[tune.budget.wmma]\nevaluations = 25\n"), "--no-reuse") == 25);
   CHECK(evaluated(job("[tune.budget.wmma]\nevaluations = 25\n"), "--no-reuse --budget 30") == 30);
+  // What the family's table does not set comes from [tune]; a flag replaces only its own key.
+  CHECK(evaluated(job("[tune.budget.wmma]\nseconds = 1000\n"), "--no-reuse") == 40);
+  CHECK(evaluated(job("[tune.budget.wmma]\nevaluations = 25\n"), "--no-reuse --time 1000") == 25);
+  // A budget for a family that exists but this run does not tune (not in the recording) is fine.
+  CHECK(evaluated(job("[tune.budget.cublaslt]\nevaluations = 7\n"), "--no-reuse") == 40);
   // A family the run does not know is an error naming the job's line.
   auto res = test::run_command(fmt::format("{} --quiet --db {} tune --replay {} --config {}", test::gemmtune_binary().string(),
                                            (tmp.path / "t.db").string(), rec.string(),

@@ -72,7 +72,7 @@ double time_read_b(const Problem& p, const DeviceInfo& dev, ProblemBench& bench,
     o.min_time_s = 0.3;
     Timed t = bench.time(fn, o);
     double us = center_for(t.throttle) == Center::mean ? t.time.mean : t.time.median;
-    if (!(us >= best)) {
+    if (std::isfinite(us) && !(us >= best)) {
       best = us;
       *best_blocks = blocks;
     }
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   int device = 0;
   CLI::App app{"cuBLASLt's pick (and a table's config) beside the device's roofs, per problem of a job: a streaming read "
                "of B and the FLOP at the tensor roof measured in the run; pick / bound is the most any kernel could gain"};
-  app.add_option("--config", config, "the job whose problems are measured")->capture_default_str();
+  app.add_option("--config", config, "the job whose problems are measured (the default is relative to the checkout)")
+      ->capture_default_str();
   app.add_option("--table", table_file, "a lookup table (TOML or JSON): its config for each problem is timed too");
   app.add_option("--roof-shape", roof_shape, "MxNxK where the tensor roof is measured (the pick's rate there)")
       ->capture_default_str();
@@ -154,10 +155,9 @@ int main(int argc, char** argv) {
       Timing tab;
       std::string tab_what;
       if (table) {
+        const ResultKey want = ResultKey::of(dev.name, p);
         for (auto& e : table->entries) {
-          if (e.key.m != p.m || e.key.n != p.n || e.key.k != p.k || e.key.in != p.in || e.key.out != p.out ||
-              e.key.layout != p.layout)
-            continue;
+          if (!(e.key == want)) continue;  // this device's entry for exactly this problem
           tab_what = e.family;
           if (e.family == family && e.config == pick_name) {  // the pick itself: timed above
             tab = pick;
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
       pick_gain.push_back(g);
       by_band[p.m <= 64 ? "M <= 64" : p.m <= 256 ? "M = 65..256" : "M > 256"].push_back(g);
       if (std::isfinite(tab.us)) table_gain.push_back(tab.us / bound);
-      fmt::print("{:<26} {:>9.2f} {:>9} {:>9.2f} {:>7.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>8}{}{}\n", p.key().substr(0, p.key().find(' ')),
+      fmt::print("{:<26} {:>9.2f} {:>9} {:>9.2f} {:>7.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>8}{}{}\n", fmt::format("{}x{}x{} {}", p.m, p.n, p.k, to_string(p.in)),
                  pick.us, std::isfinite(tab.us) ? fmt::format("{:.2f}", tab.us) : "-", read_us,
                  double(p.bytes_b()) / (read_us * 1e-6) / 1e12, roof_us, bound, g,
                  std::isfinite(tab.us) ? fmt::format("{:.3f}", tab.us / bound) : "-",
@@ -194,6 +194,9 @@ int main(int argc, char** argv) {
     for (auto& [band, v] : by_band) fmt::print("  {:<12} {:>3} problems: {:.3f}\n", band, v.size(), geomean(v));
     if (!table_gain.empty())
       fmt::print("geomean table / bound over {} problems: {:.3f}\n", table_gain.size(), geomean(table_gain));
+  } catch (const InputError& e) {
+    fmt::print(stderr, "bench_floor: {}\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_floor: {}\n", e.what());
     return 1;

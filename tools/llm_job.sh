@@ -3,9 +3,11 @@
 # configs/llm_shapes.toml on every GPU, time the table's configs beside cuBLASLt's pick
 # (`compare`, GPU 0), export the table, and compute the table's speed-up over the pick
 # (tools/table_speedup.py). This is how docs/results-h200.md's LLM section was made.
-#   tools/llm_job.sh OUT_DIR [BUILD_DIR [STAGE]]     (BUILD_DIR default: carry/build, else build)
+#   tools/llm_job.sh OUT_DIR [BUILD_DIR [STAGE]]     (BUILD_DIR default: carry/build, else build;
+#                                                     "" gives the default with a STAGE)
 # STAGE: all (default); tune (the tune only); rest (compare, export and speed-up of the store a
 # `tune` stage left in OUT_DIR) -- two stages fit machines that limit how long one command runs.
+# steps.txt times each stage's steps from that stage's start.
 # OUT_DIR gets results.db, tune.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
 # Exit status: the first failing step's.
 set -uo pipefail

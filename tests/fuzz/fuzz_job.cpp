@@ -32,8 +32,17 @@ void check(const gt::search::Job& job) {
       if (configs.empty()) broken("an empty fixed config list accepted");
   }
   const gt::search::JobSettings& s = job.settings;
-  if (s.fraction && !(*s.fraction > 0 && *s.fraction <= 1)) broken("fraction outside (0, 1] accepted");
-  if (s.seconds && !(std::isfinite(*s.seconds) && *s.seconds > 0)) broken("a time budget that is not a positive time");
+  auto check_budget = [](const gt::search::JobBudget& b) {
+    if (b.fraction && !(*b.fraction > 0 && *b.fraction <= 1)) broken("fraction outside (0, 1] accepted");
+    if (b.seconds && !(std::isfinite(*b.seconds) && *b.seconds > 0)) broken("a time budget that is not a positive time");
+    if (b.evaluations && *b.evaluations == 0) broken("a budget of 0 evaluations accepted");
+    if (b.patience && *b.patience == 0) broken("a patience of 0 accepted");
+  };
+  check_budget(s);
+  for (auto& [family, b] : s.family_budgets) {
+    if (!b.evaluations && !b.seconds && !b.fraction && !b.patience) broken("a family budget that sets nothing");
+    check_budget(b);
+  }
   if (s.finalists && *s.finalists < 0) broken("a negative number of finalists");
 }
 

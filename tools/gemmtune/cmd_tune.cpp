@@ -65,8 +65,8 @@ static Command add_tune(CLI::App& app, Globals& g) {
                   "anneal, genetic, bayes");
   sub->add_option("--budget", a.budget, "at most this many evaluations per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
   sub->add_option("--time", a.seconds, "at most this many seconds per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
-  sub->add_option("--fraction", a.fraction, "at most this fraction (0..1] of the valid space per (problem, family)");
-  sub->add_option("--patience", a.patience, "stop a family after this many evaluations without improvement");
+  sub->add_option("--fraction", a.fraction, "at most this fraction (0..1] of the valid space per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
+  sub->add_option("--patience", a.patience, "stop a family after this many evaluations without improvement; replaces the job's, its [tune.budget.FAMILY] too");
   sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs")
       ->each([](const std::string&) { a.seed_given = true; });
   sub->add_option("--device", a.device, "GPU index")->default_val(0);
@@ -196,13 +196,23 @@ static Command add_tune(CLI::App& app, Globals& g) {
                                                a.families.empty() ? job.at("families:" + f) : "--family",
                                                f, rec_for_names ? "recorded in " + so.replay : "loaded", known));
                 }
-            for (auto& [f, jb] : js.family_budgets)
-              if (std::find(all.begin(), all.end(), f) == all.end()) {
-                std::string known;
-                for (auto& x : all) known += (known.empty() ? "" : ", ") + x;
-                throw InputError(fmt::format("{}: [tune.budget.{}]: unknown family '{}' ({}: {})", job.at("budget:" + f), f, f,
-                                             rec_for_names ? "recorded in " + so.replay : "loaded", known));
+            // A family's own budget may name a family this run does not tune (a replay records
+            // only some; --family picks some): it must exist, not be tuned.
+            for (auto& [f, jb] : js.family_budgets) {
+              bool known = std::find(all.begin(), all.end(), f) != all.end();
+              if (!known && rec_for_names) {
+                try {
+                  known = g.plugins().find(f) != nullptr;
+                } catch (const std::exception&) {
+                }
               }
+              if (!known) {
+                std::string names;
+                for (auto& x : all) names += (names.empty() ? "" : ", ") + x;
+                throw InputError(fmt::format("{}: [tune.budget.{}]: unknown family '{}' ({}: {})", job.at("budget:" + f), f, f,
+                                             rec_for_names ? "recorded in " + so.replay : "loaded", names));
+              }
+            }
             // Fixed config lists are checked against the families' spaces now (with sm_90's
             // limits when there is no GPU yet); "@pick" (a library's own choice) is resolved later.
             if (!rec_for_names)
