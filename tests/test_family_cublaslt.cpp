@@ -11,6 +11,7 @@
 #include "device.hpp"
 #include "errors.hpp"
 #include "measure_service.hpp"
+#include "table.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -130,10 +131,11 @@ TEST_CASE("cublaslt answers can_implement and describes configs without a GPU", 
 // every layout, dtype and leading dimension, the space, the picks, refusals, round trips.
 
 namespace {
-const Family& standin() {
+const PluginRegistry& standin_registry() {
   static PluginRegistry reg = PluginRegistry::load({test::plugin_dir() / "cublaslt" / "standin"});
-  return reg.get("cublaslt");
+  return reg;
 }
+const Family& standin() { return standin_registry().get("cublaslt"); }
 
 // Small integers, exact in every input type (and in tf32), as raw element bits.
 std::vector<uint8_t> small_ints(DType t, size_t n, std::mt19937_64& rng) {
@@ -338,6 +340,57 @@ TEST_CASE("cublaslt configs survive name and assignment round trips (stand-in)",
       CHECK(*back2 == c);
     }
   }
+}
+
+TEST_CASE("lookup: a nearest entry that was the heuristic's pick answers with the pick for the asked shape (stand-in)",
+          "[plugins][cublaslt][table]") {
+  const PluginRegistry& reg = standin_registry();
+  const Family& f = standin();
+  gt_device d = arch_limits("sm_90");
+  auto at = [](int64_t m, int64_t n, int64_t k) { return Problem::make(m, n, k, DType::f32, DType::f32, Layout::nn); };
+  Problem tuned = at(64, 48, 4096), asked = at(64, 48, 1024);
+  Space st = f.space(tuned, d), sa = f.space(asked, d);
+  const std::string pick_tuned = st.name(st.default_config()), pick_asked = sa.name(sa.default_config());
+  REQUIRE(pick_tuned != pick_asked);  // the stand-in's pick depends on K, as cuBLASLt's does
+  auto table_of = [&](const Config& c) {
+    TableEntry e;
+    e.key = ResultKey::of("Test GPU", tuned);
+    e.family = "cublaslt";
+    e.family_version = f.version();
+    e.config = st.name(c);
+    e.params = st.assignments(c);
+    e.time_us = 100;
+    e.tflops = tuned.flops() / 100e-6 / 1e12;
+    LookupTable t;
+    t.entries = {e};
+    return t;
+  };
+  auto can = plugin_can_implement(reg, d);
+  auto def = plugin_default(reg, d, "");
+  auto tr = plugin_transfer(reg, d);
+
+  LookupTable t = table_of(st.default_config());
+  LookupResult r = t.lookup(asked, std::string("Test GPU"), can, def, tr);
+  CHECK(r.kind == MatchKind::nearest);
+  CHECK(r.config == pick_asked);
+  CHECK(r.transferred == "cuBLASLt's heuristic pick");
+  CHECK_THAT(r.how, Catch::StartsWith("nearest (from 64x48x4096, where cuBLASLt's heuristic pick won"));
+  REQUIRE(r.entry);
+  CHECK(r.entry->config == pick_tuned);
+  // Without the transfer, the other shape's algorithm, as before.
+  CHECK(t.lookup(asked, std::string("Test GPU"), can, def).config == pick_tuned);
+  // At the tuned key itself, the entry.
+  CHECK(t.lookup(tuned, std::string("Test GPU"), can, def, tr).config == pick_tuned);
+
+  // A winner that is not the pick carries its own algorithm over.
+  auto picks = f.suggest(tuned, d, 32, st.dims());
+  REQUIRE(picks.size() >= 2);
+  const Config& other = picks[1];
+  REQUIRE_FALSE(f.can_implement(asked, *sa.parse(st.name(other), nullptr), d));
+  r = table_of(other).lookup(asked, std::string("Test GPU"), can, def, tr);
+  CHECK(r.config == st.name(other));
+  CHECK(r.transferred.empty());
+  CHECK(r.how == "nearest (from 64x48x4096)");
 }
 
 // ---------------------------------------------------------------------------------------

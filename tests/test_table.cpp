@@ -548,6 +548,61 @@ TEST_CASE("lookup: exact, nearest in log space on held-out shapes, default", "[t
   }
 }
 
+TEST_CASE("lookup: a nearest entry whose winner was its family's default transfers as the default here", "[table]") {
+  LookupTable t = grid_table();
+  gt_device lim = arch_limits("sm_90");
+  const PluginRegistry& reg = naive_only();
+  auto can = plugin_can_implement(reg, lim);
+  auto def = plugin_default(reg, lim, "naive");
+  auto tr = plugin_transfer(reg, lim);
+  auto at = [](int64_t m, int64_t n, int64_t k) { return Problem::make(m, n, k, DType::f32, DType::f32, Layout::nn); };
+  // The grid's 256x4096x1024 entry is naive's default there (bx=32, by=8); 1024^3's is not.
+  Problem near_default = at(256, 4096, 1100);
+  REQUIRE(entry_for(t, 256, 4096, 1024)->config == naive_space(near_default).name(naive_space(near_default).default_config()));
+
+  SECTION("plugin_transfer") {
+    LookupResult r = t.lookup(near_default, std::string(kDevice), can, def, tr);
+    CHECK(r.kind == MatchKind::nearest);
+    CHECK(r.transferred == "naive's default config");
+    CHECK(r.how == "nearest (from 256x4096x1024, where naive's default config won: naive's default config for this shape)");
+    CHECK(r.config == naive_space(near_default).name(naive_space(near_default).default_config()));
+    REQUIRE(r.entry);
+    CHECK(r.entry->key.k == 1024);
+    CHECK(r.distance == Approx(shape_distance(256, 4096, 1100, 256, 4096, 1024)));
+    // Another config is the entry's own, as without the transfer.
+    r = t.lookup(at(1100, 1000, 900), std::string(kDevice), can, def, tr);
+    CHECK(r.transferred.empty());
+    CHECK(r.how == "nearest (from 1024x1024x1024)");
+    CHECK(r.config == entry_for(t, 1024, 1024, 1024)->config);
+    // An exact key is the entry itself, default or not.
+    r = t.lookup(at(256, 4096, 1024), std::string(kDevice), can, def, tr);
+    CHECK(r.kind == MatchKind::exact);
+    CHECK(r.transferred.empty());
+  }
+  SECTION("the hook: asked for nearest entries only, nearest first; nullopt leaves the entry's config") {
+    std::vector<std::string> asked;
+    TransferFn spy = [&](const TableEntry& e, const Problem&) -> std::optional<DefaultChoice> {
+      asked.push_back(e.shape());
+      if (e.key.m == 1024 && e.key.n == 1024 && e.key.k == 1024) return std::nullopt;
+      return DefaultChoice{"naive", "spy_config", "", "the spy's choice"};
+    };
+    LookupResult r = t.lookup(at(1100, 1000, 900), std::string(kDevice), can, def, spy);
+    CHECK(asked == std::vector<std::string>{"1024x1024x1024"});
+    CHECK(r.config == entry_for(t, 1024, 1024, 1024)->config);
+    CHECK(r.transferred.empty());
+    asked.clear();
+    r = t.lookup(at(1024, 1024, 1024), std::string(kDevice), can, def, spy);
+    CHECK(asked.empty());
+    CHECK(r.kind == MatchKind::exact);
+    // An entry can_implement refuses can still transfer: the choice is made for this problem.
+    auto refuse_all = [](const TableEntry&, const Problem&) { return std::optional<std::string>("refused"); };
+    r = t.lookup(at(300, 300, 300), std::string(kDevice), refuse_all, def, spy);
+    CHECK(r.config == "spy_config");
+    CHECK(r.transferred == "the spy's choice");
+    CHECK(asked == std::vector<std::string>{"256x256x256"});
+  }
+}
+
 TEST_CASE("a table naming a config its family no longer has is reported, not crashed on", "[table]") {
   test::TempDir d;
   LookupTable t = grid_table();
@@ -723,8 +778,14 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("match:  exact") != std::string::npos);
   CHECK(r.out.find("naive_mapcoalesced_bx32_by8") != std::string::npos);
-  r = test::run_command(lookup + " --shape 4000x4100x3900");
-  CHECK(r.out.find("nearest (from 4096x4096x4096)") != std::string::npos);
+  // The 4096^3 winner is naive's default: what carries over is the default for this shape.
+  r = test::run_command(lookup + " --shape 4000x4100x3900 --json");
+  REQUIRE(r.exit_code == 0);
+  j = json::parse(r.out);
+  CHECK(j["how"] == "nearest (from 4096x4096x4096, where naive's default config won: naive's default config for "
+                    "this shape)");
+  CHECK(j["transferred"] == "naive's default config");
+  CHECK(j["entry"]["m"] == 4096);
   r = test::run_command(lookup + " --shape 4096x4096x4096 --dtype bf16");
   CHECK(r.out.find("default (naive's default config)") != std::string::npos);
   r = test::run_command(lookup + " --shape 1000x1000x1000 --json");
@@ -732,6 +793,7 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   j = json::parse(r.out);
   CHECK(j["match"] == "nearest");
   CHECK(j["how"] == "nearest (from 1024x1024x1024)");
+  CHECK(j["transferred"].is_null());
   CHECK(j["params"] == "map=coalesced,bx=128,by=2");
   CHECK(j["entry"]["time_us"] == 40.0);
   r = test::run_command(lookup + " --shape 4096x4096x4096 --align 4 --json");

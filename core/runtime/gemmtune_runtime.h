@@ -2,8 +2,10 @@
  *
  * Load a lookup table that `gemmtune export` wrote (JSON or TOML), and run C = A·B with the
  * config it names for the problem: the exact key, else the nearest tuned shape whose config
- * can run the problem, else a default (cuBLASLt's heuristic pick when the cublaslt plugin is
- * loaded, else the default config of a named family). The first call for a problem picks
+ * can run the problem (where that shape's winner was its family's default, such as
+ * cuBLASLt's heuristic pick, the family's default for this problem), else a default
+ * (cuBLASLt's heuristic pick when the cublaslt plugin is loaded, else the default config of
+ * a named family). The first call for a problem picks
  * and builds the config (NVRTC through the cubin cache, or the cuBLASLt algorithm re-created
  * from its attributes); every later call for the same problem only launches.
  *

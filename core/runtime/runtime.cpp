@@ -112,6 +112,7 @@ struct Runtime::Impl {
   std::unique_ptr<gt::CubinCache> cache;
   gt::CanImplementFn can_implement;
   gt::DefaultFn fallback;
+  gt::TransferFn transfer;
   bool broken_entry = false;  // set while preparing (under build_mu)
 
   std::mutex build_mu;           // one preparation at a time
@@ -204,7 +205,7 @@ const Prepared& Runtime::Impl::prepare(const gt::Problem& p, const Key& k) {
   gt::LookupResult r;
   broken_entry = false;
   try {
-    r = table.lookup(p, device_filter, can_implement, fallback);
+    r = table.lookup(p, device_filter, can_implement, fallback, transfer);
   } catch (const gt::InputError& e) {
     throw Error(broken_entry ? GEMMTUNE_ERROR_BAD_TABLE : GEMMTUNE_ERROR_NOT_SUPPORTED, e.what());
   } catch (const gt::RuntimeFailure& e) {
@@ -298,6 +299,7 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
     }
   };
   im.fallback = gt::plugin_default(im.reg, im.limits, o.default_family);
+  im.transfer = gt::plugin_transfer(im.reg, im.limits);
 }
 
 Runtime::~Runtime() = default;

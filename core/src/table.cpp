@@ -829,7 +829,8 @@ void LookupTable::save(const fs::path& file, TableFormat format, const std::stri
 // Lookup
 
 LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::string>& device,
-                                 const CanImplementFn& can_implement, const DefaultFn& fallback) const {
+                                 const CanImplementFn& can_implement, const DefaultFn& fallback,
+                                 const TransferFn& transfer) const {
   LookupResult r;
   const std::string table_name = origin.empty() ? "table" : origin;
   std::vector<const TableEntry*> pool;
@@ -864,6 +865,20 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
   });
 
   for (const Candidate& c : cands) {
+    bool exact = c.e->key.m == p.m && c.e->key.n == p.n && c.e->key.k == p.k;
+    if (!exact && transfer) {
+      if (auto t = transfer(*c.e, p)) {
+        r.kind = MatchKind::nearest;
+        r.how = fmt::format("nearest (from {}, where {} won: {} for this shape)", c.e->shape(), t->note, t->note);
+        r.family = t->family;
+        r.config = t->config;
+        r.params = t->params;
+        r.entry = *c.e;
+        r.distance = c.d;
+        r.transferred = t->note;
+        return r;
+      }
+    }
     std::optional<std::string> why;
     if (can_implement) {
       try {
@@ -877,7 +892,6 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
       r.passed_over.emplace_back(c.e->text(), *why);
       continue;
     }
-    bool exact = c.e->key.m == p.m && c.e->key.n == p.n && c.e->key.k == p.k;
     r.kind = exact ? MatchKind::exact : MatchKind::nearest;
     r.how = exact ? std::string("exact") : fmt::format("nearest (from {})", c.e->shape());
     r.family = c.e->family;
@@ -1076,6 +1090,27 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
     auto cfg = target.parse(e.config, &err);
     if (!cfg) return fmt::format("not in {}'s space for {}: {}", e.family, p.key(), err);
     return fam->can_implement(p, *cfg, limits);
+  };
+}
+
+TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
+  return [&reg, limits](const TableEntry& e, const Problem& p) -> std::optional<DefaultChoice> {
+    const Family* fam = reg.find(e.family);
+    if (!fam) return std::nullopt;
+    try {
+      Space own = fam->space(problem_of(e), limits);
+      std::string err;
+      auto c = own.parse(e.config, &err);
+      if (!c || *c != own.default_config()) return std::nullopt;
+      Space here = fam->space(p, limits);
+      Config d = here.default_config();
+      if (here.check(d) || fam->can_implement(p, d, limits)) return std::nullopt;
+      std::string note = fam->name() == "cublaslt" ? std::string("cuBLASLt's heuristic pick")
+                                                   : fam->name() + "'s default config";
+      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), note};
+    } catch (const RuntimeFailure&) {
+      return std::nullopt;  // cannot be asked here (cuBLASLt without a GPU): the entry's config as it is
+    }
   };
 }
 

@@ -15,6 +15,11 @@
 //     can_implement accepts for this problem (at equal distance: the faster entry, then
 //     the key order);
 //     Steps 1 and 2 skip entries the caller's can_implement refuses (listed in passed_over);
+//     when the nearest entry's winner is its family's default at its own shape (for
+//     cuBLASLt, the heuristic's pick there), the caller's `transfer` may answer with that
+//     family's default for this problem instead (plugin_transfer: the tuning found the
+//     default best there, and what carries over is the default's choice, not the
+//     concrete algorithm picked for another shape);
 //  3. default: what the caller's DefaultFn picks (plugin_default: the cublaslt family's
 //     heuristic pick when that plugin is loaded and can answer, else the named fallback
 //     family's default config).
@@ -93,6 +98,7 @@ struct LookupResult {
   std::string family, config, params;
   std::optional<TableEntry> entry;  // exact and nearest
   double distance = 0;              // nearest: the log-space distance
+  std::string transferred;          // nearest answered by `transfer`: its note ("cuBLASLt's heuristic pick")
   std::string device_note;          // set when the device filter was dropped
   // Entries the lookup looked at and could not use, nearest first, with the reason.
   std::vector<std::pair<std::string, std::string>> passed_over;
@@ -104,6 +110,9 @@ struct LookupResult {
 using CanImplementFn = std::function<std::optional<std::string>(const TableEntry&, const Problem&)>;
 // The default for a problem no entry serves; nullopt with the reason in *why when none.
 using DefaultFn = std::function<std::optional<DefaultChoice>(const Problem&, std::string* why)>;
+// For a nearest (not exact) entry: the config to run instead of the entry's own, or nullopt
+// to run the entry's config (after can_implement). See plugin_transfer.
+using TransferFn = std::function<std::optional<DefaultChoice>(const TableEntry&, const Problem&)>;
 
 class LookupTable {
  public:
@@ -129,7 +138,8 @@ class LookupTable {
   // InputError when nothing fits (with the reasons), or when an entry is broken (naming
   // the table file and the entry).
   LookupResult lookup(const Problem& problem, const std::optional<std::string>& device = std::nullopt,
-                      const CanImplementFn& can_implement = {}, const DefaultFn& fallback = {}) const;
+                      const CanImplementFn& can_implement = {}, const DefaultFn& fallback = {},
+                      const TransferFn& transfer = {}) const;
 
   // The devices the entries are for, sorted, once each.
   std::vector<std::string> devices() const;
@@ -181,6 +191,17 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
 // implement the problem.
 // `reg` must outlive the returned function.
 DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std::string fallback_family = "naive");
+
+// A nearest entry whose config is its family's default at the entry's own shape (cuBLASLt:
+// the heuristic's rank 0 there) transfers as the family's default for the problem (the
+// heuristic's pick at this shape), when that default can implement it. nullopt (the entry's
+// config is used as before) when it is another config, when the family is not loaded, and
+// when the family cannot describe its spaces on this machine (cuBLASLt without a GPU).
+// Why: a cuBLASLt pick carried to another shape is the heuristic's answer for the wrong
+// shape; measured on the H200 it ran up to 12 % slower than the pick at the asked shape
+// (docs/results-h200.md, nearest-shape lookup).
+// `reg` must outlive the returned function.
+TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits);
 
 // The family and config a lookup chose, resolved for `problem`. InputError when the
 // family is not loaded or the config is not in its space for the problem.

@@ -46,7 +46,8 @@ static Command add_lookup(CLI::App& app, Globals& g) {
             std::string arch_used;
             gt_device lim = limits_for(arch, &arch_used);
             const PluginRegistry& reg = g.plugins();
-            LookupResult r = t.lookup(p, dev, plugin_can_implement(reg, lim), plugin_default(reg, lim, default_family));
+            LookupResult r = t.lookup(p, dev, plugin_can_implement(reg, lim), plugin_default(reg, lim, default_family),
+                                      plugin_transfer(reg, lim));
 
             std::vector<std::string> notes;
             if (!r.device_note.empty()) notes.push_back(r.device_note);
@@ -79,6 +80,7 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               j["config"] = r.config;
               j["params"] = params;
               j["distance"] = r.distance;
+              j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
               j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
               nlohmann::json passed = nlohmann::json::array();
               for (auto& [e, why] : r.passed_over) passed.push_back({{"entry", e}, {"reason", why}});

@@ -8,13 +8,14 @@
 // the kinds cuBLASLt applies (tile x stages too big, split-K beyond K, reduction schemes,
 // alignment, a cluster shape the kernel lacks); a heuristic whose first pick (for 16-byte
 // aligned problems) cannot be re-created from its attributes, as a pick with hidden state
-// would be. It stands in for behaviour, not for performance or for cuBLASLt's real lists.
+// would be, and whose order changes with the shape (split-K first from K = 4096 on). It stands in for behaviour, not for performance or for cuBLASLt's real lists.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace {
@@ -367,8 +368,15 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
        0},
       {0, 0, 0, 1, 0, 0, 0, 0, 0},
   };
+  // A long reduction (K >= 4096) puts the split-K algorithm first, so that the pick depends
+  // on the shape as cuBLASLt's does.
+  std::vector<Algo> order(std::begin(picks), std::end(picks));
+  const Desc* d = as<Desc>(desc);
+  const Layout* a = as<Layout>(A);
+  if ((d->transa == CUBLAS_OP_N ? a->cols : a->rows) >= 4096)
+    std::stable_partition(order.begin(), order.end(), [](const Algo& x) { return x.split_k > 1; });
   *returned = 0;
-  for (const Algo& pick : picks) {
+  for (const Algo& pick : order) {
     if (*returned == requested) break;
     const AlgoModel* m = model(pick.id);
     uint32_t min_align = std::min(std::min(p->align[0], p->align[1]), std::min(p->align[2], p->align[3]));
