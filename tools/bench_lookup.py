@@ -3,12 +3,19 @@
 
 Leave-one-out over an exported table (JSON, `gemmtune export --format json`): for each
 held-out entry, the table without it is asked for that problem (`gemmtune lookup`), which
-answers with the nearest tuned shape's config (or the default). Both configs -- the tuned
-winner of the held-out shape and the nearest-shape answer -- are then timed on the held-out
-shape by `gemmtune run`, one after the other in the same session, and the table prints the
-ratio tuned / nearest (1.00: the nearest shape's config is as good as tuning that shape).
+answers from the nearest tuned shape (that entry's config, or, where its winner was its
+family's default such as cuBLASLt's heuristic pick, the family's default for this shape) or
+with the default. On the held-out shape, one after the other in the same session, `gemmtune
+run` then times:
+  - tuned:  the held-out shape's own winner (what tuning that shape gave);
+  - answer: the lookup's answer;
+  - pick:   cuBLASLt's heuristic pick (what a program without the table would run);
+  - entry:  where the answer was transferred, the nearest entry's own config (the rule
+            before the transfer), to show what the transfer changed.
+tuned/answer 1.00: the answer is as good as tuning the shape; pick/answer > 1: the table
+helps against having none.
 
-Usage: tools/bench_lookup.py --table T.json [--gemmtune build/gemmtune] [--limit 8]
+Usage: tools/bench_lookup.py --table T.json [--gemmtune build/gemmtune] [--limit 8] [--settle 1]
 """
 import argparse
 import json
@@ -31,9 +38,16 @@ def problem_args(e):
             "--layout", e["layout"]]
 
 
-def timed(gt, e, family, config):
-    j = gt_json(gt, ["run", "--family", family, "--params", config, "--seed", "7"] + problem_args(e))
+def timed(gt, e, family, config, settle):
+    args = ["run", "--family", family, "--seed", "7", "--settle", str(settle)]
+    if config:
+        args += ["--params", config]
+    j = gt_json(gt, args + problem_args(e))
     return j["time_us"]["value"]
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def main():
@@ -41,6 +55,7 @@ def main():
     ap.add_argument("--gemmtune", default="build/gemmtune")
     ap.add_argument("--table", required=True)
     ap.add_argument("--limit", type=int, default=8, help="held-out entries (spread over the table)")
+    ap.add_argument("--settle", type=float, default=1, help="gemmtune run --settle, seconds (default 1)")
     a = ap.parse_args()
     with open(a.table) as f:
         table = json.load(f)
@@ -50,33 +65,51 @@ def main():
         return 2
     step = max(1, len(entries) // a.limit)
     held = entries[::step][: a.limit]
-    print(f"{'held-out problem':<30} {'tuned config (family)':<16} {'nearest answer':<34} "
-          f"{'tuned us':>10} {'nearest us':>10} {'tuned/nearest':>13}")
-    ratios = []
+    print(f"{'held-out problem':<24} {'tuned':<9} {'answer':<44} {'tuned us':>9} {'answer us':>9} "
+          f"{'pick us':>9} {'entry us':>9} {'tuned/ans':>9} {'pick/ans':>9}")
+    rows = []
     for e in held:
         rest = dict(table, entries=[x for x in entries if x is not e])
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tf:
             json.dump(rest, tf)
             path = tf.name
-        name = f"{e['m']}x{e['n']}x{e['k']} {e['dtype']} {e['layout']}"
+        name = f"{e['m']}x{e['n']}x{e['k']} {e['dtype']}"
         try:
             ans = gt_json(a.gemmtune, ["lookup", "--table", path] + problem_args(e))
-            t_tuned = timed(a.gemmtune, e, e["family"], e["config"])
-            t_near = timed(a.gemmtune, e, ans["family"], ans["config"])
+            t_tuned = timed(a.gemmtune, e, e["family"], e["config"], a.settle)
+            t_ans = timed(a.gemmtune, e, ans["family"], ans["config"], a.settle)
+            t_pick = timed(a.gemmtune, e, "cublaslt", "", a.settle)  # no --params: rank 0, the pick
+            t_entry = None
+            if ans.get("transferred") and ans.get("entry"):
+                t_entry = timed(a.gemmtune, e, ans["entry"]["family"], ans["entry"]["config"], a.settle)
         except RuntimeError as err:
-            print(f"{name:<30} failed: {err}")
+            print(f"{name:<24} failed: {err}")
             continue
         finally:
             os.unlink(path)
-        r = t_tuned / t_near
-        ratios.append(r)
-        near = f"{ans['match']}: {ans['family']}"
+        how = ans["match"]
         if ans.get("entry"):
-            near += f" of {ans['entry']['m']}x{ans['entry']['n']}x{ans['entry']['k']}"
-        print(f"{name:<30} {e['family']:<16} {near:<34} {t_tuned:>10.1f} {t_near:>10.1f} {r:>13.3f}")
-    if ratios:
-        g = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"\ngeomean tuned/nearest over {len(ratios)} held-out shapes: {g:.3f} (min {min(ratios):.3f})")
+            how += f" of {ans['entry']['m']}x{ans['entry']['n']}x{ans['entry']['k']}"
+        how += f": {ans['family']}" + (" (its pick here)" if ans.get("transferred") else "")
+        rows.append((t_tuned, t_ans, t_pick, t_entry))
+        entry_txt = f"{t_entry:>9.1f}" if t_entry else f"{'-':>9}"
+        print(f"{name:<24} {e['family']:<9} {how:<44} {t_tuned:>9.1f} {t_ans:>9.1f} {t_pick:>9.1f} {entry_txt} "
+              f"{t_tuned / t_ans:>9.3f} {t_pick / t_ans:>9.3f}")
+    if rows:
+        ta = [t / x for t, x, _, _ in rows]
+        pa = [p / x for _, x, p, _ in rows]
+        print(f"\ngeomean tuned/answer over {len(rows)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
+        print(f"geomean pick/answer: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % slower than "
+              f"the pick: {sum(1 for r in pa if r < 0.98)}")
+        moved = [(t, x, en) for t, x, _, en in rows if en]
+        if moved:
+            before = [t / en for t, _, en in moved]
+            after = [t / x for t, x, _ in moved]
+            print(f"transferred answers: {len(moved)}; tuned/entry's own config {geomean(before):.3f}, "
+                  f"tuned/answer {geomean(after):.3f}")
+            allbefore = [t / (en if en else x) for t, x, _, en in rows]
+            print(f"without the transfer the geomean tuned/answer would read {geomean(allbefore):.3f} "
+                  f"(min {min(allbefore):.3f})")
     return 0
 
 
