@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The LLM-shapes job end to end on a GPU machine, from a fresh store: tune every problem of
 # configs/llm_shapes.toml on every GPU, time the table's configs beside cuBLASLt's pick
-# (`compare`, GPU 0), export the table, and compute the table's speed-up over the pick
-# (tools/table_speedup.py). This is how docs/results-h200.md's LLM section was made.
+# (`compare`, GPU 0, after `gemmtune roofs` so that it prints % of the measured roof), export
+# the table, and compute the table's speed-up over the pick (tools/table_speedup.py). This is
+# how docs/results-h200.md's LLM section was made.
 #   tools/llm_job.sh OUT_DIR [BUILD_DIR [STAGE]]     (BUILD_DIR default: carry/build, else build;
 #                                                     "" gives the default with a STAGE)
-# STAGE: all (default); tune (the tune only); rest (compare, export and speed-up of the store a
-# `tune` stage left in OUT_DIR) -- two stages fit machines that limit how long one command runs.
+# STAGE: all (default); tune (the tune only); rest (roofs, compare, export and speed-up of the
+# store a `tune` stage left in OUT_DIR) -- two stages fit machines that limit how long one
+# command runs.
 # steps.txt times each stage's steps from that stage's start.
-# OUT_DIR gets results.db, tune.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
+# OUT_DIR gets results.db, tune.txt, roofs.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
 # Exit status: the first failing step's.
 set -uo pipefail
 usage="usage: tools/llm_job.sh OUT_DIR [BUILD_DIR [all|tune|rest]]"
@@ -37,6 +39,7 @@ step() {  # step NAME LOG COMMAND...
 }
 if [ "$stage" != rest ]; then step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $?; fi
 [ "$stage" = tune ] && exit 0
+step roofs "$out/roofs.txt" "$gt" roofs || exit $?
 step compare "$out/compare.txt" "$gt" compare --config "$job" --no-tune --rounds 5 || exit $?
 step export_toml "$out/export.txt" "$gt" export -o "$out/h200-llm-table.toml" || exit $?
 step export_json "$out/export_json.txt" "$gt" export -o "$out/h200-llm-table.json" || exit $?
