@@ -10,8 +10,8 @@ run` then times:
   - tuned:  the held-out shape's own winner (what tuning that shape gave);
   - answer: the lookup's answer;
   - pick:   cuBLASLt's heuristic pick (what a program without the table would run);
-  - entry:  where the answer was transferred, the nearest entry's own config (the rule
-            before the transfer), to show what the transfer changed.
+  - entry:  where the answer was transferred, the nearest entry's own config (what the rule
+            before the transfer ran, unless that config cannot run the shape: "cannot").
 tuned/answer 1.00: the answer is as good as tuning the shape; pick/answer > 1: the table
 helps against having none.
 
@@ -81,7 +81,10 @@ def main():
             t_pick = timed(a.gemmtune, e, "cublaslt", "", a.settle)  # no --params: rank 0, the pick
             t_entry = None
             if ans.get("transferred") and ans.get("entry"):
-                t_entry = timed(a.gemmtune, e, ans["entry"]["family"], ans["entry"]["config"], a.settle)
+                try:
+                    t_entry = timed(a.gemmtune, e, ans["entry"]["family"], ans["entry"]["config"], a.settle)
+                except RuntimeError:
+                    t_entry = float("nan")  # cannot run this shape: the old rule passed over it
         except RuntimeError as err:
             print(f"{name:<24} failed: {err}")
             continue
@@ -92,7 +95,7 @@ def main():
             how += f" of {ans['entry']['m']}x{ans['entry']['n']}x{ans['entry']['k']}"
         how += f": {ans['family']}" + (" (its pick here)" if ans.get("transferred") else "")
         rows.append((t_tuned, t_ans, t_pick, t_entry))
-        entry_txt = f"{t_entry:>9.1f}" if t_entry else f"{'-':>9}"
+        entry_txt = f"{'-':>9}" if t_entry is None else f"{'cannot':>9}" if math.isnan(t_entry) else f"{t_entry:>9.1f}"
         print(f"{name:<24} {e['family']:<9} {how:<44} {t_tuned:>9.1f} {t_ans:>9.1f} {t_pick:>9.1f} {entry_txt} "
               f"{t_tuned / t_ans:>9.3f} {t_pick / t_ans:>9.3f}")
     if rows:
@@ -101,15 +104,14 @@ def main():
         print(f"\ngeomean tuned/answer over {len(rows)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
         print(f"geomean pick/answer: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % slower than "
               f"the pick: {sum(1 for r in pa if r < 0.98)}")
-        moved = [(t, x, en) for t, x, _, en in rows if en]
+        moved = [(t, x, en) for t, x, _, en in rows if en is not None]
         if moved:
-            before = [t / en for t, _, en in moved]
-            after = [t / x for t, x, _ in moved]
-            print(f"transferred answers: {len(moved)}; tuned/entry's own config {geomean(before):.3f}, "
-                  f"tuned/answer {geomean(after):.3f}")
-            allbefore = [t / (en if en else x) for t, x, _, en in rows]
-            print(f"without the transfer the geomean tuned/answer would read {geomean(allbefore):.3f} "
-                  f"(min {min(allbefore):.3f})")
+            ran = [(t, x, en) for t, x, en in moved if not math.isnan(en)]
+            print(f"transferred answers: {len(moved)}; of these the nearest entry's own config cannot run "
+                  f"{len(moved) - len(ran)} (the rule before would have passed over it)")
+            if ran:
+                print(f"  where it runs ({len(ran)}): tuned/entry's own config {geomean([t / en for t, _, en in ran]):.3f}, "
+                      f"tuned/answer {geomean([t / x for t, x, _ in ran]):.3f}")
     return 0
 
 
