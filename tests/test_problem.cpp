@@ -1,7 +1,10 @@
 #include "errors.hpp"
 #include "problem.hpp"
+#include "roofs.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 using namespace gt;
 
@@ -59,3 +62,25 @@ TEST_CASE("alignment is the largest power of two dividing every ld*size and poin
   CHECK(alignment_of(p, 0x1000, 0x1008, 0x2000) == 8);
   CHECK(p.key() == "64x64x64 f32>f32 nn a16");
 }
+
+TEST_CASE("the roofline at a problem: the lower of the compute roof and intensity x memory roof", "[problem]") {
+  // 4096^3 bf16: 2*4096^3 FLOP over 3 * 4096^2 * 2 bytes = 1365.3 FLOP per byte: compute-bound.
+  Problem sq = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
+  Roofline r = roofline_at(sq, 700e12, 4.5e12);
+  CHECK(r.intensity == Approx(4096.0 / 3));
+  CHECK(r.flops_per_s == 700e12);
+  CHECK_FALSE(r.memory_bound);
+  // 1x4096x4096 bf16: 2*4096^2 FLOP over (4096 + 4096^2 + 4096) * 2 bytes, just under 1.
+  Problem gemv = Problem::make(1, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
+  r = roofline_at(gemv, 700e12, 4.5e12);
+  CHECK(r.intensity == Approx(2.0 * 4096 * 4096 / (2.0 * (4096 + 4096.0 * 4096 + 4096))));
+  CHECK(r.flops_per_s == Approx(4.5e12 * r.intensity));
+  CHECK(r.memory_bound);
+  // A missing roof is left out; both missing: NaN.
+  double nan = std::nan("");
+  CHECK(roofline_at(gemv, nan, 4.5e12).flops_per_s == Approx(4.5e12 * r.intensity));
+  CHECK(roofline_at(gemv, 700e12, nan).flops_per_s == 700e12);
+  CHECK_FALSE(roofline_at(gemv, 700e12, nan).memory_bound);
+  CHECK(std::isnan(roofline_at(gemv, nan, nan).flops_per_s));
+}
+

@@ -3,6 +3,7 @@
 // self-contained index.html, and the store is left byte for byte as it was. Without
 // python3 + matplotlib the command fails with a message that says which one is missing.
 #include "replay.hpp"
+#include "roofs.hpp"
 #include "store.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
@@ -299,3 +300,46 @@ TEST_CASE("report: without python3 or matplotlib it says which is missing and ke
   CHECK_THAT(missing.out, Catch::Contains("no results store"));
   CHECK_FALSE(fs::exists(dir.path / "c"));
 }
+
+TEST_CASE("report: % roof is of the roofline at the problem, memory-bound shapes included", "[report]") {
+  test::TempDir dir;
+  fs::path db = dir.path / "results.db";
+  add_gpu_rows(db);  // 4096^3 f16 at 260 us: compute-bound; tensor_f16 650, mem_read 4.4 TB/s
+  Problem skinny = Problem::make(1, 4096, 4096, DType::f16, DType::f16, Layout::nn);
+  {
+    Store st = Store::open(db);
+    StoredRow r;
+    r.tune_id = "report-test";
+    r.problem = skinny;
+    r.family = "cublaslt";
+    r.config = {66, 2};
+    r.config_name = "cublaslt_algo66_split_k2";
+    r.config_hash = hex64(stable_hash(r.config_name));
+    r.m.status = Status::ok;
+    r.m.message = "cuBLASLt 13.1.0 algo 66; heuristic rank 0 (cuBLASLt's pick)";
+    r.m.time.count = 50;
+    r.m.time.median = r.m.time.mean = r.m.time.min = r.m.time.max = 20.0;
+    r.m.err_rel_fro = 2e-4;
+    r.prov = gpu_provenance("cublaslt");
+    st.insert(r);
+  }
+  fs::path out = dir.path / "report";
+  auto r = test::run_command(report_cmd(db, out));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = test::read_file(out / "index.html");
+  auto pct = [](const Problem& p, double us) {
+    Roofline line = roofline_at(p, 650e12, 4.4e12);
+    return 100.0 * p.flops() / (us * 1e-6) / line.flops_per_s;
+  };
+  Problem square = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn);
+  CHECK_FALSE(roofline_at(square, 650e12, 4.4e12).memory_bound);
+  CHECK(roofline_at(skinny, 650e12, 4.4e12).memory_bound);
+  // 81.3 % of 650 TFLOP/s; the skinny row 38.1 % of 4.4 TB/s x 1.0 FLOP per byte (its share of
+  // the tensor roof alone would read 0.3 %).
+  CHECK(fmt::format("{:.1f}", pct(square, 260.0)) == "81.3");
+  CHECK(fmt::format("{:.1f}", pct(skinny, 20.0)) == "38.1");
+  CHECK(html.find("<td class=\"num\">81.3</td>") != std::string::npos);
+  CHECK(html.find("<td class=\"num\">38.1</td>") != std::string::npos);
+}
+

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU check, from a build carried to the GPU machine (tools/pack_for_gpu.sh):
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
-# smoke tune with its exported table run through the runtime example, and the benchmarks
+# smoke tune with its exported table run through the runtime example, `gemmtune roofs` and a
+# `compare` of the smoke tune's store, and the benchmarks
 # (bench_* binaries, bench_floor on two shapes; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
 # of bench_trust; bench_scale only on a host with two GPUs or more).
 # Logs go to LOG_DIR (one file per step, and summary.txt).
@@ -32,6 +33,10 @@ step gpu_tests      "$build/tests/gemmtune_tests" "[gpu]" --durations yes
 step run_naive      "$gt" run --family naive --shape 4096x4096x4096 --dtype f32
 step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive --family cublaslt --budget 12
 step export_smoke   "$gt" export -o "$work/smoke.json"
+step roofs          "$gt" roofs --seconds 0.3 --candidates 2
+# compare on the smoke tune's store: its rows must carry % of the roofline just measured.
+step compare_smoke  bash -c "'$gt' compare --shape 1024x1024x1024 --dtype f16 --family naive --no-tune --rounds 3 |
+                             tee /dev/stderr | grep -q 'roofline here: .*compute-bound'"
 step example_runtime "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1024x1024x1024 --dtype f16
 step example_nearest "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1000x1000x1000 --dtype f16
 for b in "$build"/tools/bench_*; do

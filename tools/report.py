@@ -212,8 +212,19 @@ def problem_order(m):
     return (m["dtype"], m["out_dtype"], m["layout"], m["m"], m["n"], m["k"], m["align"], m["family"], m["config"])
 
 
+def roofline_at(model, m):
+    """The roofline at m's problem: min(the dtype's roof, intensity x memory roof), FLOP/s; None without roofs.
+    As `gemmtune compare` (roofline_at in core/src/roofs.hpp), except that a store without mem_read falls back
+    to mem_copy, as the roofline plot does."""
+    roofs = [r for r in (model.dtype_roof(m["device"], m["dtype"]),) if r]
+    bw = model.bandwidth(m["device"])
+    if bw and finite(m.get("intensity")):
+        roofs.append(bw * m["intensity"])
+    return min(roofs) if roofs else None
+
+
 def pct_roof(model, m):
-    roof = model.dtype_roof(m["device"], m["dtype"])
+    roof = roofline_at(model, m)
     return 100.0 * m["tflops"] * 1e12 / roof if roof and finite(m.get("tflops")) else float("nan")
 
 
@@ -828,7 +839,7 @@ def lab_ladder(lab):
                          num_cell(fmt_num(naive["time_us"] / m["time_us"], 1) + "×" if naive else "–")])
         out.append(f"<h4>{s[0]}×{s[1]}×{s[2]}</h4>")
         out.append(table_html(["kernel", "kind", "time µs", "TFLOP/s", "max error (norm.)", "Frobenius error",
-                               "% of its dtype's roof", "× naive"], rows))
+                               "% of the roofline there", "× naive"], rows))
         if len(rungs) < 2:
             continue
         fig, ax = plt.subplots(figsize=(8.0, 0.32 * len(rungs) + 1.1))

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 
 namespace gt {
 
@@ -95,6 +96,21 @@ Roof measure_copy_roof(const DeviceInfo& dev, double seconds) {
                           seconds);
   return {"mem_copy", 2.0 * double(bytes) / t, "B/s",
           fmt::format("cudaMemcpy device to device of {:.2f} GiB, counting bytes read plus written", double(bytes) / (1 << 30)), g};
+}
+
+Roofline roofline_at(const Problem& p, double compute_roof, double memory_roof) {
+  Roofline r;
+  r.intensity = p.flops() / p.min_bytes();
+  double mem = memory_roof * r.intensity;
+  if (std::isnan(mem)) {
+    r.flops_per_s = compute_roof;
+  } else if (std::isnan(compute_roof) || mem < compute_roof) {
+    r.flops_per_s = mem;
+    r.memory_bound = true;
+  } else {
+    r.flops_per_s = compute_roof;
+  }
+  return r;
 }
 
 }  // namespace gt

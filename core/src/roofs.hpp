@@ -6,6 +6,7 @@
 
 #include "device.hpp"
 #include "measurement.hpp"
+#include "problem.hpp"
 
 #include <string>
 
@@ -23,5 +24,16 @@ struct Roof {
 Roof measure_fp32_roof(const DeviceInfo& dev, double seconds = 1.0);
 Roof measure_read_roof(const DeviceInfo& dev, double seconds = 0.5);
 Roof measure_copy_roof(const DeviceInfo& dev, double seconds = 0.5);
+
+// The roofline at a problem: the fastest FLOP rate the measured roofs allow it,
+// min(compute roof, intensity x memory roof), where the intensity is 2MNK per byte of A, B
+// and C each moved once (Problem::min_bytes, as on the report's roofline). A NaN roof is
+// left out; both NaN give NaN.
+struct Roofline {
+  double flops_per_s = 0;     // the attainable rate
+  double intensity = 0;       // FLOP per byte
+  bool memory_bound = false;  // the memory roof is the lower one
+};
+Roofline roofline_at(const Problem& p, double compute_roof, double memory_roof);
 
 }  // namespace gt

@@ -1,9 +1,12 @@
 // gemmtune compare: in one run, the best config of each hand-written family beside
 // cuBLASLt's heuristic pick (rank 0) and the best cuBLASLt algorithm found: same buffers,
-// same timing (verified, then re-timed interleaved), with % of the measured roof.
+// same timing (verified, then re-timed interleaved), with % of the measured roofline at the
+// problem (the dtype's compute roof, or the streaming-read roof times the problem's
+// intensity where that is lower).
 #include "bench.hpp"
 #include "cli.hpp"
 #include "job.hpp"
+#include "roofs.hpp"
 #include "session.hpp"
 
 #include <algorithm>
@@ -177,19 +180,27 @@ static Command add_compare(CLI::App& app, Globals& g) {
                 }
               std::string roof_name = p.in == DType::f32 ? "fp32_fma" : fmt::format("tensor_{}", to_string(p.in));
               double roof = roofs.count(roof_name) ? roofs[roof_name].value : kNaN;
+              double mem_roof = roofs.count("mem_read") ? roofs["mem_read"].value : kNaN;
+              Roofline line = roofline_at(p, roof, mem_roof);
               double pick_us = kNaN;
               for (auto& e : entries)
                 if (e.label == "cublaslt (pick)" && e.m.status == Status::ok) pick_us = e.m.time_us();
               nlohmann::json rows = nlohmann::json::array();
               if (!g.json) {
                 fmt::print("\n{} on {}{}\n", p.key(), dev.name, session.label());
+                if (std::isfinite(line.flops_per_s))
+                  fmt::print("  roofline here: {:.1f} TFLOP/s, {} ({} {:.1f} TFLOP/s; mem_read {} x {:.1f} FLOP "
+                             "per byte of A, B and C)\n",
+                             line.flops_per_s / 1e12, line.memory_bound ? "memory-bound" : "compute-bound", roof_name,
+                             roof / 1e12, std::isfinite(mem_roof) ? fmt::format("{:.2f} TB/s", mem_roof / 1e12) : "-",
+                             line.intensity);
                 fmt::print("  {:<16} {:>10} {:>9} {:>7} {:>8} {:>9}  {}\n", "family", "time us", "TFLOP/s", "% roof",
                            "x pick", "error", "config");
               }
               for (auto& e : entries) {
                 bool ok = e.m.status == Status::ok;
                 double tf = e.m.tflops(p.flops());
-                double pct = ok ? 100.0 * p.flops() / (e.m.time_us() * 1e-6) / roof : kNaN;
+                double pct = ok ? 100.0 * p.flops() / (e.m.time_us() * 1e-6) / line.flops_per_s : kNaN;
                 double speed = ok ? pick_us / e.m.time_us() : kNaN;
                 rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"description", e.description},
                                 {"status", to_string(e.m.status)}, {"message", e.m.message}, {"time_us", e.m.time},
@@ -215,10 +226,15 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   best_label = e.label;
                 }
               if (std::isfinite(best_speed)) bests.push_back({p.key(), best_label, best_speed});
-              if (!g.json && !std::isfinite(roof))
-                fmt::print("  (no measured {} roof for this device: run `gemmtune roofs`)\n", roof_name);
+              if (!g.json && (!std::isfinite(roof) || !std::isfinite(mem_roof)))
+                fmt::print("  (no measured {} roof for this device: run `gemmtune roofs`)\n",
+                           !std::isfinite(roof) ? roof_name : std::string("mem_read"));
+              auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
               all.push_back({{"problem", p.key()}, {"device", dev.name}, {"roof", roof_name},
-                             {"roof_value", std::isfinite(roof) ? nlohmann::json(roof) : nlohmann::json()},
+                             {"roof_value", num(roof)}, {"mem_roof_value", num(mem_roof)},
+                             {"intensity", line.intensity}, {"roofline_value", num(line.flops_per_s)},
+                             {"bound", !std::isfinite(line.flops_per_s) ? nlohmann::json()
+                                       : nlohmann::json(line.memory_bound ? "memory" : "compute")},
                              {"replay", session.replay()}, {"rows", rows}});
             }
             if (!g.json && bests.size() > 1) {
