@@ -435,15 +435,27 @@ LookupTable grid_table() {
   return t;
 }
 
-}  // namespace
-
-TEST_CASE("lookup: exact, nearest in log space on held-out shapes, default", "[table]") {
+// The grid table with the naive plugin's checks, default and transfer, as gemmtune lookup uses them.
+struct GridLookup {
   LookupTable t = grid_table();
   gt_device lim = arch_limits("sm_90");
   const PluginRegistry& reg = naive_only();
-  auto can = plugin_can_implement(reg, lim);
-  auto def = plugin_default(reg, lim, "naive");
-  auto at = [](int64_t m, int64_t n, int64_t k) { return Problem::make(m, n, k, DType::f32, DType::f32, Layout::nn); };
+  CanImplementFn can = plugin_can_implement(reg, lim);
+  DefaultFn def = plugin_default(reg, lim, "naive");
+  TransferFn tr = plugin_transfer(reg, lim);
+};
+
+Problem at(int64_t m, int64_t n, int64_t k) { return Problem::make(m, n, k, DType::f32, DType::f32, Layout::nn); }
+
+}  // namespace
+
+TEST_CASE("lookup: exact, nearest in log space on held-out shapes, default", "[table]") {
+  GridLookup g;
+  LookupTable& t = g.t;
+  const PluginRegistry& reg = g.reg;
+  gt_device lim = g.lim;
+  const CanImplementFn& can = g.can;
+  const DefaultFn& def = g.def;
   auto config_of = [&](int64_t m, int64_t n, int64_t k) { return entry_for(t, m, n, k)->config; };
 
   SECTION("exact") {
@@ -549,13 +561,11 @@ TEST_CASE("lookup: exact, nearest in log space on held-out shapes, default", "[t
 }
 
 TEST_CASE("lookup: a nearest entry whose winner was its family's default transfers as the default here", "[table]") {
-  LookupTable t = grid_table();
-  gt_device lim = arch_limits("sm_90");
-  const PluginRegistry& reg = naive_only();
-  auto can = plugin_can_implement(reg, lim);
-  auto def = plugin_default(reg, lim, "naive");
-  auto tr = plugin_transfer(reg, lim);
-  auto at = [](int64_t m, int64_t n, int64_t k) { return Problem::make(m, n, k, DType::f32, DType::f32, Layout::nn); };
+  GridLookup g;
+  const LookupTable& t = g.t;
+  const CanImplementFn& can = g.can;
+  const DefaultFn& def = g.def;
+  const TransferFn& tr = g.tr;
   // The grid's 256x4096x1024 entry is naive's default there (bx=32, by=8); 1024^3's is not.
   Problem near_default = at(256, 4096, 1100);
   REQUIRE(entry_for(t, 256, 4096, 1024)->config == naive_space(near_default).name(naive_space(near_default).default_config()));
