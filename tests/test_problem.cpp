@@ -64,23 +64,35 @@ TEST_CASE("alignment is the largest power of two dividing every ld*size and poin
 }
 
 TEST_CASE("the roofline at a problem: the lower of the compute roof and intensity x memory roof", "[problem]") {
+  using Bound = Roofline::Bound;
   // 4096^3 bf16: 2*4096^3 FLOP over 3 * 4096^2 * 2 bytes = 1365.3 FLOP per byte: compute-bound.
   Problem sq = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
   Roofline r = roofline_at(sq, 700e12, 4.5e12);
   CHECK(r.intensity == Approx(4096.0 / 3));
   CHECK(r.flops_per_s == 700e12);
-  CHECK_FALSE(r.memory_bound);
+  CHECK(r.bound == Bound::compute);
   // 1x4096x4096 bf16: 2*4096^2 FLOP over (4096 + 4096^2 + 4096) * 2 bytes, just under 1.
   Problem gemv = Problem::make(1, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
   r = roofline_at(gemv, 700e12, 4.5e12);
   CHECK(r.intensity == Approx(2.0 * 4096 * 4096 / (2.0 * (4096 + 4096.0 * 4096 + 4096))));
   CHECK(r.flops_per_s == Approx(4.5e12 * r.intensity));
-  CHECK(r.memory_bound);
-  // A missing roof is left out; both missing: NaN.
+  CHECK(r.bound == Bound::memory);
+  CHECK(std::string(to_string(r.bound)) == "memory");
+  // Padding is not traffic: the same problem with wider leading dimensions has the same roofline.
+  Problem padded = gemv;
+  padded.lda += 64;
+  padded.ldb += 64;
+  padded.ldc += 64;
+  CHECK(roofline_at(padded, 700e12, 4.5e12).intensity == r.intensity);
+  // Without a memory roof the compute roof alone, bound unknown; without a compute roof
+  // nothing (a memory roof alone would rate a compute-bound problem against a rate no kernel
+  // reaches); neither: nothing.
   double nan = std::nan("");
-  CHECK(roofline_at(gemv, nan, 4.5e12).flops_per_s == Approx(4.5e12 * r.intensity));
-  CHECK(roofline_at(gemv, 700e12, nan).flops_per_s == 700e12);
-  CHECK_FALSE(roofline_at(gemv, 700e12, nan).memory_bound);
+  r = roofline_at(gemv, 700e12, nan);
+  CHECK(r.flops_per_s == 700e12);
+  CHECK(r.bound == Bound::unknown);
+  r = roofline_at(sq, nan, 4.5e12);
+  CHECK(std::isnan(r.flops_per_s));
+  CHECK(r.bound == Bound::unknown);
   CHECK(std::isnan(roofline_at(gemv, nan, nan).flops_per_s));
 }
-

@@ -213,14 +213,17 @@ def problem_order(m):
 
 
 def roofline_at(model, m):
-    """The roofline at m's problem: min(the dtype's roof, intensity x memory roof), FLOP/s; None without roofs.
+    """The roofline at m's problem: min(the dtype's roof, intensity x memory roof), FLOP/s; None without the
+    dtype's roof (the memory roof alone would rate a compute-bound problem against a rate no kernel reaches).
     As `gemmtune compare` (roofline_at in core/src/roofs.hpp), except that a store without mem_read falls back
     to mem_copy, as the roofline plot does."""
-    roofs = [r for r in (model.dtype_roof(m["device"], m["dtype"]),) if r]
+    roof = model.dtype_roof(m["device"], m["dtype"])
+    if not roof:
+        return None
     bw = model.bandwidth(m["device"])
     if bw and finite(m.get("intensity")):
-        roofs.append(bw * m["intensity"])
-    return min(roofs) if roofs else None
+        return min(roof, bw * m["intensity"])
+    return roof
 
 
 def pct_roof(model, m):

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -102,15 +103,19 @@ Roofline roofline_at(const Problem& p, double compute_roof, double memory_roof) 
   Roofline r;
   r.intensity = p.flops() / p.min_bytes();
   double mem = memory_roof * r.intensity;
-  if (std::isnan(mem)) {
-    r.flops_per_s = compute_roof;
-  } else if (std::isnan(compute_roof) || mem < compute_roof) {
-    r.flops_per_s = mem;
-    r.memory_bound = true;
-  } else {
-    r.flops_per_s = compute_roof;
-  }
+  r.flops_per_s = compute_roof;  // NaN without it
+  if (std::isnan(compute_roof) || std::isnan(mem)) return r;
+  r.bound = mem < compute_roof ? Roofline::Bound::memory : Roofline::Bound::compute;
+  r.flops_per_s = std::min(mem, compute_roof);
   return r;
+}
+
+const char* to_string(Roofline::Bound b) {
+  switch (b) {
+    case Roofline::Bound::compute: return "compute";
+    case Roofline::Bound::memory: return "memory";
+    default: return "unknown";
+  }
 }
 
 }  // namespace gt

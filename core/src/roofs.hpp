@@ -27,13 +27,15 @@ Roof measure_copy_roof(const DeviceInfo& dev, double seconds = 0.5);
 
 // The roofline at a problem: the fastest FLOP rate the measured roofs allow it,
 // min(compute roof, intensity x memory roof), where the intensity is 2MNK per byte of A, B
-// and C each moved once (Problem::min_bytes, as on the report's roofline). A NaN roof is
-// left out; both NaN give NaN.
+// and C each moved once (Problem::min_bytes, as on the report's roofline). Without a memory
+// roof, the compute roof alone (bound unknown); without a compute roof, NaN: a memory roof
+// alone would rate a compute-bound problem against a rate no kernel reaches.
 struct Roofline {
-  double flops_per_s = 0;     // the attainable rate
+  double flops_per_s = 0;     // the attainable rate (NaN: unknown)
   double intensity = 0;       // FLOP per byte
-  bool memory_bound = false;  // the memory roof is the lower one
+  enum class Bound { unknown, compute, memory } bound = Bound::unknown;  // known when both roofs are
 };
+const char* to_string(Roofline::Bound b);  // "unknown", "compute", "memory"
 Roofline roofline_at(const Problem& p, double compute_roof, double memory_roof);
 
 }  // namespace gt

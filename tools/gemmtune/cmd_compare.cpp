@@ -2,7 +2,7 @@
 // cuBLASLt's heuristic pick (rank 0) and the best cuBLASLt algorithm found: same buffers,
 // same timing (verified, then re-timed interleaved), with % of the measured roofline at the
 // problem (the dtype's compute roof, or the streaming-read roof times the problem's
-// intensity where that is lower).
+// intensity where that is lower; JSON: pct_roof = 100 x FLOP/s / roofline_value).
 #include "bench.hpp"
 #include "cli.hpp"
 #include "job.hpp"
@@ -188,12 +188,14 @@ static Command add_compare(CLI::App& app, Globals& g) {
               nlohmann::json rows = nlohmann::json::array();
               if (!g.json) {
                 fmt::print("\n{} on {}{}\n", p.key(), dev.name, session.label());
-                if (std::isfinite(line.flops_per_s))
-                  fmt::print("  roofline here: {:.1f} TFLOP/s, {} ({} {:.1f} TFLOP/s; mem_read {} x {:.1f} FLOP "
-                             "per byte of A, B and C)\n",
-                             line.flops_per_s / 1e12, line.memory_bound ? "memory-bound" : "compute-bound", roof_name,
-                             roof / 1e12, std::isfinite(mem_roof) ? fmt::format("{:.2f} TB/s", mem_roof / 1e12) : "-",
+                if (line.bound != Roofline::Bound::unknown)
+                  fmt::print("  roofline here: {:.1f} TFLOP/s, {}-bound ({} {:.1f} TFLOP/s; mem_read {:.2f} TB/s x "
+                             "{:.1f} FLOP per byte of A, B and C)\n",
+                             line.flops_per_s / 1e12, to_string(line.bound), roof_name, roof / 1e12, mem_roof / 1e12,
                              line.intensity);
+                else if (std::isfinite(line.flops_per_s))
+                  fmt::print("  roofline here: {} {:.1f} TFLOP/s alone (no mem_read roof: the bound is unknown)\n",
+                             roof_name, roof / 1e12);
                 fmt::print("  {:<16} {:>10} {:>9} {:>7} {:>8} {:>9}  {}\n", "family", "time us", "TFLOP/s", "% roof",
                            "x pick", "error", "config");
               }
@@ -226,15 +228,17 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   best_label = e.label;
                 }
               if (std::isfinite(best_speed)) bests.push_back({p.key(), best_label, best_speed});
-              if (!g.json && (!std::isfinite(roof) || !std::isfinite(mem_roof)))
-                fmt::print("  (no measured {} roof for this device: run `gemmtune roofs`)\n",
-                           !std::isfinite(roof) ? roof_name : std::string("mem_read"));
+              if (!g.json && (!std::isfinite(roof) || !std::isfinite(mem_roof))) {
+                std::string missing = !std::isfinite(roof) && !std::isfinite(mem_roof) ? roof_name + " and mem_read roofs"
+                                      : !std::isfinite(roof)                            ? roof_name + " roof"
+                                                                                        : std::string("mem_read roof");
+                fmt::print("  (no measured {} for this device: run `gemmtune roofs`)\n", missing);
+              }
               auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
               all.push_back({{"problem", p.key()}, {"device", dev.name}, {"roof", roof_name},
                              {"roof_value", num(roof)}, {"mem_roof_value", num(mem_roof)},
                              {"intensity", line.intensity}, {"roofline_value", num(line.flops_per_s)},
-                             {"bound", !std::isfinite(line.flops_per_s) ? nlohmann::json()
-                                       : nlohmann::json(line.memory_bound ? "memory" : "compute")},
+                             {"bound", to_string(line.bound)},
                              {"replay", session.replay()}, {"rows", rows}});
             }
             if (!g.json && bests.size() > 1) {

@@ -232,11 +232,6 @@ json problem_fields(const Problem& p) {
 
 // The fewest bytes any kernel moves: A and B read once, C written once, with tight leading
 // dimensions (the roofline's intensity is a property of the problem, not of its padding).
-double minimal_bytes(const Problem& p) {
-  return double(p.m) * double(p.k) * double(size_of(storage_of(p.in))) +
-         double(p.k) * double(p.n) * double(size_of(storage_of(p.in))) +
-         double(p.m) * double(p.n) * double(size_of(storage_of(p.out)));
-}
 
 bool is_pick_message(const std::string& msg) { return msg.find("(cuBLASLt's pick)") != std::string::npos; }
 
@@ -530,7 +525,7 @@ static Command add_report(CLI::App& app, Globals& g) {
               json pj = json::array();
               for (auto& [k, v] : ps) pj.push_back({k, v});
               json m = problem_fields(r.problem);
-              double flops = r.problem.flops(), bytes = minimal_bytes(r.problem);
+              double flops = r.problem.flops(), bytes = r.problem.min_bytes();
               m.update({{"id", r.id},
                         {"device", r.prov.device_name},
                         {"family", r.family},
