@@ -374,13 +374,21 @@ TEST_CASE("lookup: a nearest entry that was the heuristic's pick answers with th
   CHECK(r.kind == MatchKind::nearest);
   CHECK(r.config == pick_asked);
   CHECK(r.transferred == "cuBLASLt's heuristic pick");
-  CHECK_THAT(r.how, Catch::StartsWith("nearest (from 64x48x4096, where cuBLASLt's heuristic pick won"));
+  CHECK(r.how == "nearest (from 64x48x4096, whose winner was cuBLASLt's heuristic pick, so cuBLASLt's heuristic pick "
+                 "for this shape)");
   REQUIRE(r.entry);
   CHECK(r.entry->config == pick_tuned);
   // Without the transfer, the other shape's algorithm, as before.
   CHECK(t.lookup(asked, std::string("Test GPU"), can, def).config == pick_tuned);
   // At the tuned key itself, the entry.
   CHECK(t.lookup(tuned, std::string("Test GPU"), can, def, tr).config == pick_tuned);
+
+  // Written by another version of the plugin: whether it was the pick then is not known here.
+  LookupTable older = t;
+  older.entries[0].family_version = "0.9+cublasLt120000";
+  r = older.lookup(asked, std::string("Test GPU"), can, def, tr);
+  CHECK(r.transferred.empty());
+  CHECK(r.config == pick_tuned);
 
   // A winner that is not the pick carries its own algorithm over.
   auto picks = f.suggest(tuned, d, 32, st.dims());
@@ -391,6 +399,24 @@ TEST_CASE("lookup: a nearest entry that was the heuristic's pick answers with th
   CHECK(r.config == st.name(other));
   CHECK(r.transferred.empty());
   CHECK(r.how == "nearest (from 64x48x4096)");
+}
+
+TEST_CASE("lookup: without a GPU the real cuBLASLt cannot be asked, and a pick is not transferred", "[plugins][cublaslt][table]") {
+  if (device_count() > 0) {
+    WARN("SKIPPED: a GPU is present, so cuBLASLt can be asked (the [gpu] runtime test covers that)");
+    return;
+  }
+  const PluginRegistry& reg = test::plugins();
+  const Family& f = reg.get("cublaslt");
+  Problem tuned = Problem::make(64, 48, 4096, DType::f32, DType::f32, Layout::nn);
+  TableEntry e;
+  e.key = ResultKey::of("Test GPU", tuned);
+  e.family = "cublaslt";
+  e.family_version = f.version();
+  e.config = "cublaslt_algo66_tile128x8_stages64xauto_split_k1_reductionnone_swizzle0_custom1_cluster4x1x1_innerundef_"
+             "workspace0";
+  auto tr = plugin_transfer(reg, arch_limits("sm_90"));
+  CHECK_FALSE(tr(e, Problem::make(64, 48, 1024, DType::f32, DType::f32, Layout::nn)));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -490,8 +490,8 @@ TEST_CASE("runtime on a GPU: a cuBLASLt config from the table, re-created throug
   INFO(c.how);
   CHECK(c.family == "cublaslt");
   CHECK(c.match == GEMMTUNE_MATCH_NEAREST);
-  CHECK(c.how == "nearest (from 512x512x512, where cuBLASLt's heuristic pick won: cuBLASLt's heuristic pick for "
-                 "this shape)");
+  CHECK(c.how == "nearest (from 512x512x512, whose winner was cuBLASLt's heuristic pick, so cuBLASLt's heuristic "
+                 "pick for this shape)");
   {
     Space sh = lt->space(held, dev.limits);
     CHECK(c.config == sh.name(sh.default_config()));

@@ -560,34 +560,26 @@ TEST_CASE("lookup: exact, nearest in log space on held-out shapes, default", "[t
   }
 }
 
-TEST_CASE("lookup: a nearest entry whose winner was its family's default transfers as the default here", "[table]") {
+TEST_CASE("lookup: the transfer hook; a source family's default winner is not transferred", "[table]") {
   GridLookup g;
   const LookupTable& t = g.t;
   const CanImplementFn& can = g.can;
   const DefaultFn& def = g.def;
   const TransferFn& tr = g.tr;
-  // The grid's 256x4096x1024 entry is naive's default there (bx=32, by=8); 1024^3's is not.
-  Problem near_default = at(256, 4096, 1100);
-  REQUIRE(entry_for(t, 256, 4096, 1024)->config == naive_space(near_default).name(naive_space(near_default).default_config()));
 
-  SECTION("plugin_transfer") {
+  SECTION("plugin_transfer leaves source families' entries as they are") {
+    // The grid's 256x4096x1024 entry is naive's default there (bx=32, by=8), but naive is a
+    // source family: its default is a fixed guess, so the entry's config carries over.
+    Problem near_default = at(256, 4096, 1100);
+    REQUIRE(entry_for(t, 256, 4096, 1024)->config ==
+            naive_space(near_default).name(naive_space(near_default).default_config()));
     LookupResult r = t.lookup(near_default, std::string(kDevice), can, def, tr);
     CHECK(r.kind == MatchKind::nearest);
-    CHECK(r.transferred == "naive's default config");
-    CHECK(r.how == "nearest (from 256x4096x1024, where naive's default config won: naive's default config for this shape)");
-    CHECK(r.config == naive_space(near_default).name(naive_space(near_default).default_config()));
-    REQUIRE(r.entry);
-    CHECK(r.entry->key.k == 1024);
-    CHECK(r.distance == Approx(shape_distance(256, 4096, 1100, 256, 4096, 1024)));
-    // Another config is the entry's own, as without the transfer.
+    CHECK(r.transferred.empty());
+    CHECK(r.how == "nearest (from 256x4096x1024)");
     r = t.lookup(at(1100, 1000, 900), std::string(kDevice), can, def, tr);
     CHECK(r.transferred.empty());
-    CHECK(r.how == "nearest (from 1024x1024x1024)");
     CHECK(r.config == entry_for(t, 1024, 1024, 1024)->config);
-    // An exact key is the entry itself, default or not.
-    r = t.lookup(at(256, 4096, 1024), std::string(kDevice), can, def, tr);
-    CHECK(r.kind == MatchKind::exact);
-    CHECK(r.transferred.empty());
   }
   SECTION("the hook: asked for nearest entries only, nearest first; nullopt leaves the entry's config") {
     std::vector<std::string> asked;
@@ -609,6 +601,7 @@ TEST_CASE("lookup: a nearest entry whose winner was its family's default transfe
     r = t.lookup(at(300, 300, 300), std::string(kDevice), refuse_all, def, spy);
     CHECK(r.config == "spy_config");
     CHECK(r.transferred == "the spy's choice");
+    CHECK(r.how == "nearest (from 256x256x256, whose winner was the spy's choice, so the spy's choice for this shape)");
     CHECK(asked == std::vector<std::string>{"256x256x256"});
   }
 }
@@ -788,13 +781,12 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("match:  exact") != std::string::npos);
   CHECK(r.out.find("naive_mapcoalesced_bx32_by8") != std::string::npos);
-  // The 4096^3 winner is naive's default: what carries over is the default for this shape.
+  // The 4096^3 winner is naive's default; naive is a source family, so its config carries over.
   r = test::run_command(lookup + " --shape 4000x4100x3900 --json");
   REQUIRE(r.exit_code == 0);
   j = json::parse(r.out);
-  CHECK(j["how"] == "nearest (from 4096x4096x4096, where naive's default config won: naive's default config for "
-                    "this shape)");
-  CHECK(j["transferred"] == "naive's default config");
+  CHECK(j["how"] == "nearest (from 4096x4096x4096)");
+  CHECK(j["transferred"].is_null());
   CHECK(j["entry"]["m"] == 4096);
   r = test::run_command(lookup + " --shape 4096x4096x4096 --dtype bf16");
   CHECK(r.out.find("default (naive's default config)") != std::string::npos);

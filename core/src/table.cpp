@@ -869,7 +869,8 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
     if (!exact && transfer) {
       if (auto t = transfer(*c.e, p)) {
         r.kind = MatchKind::nearest;
-        r.how = fmt::format("nearest (from {}, where {} won: {} for this shape)", c.e->shape(), t->note, t->note);
+        r.how = fmt::format("nearest (from {}, whose winner was {}, so {} for this shape)", c.e->shape(), t->note,
+                            t->note);
         r.family = t->family;
         r.config = t->config;
         r.params = t->params;
@@ -1096,7 +1097,11 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
 TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
   return [&reg, limits](const TableEntry& e, const Problem& p) -> std::optional<DefaultChoice> {
     const Family* fam = reg.find(e.family);
-    if (!fam) return std::nullopt;
+    // Library families only: their default is the library's own choice for each shape.
+    if (!fam || !fam->is_library()) return std::nullopt;
+    // Whether the winner was the default is asked of the loaded version; another version may
+    // have picked otherwise when the table was made.
+    if (!e.family_version.empty() && e.family_version != fam->version()) return std::nullopt;
     try {
       Space own = fam->space(problem_of(e), limits);
       std::string err;
@@ -1108,8 +1113,10 @@ TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
       std::string note = fam->name() == "cublaslt" ? std::string("cuBLASLt's heuristic pick")
                                                    : fam->name() + "'s default config";
       return DefaultChoice{fam->name(), here.name(d), here.assignments(d), note};
-    } catch (const RuntimeFailure&) {
-      return std::nullopt;  // cannot be asked here (cuBLASLt without a GPU): the entry's config as it is
+    } catch (const std::exception&) {
+      // Cannot be asked here (cuBLASLt without a GPU), or the entry is broken: the entry's
+      // config as it is, which the lookup's own check then judges and reports.
+      return std::nullopt;
     }
   };
 }

@@ -17,9 +17,9 @@
 //     Steps 1 and 2 skip entries the caller's can_implement refuses (listed in passed_over);
 //     when the nearest entry's winner is its family's default at its own shape (for
 //     cuBLASLt, the heuristic's pick there), the caller's `transfer` may answer with that
-//     family's default for this problem instead (plugin_transfer: the tuning found the
-//     default best there, and what carries over is the default's choice, not the
-//     concrete algorithm picked for another shape);
+//     family's default for this problem instead (plugin_transfer, library families: the
+//     tuning found the default best there, and what carries over is the default's choice,
+//     not the concrete algorithm picked for another shape);
 //  3. default: what the caller's DefaultFn picks (plugin_default: the cublaslt family's
 //     heuristic pick when that plugin is loaded and can answer, else the named fallback
 //     family's default config).
@@ -192,11 +192,13 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
 // `reg` must outlive the returned function.
 DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std::string fallback_family = "naive");
 
-// A nearest entry whose config is its family's default at the entry's own shape (cuBLASLt:
-// the heuristic's rank 0 there) transfers as the family's default for the problem (the
-// heuristic's pick at this shape), when that default can implement it. nullopt (the entry's
-// config is used as before) when it is another config, when the family is not loaded, and
-// when the family cannot describe its spaces on this machine (cuBLASLt without a GPU).
+// A nearest entry of a library family (cuBLASLt) whose config is the family's default at the
+// entry's own shape (cuBLASLt: the heuristic's rank 0 there) transfers as the family's default
+// for the problem (the heuristic's pick at this shape), when that default can implement it.
+// nullopt (the entry's config is used as before) for source families (their defaults are
+// a fixed guess, and the transfer was not measured on them), for another config, for an
+// entry written by another version of the family, and when the family cannot describe its
+// spaces on this machine (cuBLASLt without a GPU).
 // Why: a cuBLASLt pick carried to another shape is the heuristic's answer for the wrong
 // shape; measured on the H200 it ran up to 12 % slower than the pick at the asked shape
 // (docs/results-h200.md, nearest-shape lookup).

@@ -98,6 +98,8 @@ static Command add_lookup(CLI::App& app, Globals& g) {
             if (r.entry) {
               const TableEntry& e = *r.entry;
               fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
+              if (!r.transferred.empty())
+                fmt::print("          with {} ({} at that shape, not the config above)\n", e.config, r.transferred);
               std::string prov;
               auto add = [&prov](const char* what, const std::string& v) {
                 if (!v.empty()) prov += fmt::format("{}{} {}", prov.empty() ? "" : ", ", what, v);

@@ -6,9 +6,10 @@
 //
 // The model: one sm_90 device; four algorithms with capability lists; AlgoCheck rules of
 // the kinds cuBLASLt applies (tile x stages too big, split-K beyond K, reduction schemes,
-// alignment, a cluster shape the kernel lacks); a heuristic whose first pick (for 16-byte
+// alignment, a cluster shape the kernel lacks); a heuristic whose order changes with the
+// shape (split-K first from K = 4096 on) and whose first pick below that (for 16-byte
 // aligned problems) cannot be re-created from its attributes, as a pick with hidden state
-// would be, and whose order changes with the shape (split-K first from K = 4096 on). It stands in for behaviour, not for performance or for cuBLASLt's real lists.
+// would be. It stands in for behaviour, not for performance or for cuBLASLt's real lists.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
