@@ -26,10 +26,20 @@ import sys
 import tempfile
 
 
+class CannotImplement(RuntimeError):
+    """The config cannot run the problem (gemmtune run's status cannot_implement)."""
+
+
 def gt_json(gt, args):
     out = subprocess.run([gt, "--json"] + args, capture_output=True, text=True)
     if out.returncode != 0:
-        raise RuntimeError(f"gemmtune {' '.join(args)}: {out.stderr.strip()[-300:]}")
+        try:
+            j = json.loads(out.stdout)
+        except ValueError:
+            j = {}
+        why = f"{j.get('status')}: {j.get('message')}" if j.get("status") else out.stderr.strip()[-300:]
+        err = CannotImplement if j.get("status") == "cannot_implement" else RuntimeError
+        raise err(f"gemmtune {' '.join(args)}: {why}")
     return json.loads(out.stdout)
 
 
@@ -78,12 +88,16 @@ def main():
             ans = gt_json(a.gemmtune, ["lookup", "--table", path] + problem_args(e))
             t_tuned = timed(a.gemmtune, e, e["family"], e["config"], a.settle)
             t_ans = timed(a.gemmtune, e, ans["family"], ans["config"], a.settle)
-            t_pick = timed(a.gemmtune, e, "cublaslt", "", a.settle)  # no --params: rank 0, the pick
+            try:
+                t_pick = timed(a.gemmtune, e, "cublaslt", "", a.settle)  # no --params: rank 0, the pick
+            except RuntimeError as err:
+                print(f"{name:<24} cuBLASLt's pick failed: {err}")
+                t_pick = float("nan")
             t_entry = None
             if ans.get("transferred") and ans.get("entry"):
                 try:
                     t_entry = timed(a.gemmtune, e, ans["entry"]["family"], ans["entry"]["config"], a.settle)
-                except RuntimeError:
+                except CannotImplement:
                     t_entry = float("nan")  # cannot run this shape: the old rule passed over it
         except RuntimeError as err:
             print(f"{name:<24} failed: {err}")
@@ -100,10 +114,11 @@ def main():
               f"{t_tuned / t_ans:>9.3f} {t_pick / t_ans:>9.3f}")
     if rows:
         ta = [t / x for t, x, _, _ in rows]
-        pa = [p / x for _, x, p, _ in rows]
+        pa = [p / x for _, x, p, _ in rows if not math.isnan(p)]
         print(f"\ngeomean tuned/answer over {len(rows)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
-        print(f"geomean pick/answer: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % slower than "
-              f"the pick: {sum(1 for r in pa if r < 0.98)}")
+        if pa:
+            print(f"geomean pick/answer over {len(pa)}: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % "
+                  f"slower than the pick: {sum(1 for r in pa if r < 0.98)}")
         moved = [(t, x, en) for t, x, _, en in rows if en is not None]
         if moved:
             ran = [(t, x, en) for t, x, en in moved if not math.isnan(en)]

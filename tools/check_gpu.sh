@@ -35,8 +35,8 @@ step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive
 step export_smoke   "$gt" export -o "$work/smoke.json"
 step roofs          "$gt" roofs --seconds 0.3 --candidates 2
 # compare on the smoke tune's store: its rows must carry % of the roofline just measured.
-step compare_smoke  bash -c "'$gt' compare --shape 1024x1024x1024 --dtype f16 --family naive --no-tune --rounds 3 |
-                             tee /dev/stderr | grep -q 'roofline here: .*compute-bound'"
+step compare_smoke  bash -c 'out=$("$1" compare --shape 1024x1024x1024 --dtype f16 --family naive --no-tune --rounds 3) ||
+                             exit; printf "%s\n" "$out"; grep -q "roofline here: .*compute-bound" <<< "$out"' _ "$gt"
 step example_runtime "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1024x1024x1024 --dtype f16
 step example_nearest "$build/tools/example_runtime" --table "$work/smoke.json" --shape 1000x1000x1000 --dtype f16
 for b in "$build"/tools/bench_*; do
