@@ -724,7 +724,8 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
 
 // The closest tuned shape of the same dtype, out_dtype, layout and align (the exact key when it is
 // there), or nullptr. Ties: the faster entry. Whether the config can run the problem is not checked
-// here (gemmtune's runtime does that with the plugins).
+// here, nor whether a cuBLASLt entry was the heuristic's pick at its shape (gemmtune's runtime does
+// both with the plugins, and then answers with the heuristic's pick for the asked shape).
 inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,
                                  std::string_view dtype, std::string_view out_dtype, std::string_view layout,
                                  std::int64_t align) {
