@@ -120,10 +120,15 @@ int main(int argc, char** argv) {
     cuda_check(cudaSetDevice(device), "cudaSetDevice");
     CubinCache cache(default_cache_dir());
     Compiler compiler(&cache);
+    struct Pick {
+      Config config;
+      std::string name;
+    };
     auto pick_of = [&](const Problem& p) {
-      auto picks = lt->suggest(p, dev.limits, 1, lt->space(p, dev.limits).dims());
+      Space s = lt->space(p, dev.limits);
+      auto picks = lt->suggest(p, dev.limits, 1, s.dims());
       if (picks.empty()) throw RuntimeFailure(fmt::format("{} has no pick for {}", family, p.key()));
-      return picks[0];
+      return Pick{picks[0], s.name(picks[0])};
     };
 
     // The tensor roof per input type, measured here as the pick's rate at a large shape.
@@ -135,7 +140,7 @@ int main(int argc, char** argv) {
       if (roof.count(in)) continue;
       Problem rp = Problem::make(roof_dims[0], roof_dims[1], roof_dims[2], in, jp.problem.out, Layout::nn);
       ProblemBench b(rp, dev, Distribution::normal, 1);
-      Timing t = time_config(*lt, rp, pick_of(rp), dev, b, compiler);
+      Timing t = time_config(*lt, rp, pick_of(rp).config, dev, b, compiler);
       roof[in] = rp.flops() / (t.us * 1e-6);
       fmt::print("tensor roof {}: {:.1f} TFLOP/s ({} pick at {}, {:.2f} us, {:.0f} MHz, {:.0f} W)\n", to_string(in),
                  roof[in] / 1e12, family, rp.key(), t.us, t.mhz, t.watts);
@@ -149,9 +154,8 @@ int main(int argc, char** argv) {
     for (auto& jp : job.problems) {
       const Problem& p = jp.problem;
       ProblemBench bench(p, dev, Distribution::normal, 1);
-      const Config pick_config = pick_of(p);
-      const std::string pick_name = lt->space(p, dev.limits).name(pick_config);
-      Timing pick = time_config(*lt, p, pick_config, dev, bench, compiler);
+      const Pick pk = pick_of(p);
+      Timing pick = time_config(*lt, p, pk.config, dev, bench, compiler);
       Timing tab;
       std::string tab_what;
       if (table) {
@@ -159,7 +163,7 @@ int main(int argc, char** argv) {
         for (auto& e : table->entries) {
           if (!(e.key == want)) continue;  // this device's entry for exactly this problem
           tab_what = e.family;
-          if (e.family == family && e.config == pick_name) {  // the pick itself: timed above
+          if (e.family == family && e.config == pk.name) {  // the pick itself: timed above
             tab = pick;
             break;
           }

@@ -11,7 +11,7 @@
 # command runs.
 # steps.txt times each stage's steps from that stage's start.
 # OUT_DIR gets results.db, tune.txt, roofs.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
-# Exit status: the first failing step's.
+# Exit status: the first failing step's (a failed roofs step only leaves compare's % roof blank).
 set -uo pipefail
 usage="usage: tools/llm_job.sh OUT_DIR [BUILD_DIR [all|tune|rest]]"
 out=${1:?$usage}

@@ -54,7 +54,8 @@ struct Problem {
   // Fewest bytes moved: each input read once, the output written once, without padding (the
   // roofline's bytes).
   double min_bytes() const {
-    return (double(m) * double(k) + double(k) * double(n)) * double(size_of(in)) + double(m) * double(n) * double(size_of(out));
+    return (double(m) * double(k) + double(k) * double(n)) * double(size_of(in)) +
+           double(m) * double(n) * double(size_of(out));
   }
 
   std::string shape() const;  // "MxNxK"

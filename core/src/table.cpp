@@ -1095,6 +1095,13 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
   };
 }
 
+namespace {
+// How a family's default config is named in a lookup's answer.
+std::string default_note(const std::string& family) {
+  return family == "cublaslt" ? std::string("cuBLASLt's heuristic pick") : family + "'s default config";
+}
+}  // namespace
+
 TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
   return [&reg, limits](const TableEntry& e, const Problem& p) -> std::optional<DefaultChoice> {
     const Family* fam = reg.find(e.family);
@@ -1110,10 +1117,8 @@ TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
       if (!c || *c != own.default_config()) return std::nullopt;
       Space here = fam->space(p, limits);
       Config d = here.default_config();
-      if (here.check(d) || fam->can_implement(p, d, limits)) return std::nullopt;
-      std::string note = fam->name() == "cublaslt" ? std::string("cuBLASLt's heuristic pick")
-                                                   : fam->name() + "'s default config";
-      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), note};
+      if (here.check(d)) return std::nullopt;  // the space's check is the family's can_implement
+      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), default_note(fam->name())};
     } catch (const std::exception&) {
       // Cannot be asked here (cuBLASLt without a GPU), or the entry is broken: the entry's
       // config as it is, which the lookup's own check then judges and reports.
@@ -1130,7 +1135,7 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
         Space s = lt->space(p, limits);
         auto picks = lt->suggest(p, limits, 1, s.dims());
         if (!picks.empty() && s.valid(picks[0]))
-          return DefaultChoice{lt->name(), s.name(picks[0]), s.assignments(picks[0]), "cuBLASLt's heuristic pick"};
+          return DefaultChoice{lt->name(), s.name(picks[0]), s.assignments(picks[0]), default_note(lt->name())};
         reasons.push_back("cublaslt: its heuristic has no usable pick for this problem");
       } catch (const std::exception& ex) {
         reasons.push_back(fmt::format("cublaslt: {}", ex.what()));
@@ -1146,7 +1151,7 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
           if (auto w = s.check(c))
             reasons.push_back(fmt::format("{}'s default config cannot run it: {}", fallback_family, *w));
           else
-            return DefaultChoice{f->name(), s.name(c), s.assignments(c), fallback_family + "'s default config"};
+            return DefaultChoice{f->name(), s.name(c), s.assignments(c), default_note(f->name())};
         } catch (const std::exception& ex) {
           reasons.push_back(fmt::format("{}: {}", fallback_family, ex.what()));
         }

@@ -230,9 +230,6 @@ json problem_fields(const Problem& p) {
           {"align", p.align}};
 }
 
-// The fewest bytes any kernel moves: A and B read once, C written once, with tight leading
-// dimensions (the roofline's intensity is a property of the problem, not of its padding).
-
 bool is_pick_message(const std::string& msg) { return msg.find("(cuBLASLt's pick)") != std::string::npos; }
 
 json limits_json(const std::string& arch) {
