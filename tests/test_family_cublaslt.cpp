@@ -416,7 +416,36 @@ TEST_CASE("lookup: without a GPU the real cuBLASLt cannot be asked, and a pick i
   e.config = "cublaslt_algo66_tile128x8_stages64xauto_split_k1_reductionnone_swizzle0_custom1_cluster4x1x1_innerundef_"
              "workspace0";
   auto tr = plugin_transfer(reg, arch_limits("sm_90"));
-  CHECK_FALSE(tr(e, Problem::make(64, 48, 1024, DType::f32, DType::f32, Layout::nn)));
+  Problem asked = Problem::make(64, 48, 1024, DType::f32, DType::f32, Layout::nn);
+  CHECK_FALSE(tr(e, asked));
+  // Whether its config runs elsewhere cannot be told here either; at its own key it was verified.
+  auto can = plugin_can_implement(reg, arch_limits("sm_90"));
+  Verdict v = can(e, asked);
+  CHECK(v.kind == Verdict::Kind::unchecked);
+  CHECK_THAT(v.why, Catch::Contains("needs a GPU"));
+  CHECK(can(e, tuned).kind == Verdict::Kind::runs);
+
+  // So a lookup answers with the nearest entry, marked unchecked, not with a farther entry of a
+  // family that can be checked here (the naive one below, 16x distance in M).
+  e.time_us = 10;
+  e.tflops = 1;
+  TableEntry far = e;
+  far.key = ResultKey::of("Test GPU", Problem::make(4096, 48, 1024, DType::f32, DType::f32, Layout::nn));
+  far.family = "naive";
+  far.family_version = reg.get("naive").version();
+  Problem fp = Problem::make(4096, 48, 1024, DType::f32, DType::f32, Layout::nn);
+  Space ns = reg.get("naive").space(fp, arch_limits("sm_90"));
+  far.config = ns.name(ns.default_config());
+  LookupTable t;
+  t.entries = {e, far};
+  t.sort();
+  LookupResult r = t.lookup(asked, std::string("Test GPU"), can, {}, tr);
+  CHECK(r.kind == MatchKind::nearest);
+  CHECK(r.family == "cublaslt");
+  CHECK(r.config == e.config);
+  CHECK(r.how == "nearest (from 64x48x4096; not checked on this machine)");
+  CHECK_THAT(r.unchecked, Catch::Contains("needs a GPU"));
+  CHECK(r.passed_over.empty());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -806,4 +806,66 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   r = test::run_command(fmt::format("{} lookup --table '{}' --shape 64x64x64", bin, (d.path / "none.json").string()));
   CHECK(r.exit_code == 2);
   CHECK(r.out.find("none.json") != std::string::npos);
+  // Without a problem: what the table holds, one line per entry (one device's with --device).
+  r = test::run_command(fmt::format("{} lookup --table '{}'", bin, toml_file.string()));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(toml_file.string() + ": 6 entries") != std::string::npos);
+  CHECK(r.out.find("4096x4096x4096 f32>f32 nn a16") != std::string::npos);
+  CHECK(r.out.find("naive_mapcoalesced_bx32_by8") != std::string::npos);
+  r = test::run_command(lookup + " --json");
+  REQUIRE(r.exit_code == 0);
+  j = json::parse(r.out);
+  size_t mine = 0;
+  for (auto& e : direct.entries) mine += e.key.device_name == kDevice;
+  CHECK(mine == 5);
+  CHECK(j["entries"].size() == mine);
+  r = test::run_command(fmt::format("{} lookup --table '{}' --device 'No Such GPU'", bin, json_file.string()));
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("no entries for 'No Such GPU'") != std::string::npos);
+}
+
+TEST_CASE("gemmtune export: a store of replays only is said to be one, not to hold nothing", "[table][cli]") {
+  test::TempDir d;
+  fs::path db = d.path / "results.db";
+  {
+    Store s = Store::open(db);
+    Problem p512 = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+    Problem p768 = Problem::make(768, 768, 768, DType::f32, DType::f32, Layout::nn);
+    // A recorded winner that is a replay row, and a key with replay measurements only.
+    StoredRow w = ok_row(p512, "map=coalesced,bx=256,by=1", 5.0, true);
+    s.insert(w);
+    s.set_winner(w.key(), kAllFamilies, w.config_name, w.id, "replayed");
+    s.insert(ok_row(p512, "map=coalesced,bx=32,by=8", 6.0, true));
+    s.insert(ok_row(p768, "map=coalesced,bx=64,by=8", 7.0, true));
+  }
+  std::string bin = fmt::format("'{}' --plugin-dir '{}' --db '{}'", test::gemmtune_binary().string(),
+                                test::naive_only_dir().string(), db.string());
+  auto r = test::run_command(bin + " export --format json");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("exported 0 entries") != std::string::npos);
+  CHECK(r.out.find("holds no successful measurement") == std::string::npos);  // it holds two keys of them
+  CHECK(r.out.find("1 recorded winner(s) came from replayed measurements") != std::string::npos);
+  CHECK(r.out.find("every successful measurement in the store " + db.string() + " came from replaying") !=
+        std::string::npos);
+  CHECK(r.out.find("--include-replay exports them (2 entries)") != std::string::npos);
+  // The same for the one device, and in the JSON summary.
+  fs::path out = d.path / "t.json";
+  r = test::run_command(fmt::format("{} --json export --device '{}' -o '{}'", bin, kDevice, out.string()));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["entries"] == 0);
+  std::string notes = j["notes"].dump();
+  CHECK(notes.find(fmt::format("for device '{}' came from replaying", kDevice)) != std::string::npos);
+  CHECK(notes.find("holds no successful measurement") == std::string::npos);
+  // With --include-replay they are exported; for a device with no rows at all, the store holds nothing.
+  r = test::run_command(bin + " export --include-replay --format json");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("exported 2 entries") != std::string::npos);
+  r = test::run_command(bin + " export --device 'Other GPU' --format json");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("holds no successful measurement for device 'Other GPU'") != std::string::npos);
+  CHECK(r.out.find("came from replaying") == std::string::npos);
 }

@@ -290,9 +290,12 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
   }
   im.cache = std::make_unique<gt::CubinCache>(cache_dir);
   auto inner = gt::plugin_can_implement(im.reg, im.limits);
-  im.can_implement = [inner, &im](const gt::TableEntry& e, const gt::Problem& p) {
+  im.can_implement = [inner, &im](const gt::TableEntry& e, const gt::Problem& p) -> gt::Verdict {
     try {
-      return inner(e, p);
+      gt::Verdict v = inner(e, p);
+      // The runtime runs what it answers: a config this process cannot check is passed over.
+      if (v.kind == gt::Verdict::Kind::unchecked) return gt::Verdict::cannot("cannot be checked here: " + v.why);
+      return v;
     } catch (const gt::InputError&) {
       im.broken_entry = true;  // the table names a config its family no longer has
       throw;

@@ -881,21 +881,25 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
         return r;
       }
     }
-    std::optional<std::string> why;
+    Verdict v;
     if (can_implement) {
       try {
-        why = can_implement(*c.e, p);
+        v = can_implement(*c.e, p);
       } catch (const InputError& ex) {
         throw InputError(fmt::format("{}: entries[{}] ({}): {}", table_name, size_t(c.e - entries.data()),
                                      c.e->text(), ex.what()));
       }
     }
-    if (why) {
-      r.passed_over.emplace_back(c.e->text(), *why);
+    if (v.kind == Verdict::Kind::cannot) {
+      r.passed_over.emplace_back(c.e->text(), v.why);
       continue;
     }
     r.kind = exact ? MatchKind::exact : MatchKind::nearest;
-    r.how = exact ? std::string("exact") : fmt::format("nearest (from {})", c.e->shape());
+    r.how = exact ? std::string("exact")
+            : v.kind == Verdict::Kind::unchecked
+                ? fmt::format("nearest (from {}; not checked on this machine)", c.e->shape())
+                : fmt::format("nearest (from {})", c.e->shape());
+    if (v.kind == Verdict::Kind::unchecked) r.unchecked = v.why;
     r.family = c.e->family;
     r.config = c.e->config;
     r.params = c.e->params;
@@ -1058,18 +1062,18 @@ static std::string loaded_list(const PluginRegistry& reg) {
 }
 
 CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& limits) {
-  return [&reg, limits](const TableEntry& e, const Problem& p) -> std::optional<std::string> {
+  return [&reg, limits](const TableEntry& e, const Problem& p) -> Verdict {
     const Family* fam = reg.find(e.family);
-    if (!fam) return fmt::format("family '{}' is not loaded (loaded: {})", e.family, loaded_list(reg));
+    if (!fam) return Verdict::cannot(fmt::format("family '{}' is not loaded (loaded: {})", e.family, loaded_list(reg)));
     bool exact = e.key.m == p.m && e.key.n == p.n && e.key.k == p.k && e.key.in == p.in && e.key.out == p.out &&
                  e.key.layout == p.layout && e.key.align == p.align;
     Space own;
     try {
       own = fam->space(problem_of(e), limits);
     } catch (const RuntimeFailure& ex) {
-      // Verified at exactly this key when it was tuned; elsewhere it cannot be vouched for.
-      if (exact) return std::nullopt;
-      return fmt::format("cannot be checked on this machine: {}", ex.what());
+      // Verified at exactly this key when it was tuned; elsewhere this machine cannot tell.
+      if (exact) return Verdict{};
+      return Verdict::unchecked(ex.what());
     }
     std::string err;
     if (!own.parse(e.config, &err)) {
@@ -1087,10 +1091,10 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
     try {
       target = fam->space(p, limits);
     } catch (const RuntimeFailure& ex) {
-      return fmt::format("cannot be checked on this machine: {}", ex.what());
+      return Verdict::unchecked(ex.what());
     }
     auto cfg = target.parse(e.config, &err);
-    if (!cfg) return fmt::format("not in {}'s space for {}: {}", e.family, p.key(), err);
+    if (!cfg) return Verdict::cannot(fmt::format("not in {}'s space for {}: {}", e.family, p.key(), err));
     return fam->can_implement(p, *cfg, limits);
   };
 }

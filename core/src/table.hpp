@@ -15,6 +15,9 @@
 //     can_implement accepts for this problem (at equal distance: the faster entry, then
 //     the key order);
 //     Steps 1 and 2 skip entries the caller's can_implement refuses (listed in passed_over);
+//     an entry it cannot judge here (Verdict::unchecked: cuBLASLt without a GPU) is answered
+//     as the nearest, marked unchecked with the reason, rather than passed over for a farther
+//     one that happens to be checkable;
 //     when the nearest entry's winner is its family's default at its own shape (for
 //     cuBLASLt, the heuristic's pick there), the caller's `transfer` may answer with that
 //     family's default for this problem instead (plugin_transfer, library families: the
@@ -99,15 +102,33 @@ struct LookupResult {
   std::optional<TableEntry> entry;  // exact and nearest
   double distance = 0;              // nearest: the log-space distance
   std::string transferred;          // nearest answered by `transfer`: its note ("cuBLASLt's heuristic pick")
+  std::string unchecked;            // nearest whose config this machine could not check: why
   std::string device_note;          // set when the device filter was dropped
   // Entries the lookup looked at and could not use, nearest first, with the reason.
   std::vector<std::pair<std::string, std::string>> passed_over;
 };
 
-// nullopt: the entry's config can run `problem`; else why not. May throw InputError when
-// the entry itself is broken (its config no longer exists); lookup() then names the table
-// file and the entry.
-using CanImplementFn = std::function<std::optional<std::string>(const TableEntry&, const Problem&)>;
+// Whether an entry's config can run a problem: it runs; it cannot (why); or this machine cannot
+// tell (why: e.g. cuBLASLt's spaces need a GPU). Built from a family's refusal (nullopt: runs).
+struct Verdict {
+  enum class Kind { runs, cannot, unchecked };
+  Kind kind = Kind::runs;
+  std::string why;
+  Verdict() = default;
+  Verdict(std::optional<std::string> refusal)  // NOLINT: implicit, as a family's can_implement answers
+      : kind(refusal ? Kind::cannot : Kind::runs), why(refusal.value_or("")) {}
+  static Verdict cannot(std::string why) { return Verdict(std::optional<std::string>(std::move(why))); }
+  static Verdict unchecked(std::string why) {
+    Verdict v;
+    v.kind = Kind::unchecked;
+    v.why = std::move(why);
+    return v;
+  }
+};
+
+// Whether the entry's config can run `problem`. May throw InputError when the entry itself is
+// broken (its config no longer exists); lookup() then names the table file and the entry.
+using CanImplementFn = std::function<Verdict(const TableEntry&, const Problem&)>;
 // The default for a problem no entry serves; nullopt with the reason in *why when none.
 using DefaultFn = std::function<std::optional<DefaultChoice>(const Problem&, std::string* why)>;
 // For a nearest (not exact) entry: the config to run instead of the entry's own, or nullopt

@@ -1,5 +1,6 @@
 // gemmtune lookup: the config to run for a problem from an exported table, and whether it
-// was an exact match, a nearest tuned shape or the default. Needs no GPU.
+// was an exact match, a nearest tuned shape or the default; without a problem, what the table
+// holds. Needs no GPU.
 #include "cli.hpp"
 #include "table.hpp"
 
@@ -8,9 +9,46 @@ namespace gt::cli {
 static Command add_lookup(CLI::App& app, Globals& g);
 static Registrar reg_lookup(76, add_lookup);
 
+// Without a problem: what the table holds (one device's entries when given), one line per entry
+// (JSON: the entries as exported).
+static int list_table(LookupTable t, const std::string& device, bool json) {
+  if (!device.empty()) {
+    std::vector<TableEntry> mine;
+    for (auto& e : t.entries)
+      if (e.key.device_name == device) mine.push_back(e);
+    if (mine.empty() && !t.entries.empty()) {
+      std::string have;
+      for (auto& d : t.devices()) have += (have.empty() ? "'" : ", '") + d + "'";
+      throw InputError(fmt::format("--device: {} has no entries for '{}' (it has {})", t.origin, device, have));
+    }
+    t.entries = std::move(mine);
+  }
+  if (json) {
+    nlohmann::json j;
+    j["table"] = t.origin;
+    j["generated_at"] = t.info.generated_at;
+    j["source"] = t.info.source;
+    j["entries"] = t.entries;
+    print_json(j);
+    return 0;
+  }
+  fmt::print("{}: {} entr{}{}{}\n", t.origin, t.entries.size(), t.entries.size() == 1 ? "y" : "ies",
+             t.info.generated_at.empty() ? "" : ", generated " + t.info.generated_at,
+             t.info.source.empty() ? "" : " from " + t.info.source);
+  if (t.entries.empty()) return 0;
+  size_t w = 3;
+  for (const TableEntry& e : t.entries) w = std::max(w, e.key.text().size());
+  fmt::print("  {:<{}} {:<14} {:>11} {:>9}  {}\n", "key", w, "family", "time us", "TFLOP/s", "config");
+  for (const TableEntry& e : t.entries)
+    fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops, e.config);
+  fmt::print("(give --shape and --dtype to ask it for a problem)\n");
+  return 0;
+}
+
 static Command add_lookup(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("lookup", "the config to run for a problem from an exported table (TOML or JSON), "
-                                           "and whether it was an exact match, a nearest shape or the default (no GPU)");
+                                           "and whether it was an exact match, a nearest shape or the default; "
+                                           "without --shape, the table's entries (no GPU)");
   static std::string table, device, arch, default_family = "naive";
   static int align = 0;
   static ProblemArgs pa;
@@ -26,9 +64,23 @@ static Command add_lookup(CLI::App& app, Globals& g) {
   sub->add_option("--default-family", default_family,
                   "family whose default config runs what no entry serves when cuBLASLt's heuristic cannot answer")
       ->default_str("naive");
-  add_problem_options(sub, pa, true);
-  return {sub, [&g] {
+  add_problem_options(sub, pa);
+  return {sub, [&g, sub] {
+            if (!pa.given()) {
+              for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family"})
+                if (sub->count(flag) > 0)
+                  throw InputError(fmt::format("{} is about a problem: give --shape too (without it lookup lists "
+                                               "the table)", flag));
+              return list_table(LookupTable::load(table), device, g.json);
+            }
             Problem p = pa.resolve();
+            // An unknown name fails now, not only when the default is needed.
+            if (!g.plugins().find(default_family)) {
+              std::string known;
+              for (auto& n : g.plugins().names()) known += (known.empty() ? "" : ", ") + n;
+              throw InputError(fmt::format("--default-family: unknown family '{}' (loaded: {})", default_family,
+                                           known.empty() ? "none" : known));
+            }
             if (align != 0) {
               if (align < 1 || align > 16 || (align & (align - 1)))
                 throw InputError(fmt::format("--align: {} is not 1, 2, 4, 8 or 16", align));
@@ -81,6 +133,7 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               j["params"] = params;
               j["distance"] = r.distance;
               j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
+              j["unchecked"] = r.unchecked.empty() ? nlohmann::json() : nlohmann::json(r.unchecked);
               j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
               nlohmann::json passed = nlohmann::json::array();
               for (auto& [e, why] : r.passed_over) passed.push_back({{"entry", e}, {"reason", why}});
@@ -112,6 +165,11 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               add("gemmtune", e.gemmtune_version);
               if (!prov.empty()) fmt::print("          ({})\n", prov);
             }
+            if (!r.unchecked.empty())
+              fmt::print("  note: whether this config can run {} was not checked: {} (on a machine with a GPU the "
+                         "lookup checks it{})\n",
+                         p.key(), r.unchecked,
+                         r.family == "cublaslt" ? ", and may answer with cuBLASLt's pick for this shape instead" : "");
             for (auto& n : notes) fmt::print("  note: {}\n", n);
             if (!r.passed_over.empty()) {
               fmt::print("  passed over ({} entr{}, nearest first):\n", r.passed_over.size(),
