@@ -44,7 +44,9 @@ static Command add_compare(CLI::App& app, Globals& g) {
   static double min_gain = -1;
   add_problem_options(sub, pa);
   sub->add_option("--config", config, "a TOML job: compare every problem of it");
-  sub->add_option("--family", families, "hand-written families to include (default: every source family)");
+  sub->add_option("--family", families,
+                  "hand-written families to include (default: the job's for each problem, else every source family "
+                  "but naive; cuBLASLt's pick and best are always shown)");
   sub->add_option("--budget", budget, "evaluations per family when a family has no stored winner yet")->default_val(60);
   sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
   sub->add_option("--device", device, "GPU index")->default_val(0);
@@ -53,29 +55,57 @@ static Command add_compare(CLI::App& app, Globals& g) {
   sub->add_option("--replay", replay, "a recording instead of the GPU");
   return {sub, [&g] {
             using namespace search;
-            std::vector<Problem> problems;
+            // Everything given is checked before any GPU work: the problems, the families (the
+            // command line's, else each problem's in the job), a replay's coverage.
+            std::optional<Recording> rec;
+            if (!replay.empty()) rec = Recording::load(replay);
+            const std::vector<std::string> known = known_families(g, rec ? &*rec : nullptr);
+            for (auto& f : families) require_known_family(f, known, "--family", replay);
+            auto is_library = [&](const std::string& f) {
+              const Family* fam = rec ? nullptr : g.plugins().find(f);
+              return fam ? fam->is_library() : f == "cublaslt";
+            };
+            // The hand-written families shown by default: every source family but naive.
+            std::vector<std::string> every;
+            for (auto& f : known)
+              if (!is_library(f) && f != "naive") every.push_back(f);
+            struct Work {
+              Problem p;
+              std::vector<std::string> hand;
+            };
+            std::vector<Work> work;
+            auto hand_of = [&](const std::vector<std::string>& named) {
+              std::vector<std::string> h;
+              for (auto& f : named)
+                if (!is_library(f)) h.push_back(f);
+              return named.empty() ? every : h;
+            };
             if (!config.empty()) {
               if (pa.given()) throw InputError("--config and --shape: give one of them");
               Job job = load_job(config);
-              for (auto& jp : job.problems) problems.push_back(jp.problem);
+              for (auto& jp : job.problems) {
+                const auto& named = !families.empty()        ? families
+                                    : !jp.families.empty()   ? jp.families
+                                                             : job.settings.families;
+                if (families.empty())
+                  for (auto& f : named) require_known_family(f, known, job.at("families:" + f), replay);
+                work.push_back({jp.problem, hand_of(named)});
+              }
               if (min_gain < 0 && job.settings.min_gain) min_gain = *job.settings.min_gain;
             } else {
-              problems.push_back(pa.resolve());
+              work.push_back({pa.resolve(), hand_of(families)});
             }
+            if (rec)
+              for (auto& w : work) {
+                bool recorded = false;
+                for (auto& sp : rec->spaces()) recorded = recorded || sp.problem().key() == w.p.key();
+                if (!recorded)
+                  throw InputError(fmt::format("--replay: {} has no measurements of {}", replay, w.p.key()));
+              }
             SessionOptions so;
             so.devices = {device};
             so.replay = replay;
-            std::vector<std::string> hand = families;
-            if (replay.empty()) {
-              for (auto& f : hand) g.plugins().get(f);  // unknown family: InputError before any GPU work
-              if (hand.empty())
-                for (auto& f : g.plugins().families())
-                  if (!f.is_library() && f.name() != "naive") hand.push_back(f.name());
-            }
             Session session(g, so);
-            if (hand.empty())
-              for (auto& f : session.families())
-                if (f != "cublaslt") hand.push_back(f);
             Measurer& meas = session.measurer(0);
             const DeviceInfo& dev = meas.device();
             std::random_device rd;
@@ -95,7 +125,8 @@ static Command add_compare(CLI::App& app, Globals& g) {
               double speed;
             };
             std::vector<Best> bests;
-            for (const Problem& p : problems) {
+            for (const Work& w : work) {
+              const Problem& p = w.p;
               ResultKey key = ResultKey::of(dev.name, p);
               std::vector<Entry> entries;
               auto add_winner = [&](const std::string& family, const std::string& label) {
@@ -116,7 +147,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
                 }
                 entries.push_back({label, family, *c, s.name(*c), "", "", {}, 0});
               };
-              for (auto& f : hand) add_winner(f, f);
+              for (auto& f : w.hand) add_winner(f, f);
               const Family* lt = session.plugins() ? session.plugins()->find("cublaslt") : nullptr;
               if (lt) {
                 Space s = lt->space(p, dev.limits);
@@ -215,9 +246,10 @@ static Command add_compare(CLI::App& app, Globals& g) {
                   fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), e.name);
                   continue;
                 }
-                fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9.1e}  {}\n", e.label, e.m.time_us(), tf,
+                fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9}  {}\n", e.label, e.m.time_us(), tf,
                            std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-",
-                           std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-", e.m.err_rel_fro, e.name);
+                           std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-",
+                           std::isfinite(e.m.err_rel_fro) ? fmt::format("{:.1e}", e.m.err_rel_fro) : "-", e.name);
                 if (!e.description.empty()) fmt::print("  {:<16} {}\n", "", e.description);
               }
               double best_speed = kNaN;

@@ -54,12 +54,15 @@ static Command add_tune(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand(
       "tune",
       "tunes one problem (flags) or every problem of a job (--config) over the given families (default: all); "
-      "stores every measurement; prints the winners. Needs a GPU unless --replay.");
+      "stores every measurement; prints the winners. Needs a GPU unless --replay (--default-job without a GPU "
+      "runs as a replay of recorded H200 measurements, and says so).");
   static TuneArgs a;
   add_problem_options(sub, a.pa);
   sub->add_option("--family", a.families, "families to tune (repeatable; default: the job's, else all)");
   sub->add_option("--config", a.config, "a TOML job file (see configs/)");
-  sub->add_flag("--default-job", a.default_job, "run the job built into gemmtune (configs/default_job.toml)");
+  sub->add_flag("--default-job", a.default_job,
+                "run the job built into gemmtune (configs/default_job.toml); on a machine without a GPU, as a "
+                "replay of the measurements recorded on an H200 (configs/default_job.replay.json)");
   sub->add_option("--strategy", a.strategy,
                   "search strategy: auto (default: exhaustive for a small space the budget covers, else bayes), exhaustive, random, "
                   "anneal, genetic, bayes");
@@ -107,6 +110,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
               job = load_job(a.config);
               if (a.pa.given()) throw InputError("--config and --shape: the job file names the problems; give one of them");
             } else if (a.default_job) {
+              if (a.pa.given()) throw InputError("--default-job and --shape: the default job names the problems; give one of them");
               job = parse_job(default_job_text(), "<default job>");
             } else {
               job.name = "command line";
@@ -177,25 +181,13 @@ static Command add_tune(CLI::App& app, Globals& g) {
             // Families: command line, else the problem set's, else the job's, else every one.
             std::optional<Recording> rec_for_names;
             if (!so.replay.empty()) rec_for_names = Recording::load(so.replay);
-            std::vector<std::string> all;
-            if (rec_for_names) {
-              for (auto& s : rec_for_names->spaces())
-                if (std::find(all.begin(), all.end(), s.family()) == all.end()) all.push_back(s.family());
-            } else {
-              all = g.plugins().names();
-            }
+            const std::vector<std::string> all = known_families(g, rec_for_names ? &*rec_for_names : nullptr);
             auto families_for = [&](const JobProblem& jp) {
               return !a.families.empty() ? a.families : !jp.families.empty() ? jp.families : !js.families.empty() ? js.families : all;
             };
             for (auto& jp : job.problems)
               for (auto& f : families_for(jp))
-                if (std::find(all.begin(), all.end(), f) == all.end()) {
-                  std::string known;
-                  for (auto& x : all) known += (known.empty() ? "" : ", ") + x;
-                  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})",
-                                               a.families.empty() ? job.at("families:" + f) : "--family",
-                                               f, rec_for_names ? "recorded in " + so.replay : "loaded", known));
-                }
+                require_known_family(f, all, a.families.empty() ? job.at("families:" + f) : "--family", so.replay);
             // A family's own budget may name a family this run does not tune (a replay records
             // only some; --family picks some): it must exist, not be tuned.
             for (auto& [f, jb] : js.family_budgets) {

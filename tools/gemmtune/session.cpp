@@ -88,13 +88,24 @@ Session::~Session() {
   }
 }
 
-std::vector<std::string> Session::families() const {
-  if (!rec_) return g_.plugins().names();
+std::vector<std::string> known_families(const Globals& g, const search::Recording* rec) {
+  if (!rec) return g.plugins().names();
   std::vector<std::string> all;
-  for (auto& s : rec_->spaces())
+  for (auto& s : rec->spaces())
     if (std::find(all.begin(), all.end(), s.family()) == all.end()) all.push_back(s.family());
   return all;
 }
+
+void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
+                          const std::string& replay) {
+  if (std::find(known.begin(), known.end(), f) != known.end()) return;
+  std::string list;
+  for (auto& x : known) list += (list.empty() ? "" : ", ") + x;
+  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})", where, f,
+                               replay.empty() ? "loaded" : "recorded in " + replay, list.empty() ? "none" : list));
+}
+
+std::vector<std::string> Session::families() const { return known_families(g_, rec_ ? &*rec_ : nullptr); }
 
 search::SpaceSource Session::spaces() const {
   const search::Recording* rec = rec_ ? &*rec_ : nullptr;

@@ -57,6 +57,14 @@ class Session {
   std::optional<CompilePool> pool_;
 };
 
+// The family names a run can use: those recorded in `rec` when there is one, else the loaded
+// plugins'.
+std::vector<std::string> known_families(const Globals& g, const search::Recording* rec);
+// InputError "WHERE: unknown family 'F' (loaded: ...)" (or "recorded in REPLAY: ...") unless F is
+// one of `known`. Checked before any GPU work.
+void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
+                          const std::string& replay);
+
 // Device indices from "--devices all|0,1,..." (InputError when malformed).
 // "all" (every GPU, remembered per boot in cache_dir: device_cache.hpp) or "0,1,...".
 std::vector<int> parse_devices(const std::string& s, const std::filesystem::path& cache_dir);
