@@ -1,9 +1,9 @@
 // Bad input through the real command line (issue "Reliability", items 5 and 6): every case
 // exits with code 2 and a message that names the flag, or the file, line and field; the
 // results store is byte-for-byte what it was; and it all happens before any GPU work (on a
-// machine without a GPU a valid command would exit 3 instead). Also: broken plugins are
-// named and skipped, plugins load only from the configured directories, and nothing in a
-// job file is executed. CPU only.
+// machine without a GPU a valid command would exit 3 instead); the runtime example's --table
+// likewise. Also: broken plugins are named and skipped, plugins load only from the
+// configured directories, and nothing in a job file is executed. CPU only.
 //
 // The loaders' own tests (test_jobs.cpp, test_table.cpp, test_store.cpp, test_plugins.cpp)
 // cover the messages in more depth; here the point is the whole path a user takes.
@@ -134,6 +134,8 @@ TEST_CASE("bad job files: exit 2 naming the file, line and field; the store unto
   refused(f, "tune --config " + quote(f.tmp.path / "missing.toml"), {"--config", "missing.toml", "cannot read"});
   // The same problems through `compare` (which needs a GPU for valid input) are refused first.
   refused(f, "compare --config " + quote(f.tmp.path / "zero.toml"), {"zero.toml:2:", "M is 0"});
+  // compare tunes and shows the families a job names for each problem: an unknown one is refused there too.
+  refused(f, "compare --config " + quote(f.tmp.path / "family.toml"), {"family.toml:3:13:", "unknown family 'nope'"});
   CHECK(rows_in(f.db) == rows);
 }
 
@@ -164,7 +166,28 @@ TEST_CASE("bad flags: exit 2 naming the flag, before any GPU work; the store unt
       {"run --family naive --shape 64x64x64 --trace /nonexistent-dir/trace.csv", {"--trace", "cannot write"}},
       {"compare --shape 64x64x64 --layout xx", {"--layout", "unknown layout 'xx'"}},
       {"compile --family naive --shape 64x64x64 --dtype f8", {"--dtype", "unknown dtype 'f8'"}},
+      // roofs measures for seconds on a GPU: its numbers are checked first (these exited 3, no GPU).
+      {"roofs --candidates 0", {"--candidates", "got 0", "from 1 to 1000"}},
+      {"roofs --candidates -3", {"--candidates", "got -3"}},
+      {"roofs --candidates 1001", {"--candidates", "got 1001"}},
+      {"roofs --seconds -1", {"--seconds", "got -1", "above 0 and at most 600"}},
+      {"roofs --seconds 0", {"--seconds", "got 0"}},
+      {"roofs --seconds nan", {"--seconds", "got nan"}},
+      {"roofs --seconds inf", {"--seconds", "got inf"}},
+      {"roofs --seconds 601", {"--seconds", "got 601"}},
   };
+  // compare over a recording: its families and problems are checked against the recording (these
+  // printed nothing, or "nothing to compare", and exited 0).
+  const std::string over = "compare --replay " + quote(f.rec) + " ";
+  cases.push_back({over + "--shape 64x64x64 --family nope", {"--family", "unknown family 'nope'", "recorded in", "toy"}});
+  cases.push_back({over + "--shape 128x64x64", {"--replay", "has no measurements of 128x64x64"}});
+  cases.push_back({"tune --default-job --shape 64x64x64", {"--default-job and --shape"}});
+  // lookup: a default family that does not exist is refused even when no default is needed; a
+  // problem's flag without --shape (which lists the table) is refused.
+  fs::path table = f.file("t.json", R"({"gemmtune_table": 1, "entries": []})");
+  cases.push_back({"lookup --table " + quote(table) + " --shape 64x64x64 --default-family nope",
+                   {"--default-family", "unknown family 'nope'", "loaded: naive"}});
+  cases.push_back({"lookup --table " + quote(table) + " --dtype f16", {"--dtype", "give --shape too"}});
   for (auto& [args, phrases] : cases) refused(f, args, phrases);
 }
 
@@ -226,6 +249,22 @@ TEST_CASE("a bad table file: exit 2 naming the file, line and field", "[reliabil
   refused(f, "lookup --table " + quote(tiny) + " --shape 64x64x64", {tiny.string(), "(line 14)", "field 'time_us'", "too small"});
   // (A table naming a config its plugin no longer has: test_table.cpp, "a table naming a
   // config its family no longer has is reported, not crashed on".)
+
+  // The runtime example checks its table before it asks for a GPU (a missing file exited 3,
+  // "needs a GPU", on a machine without one).
+  const fs::path example = test::gemmtune_binary().parent_path() / "tools" / "example_runtime";
+  REQUIRE(fs::exists(example));
+  for (auto& [table, phrases] : std::vector<std::pair<fs::path, std::vector<std::string>>>{
+           {f.tmp.path / "missing.json", {"--table", (f.tmp.path / "missing.json").string(), "cannot be read"}},
+           {f.tmp.path, {"--table", f.tmp.path.string(), "is a directory"}},
+           {bad_syntax, {"--table", bad_syntax.string() + ":2:", "not valid JSON"}},
+           {t, {"--table", t.string(), "(line 5)", "field 'm'"}}}) {
+    auto r = test::run_command(quote(example) + " --table " + quote(table) + " --shape 64x64x64");
+    INFO("example_runtime --table " << table << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    for (auto& p : phrases) CHECK_THAT(r.out, Catch::Contains(p));
+    CHECK_THAT(r.out, !Catch::Contains("needs a GPU"));
+  }
 }
 
 TEST_CASE("broken plugins are named with the reason and skipped; a family only they would give is unknown",

@@ -1,6 +1,7 @@
 // The runtime library: choices (exact / nearest / default), one preparation per problem,
-// nothing allocated on the hot path, the C API's statuses and messages (CPU, dry run); and
-// on a GPU, GEMMs on the caller's buffers checked against float64.
+// nothing allocated on the hot path, the C API's statuses and messages (CPU, dry run);
+// bench_runtime's exit code against its overhead target (dry run); and on a GPU, GEMMs on
+// the caller's buffers checked against float64.
 #include "errors.hpp"
 #include "gemmtune_runtime.h"
 #include "gemmtune_runtime.hpp"
@@ -505,4 +506,36 @@ TEST_CASE("runtime on a GPU: a cuBLASLt config from the table, re-created throug
     CHECK(count.count() == 0);
   }
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+// ---------------------------------------------------------------------------------------
+// bench_runtime (dry run: the dispatch path alone, on any machine)
+
+TEST_CASE("bench_runtime: exit 1 when the per-call overhead target is missed, 0 when met", "[runtime][cli]") {
+  test::TempDir cache;
+  const fs::path bench = test::gemmtune_binary().parent_path() / "tools" / "bench_runtime";
+  REQUIRE(fs::exists(bench));
+  const std::string cmd = fmt::format("'{}' --dry-run --plugin-dir '{}' --cache-dir '{}' --shapes 64x64x64 --samples 5 "
+                                      "--max-seconds 0.05",
+                                      bench.string(), test::naive_only_dir().string(), cache.path.string());
+  // No dispatch takes under a picosecond: missed, and the exit code says so.
+  auto r = test::run_command(cmd + " --target-us 0.000001");
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("MISSED for 64x64x64") != std::string::npos);
+  r = test::run_command(cmd + " --target-us 0.000001 --json");
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("\"target_met\": false") != std::string::npos);
+  // Every dispatch takes under a second: met.
+  r = test::run_command(cmd + " --target-us 1000000");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("— met") != std::string::npos);
+  r = test::run_command(cmd + " --target-us 1000000 --json");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("\"target_met\": true") != std::string::npos);
+  r = test::run_command(cmd + " --target-us nan");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("--target-us: got nan") != std::string::npos);
 }

@@ -6,7 +6,8 @@
 //   example_runtime --table table.json --shape 1000x1000x1000 --dtype f32
 //
 // Exit codes as gemmtune's: 0 success, 1 a run-time failure (or a wrong result), 2 bad
-// input, 3 no GPU.
+// input, 3 no GPU. Input (the flags and the table file) is checked before the GPU is asked
+// for, so bad input is exit 2 on any machine.
 #include "gemmtune_runtime.h"
 
 #include "bench.hpp"
@@ -14,6 +15,7 @@
 #include "errors.hpp"
 #include "gpu_kernels.hpp"
 #include "plugin.hpp"
+#include "table.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -68,6 +70,13 @@ int main(int argc, char** argv) {
     gt::DType out = out_dtype.empty() ? gt::Problem::default_out(in) : gt::parse_dtype(out_dtype, "--out-dtype");
     if (out == gt::DType::tf32) throw gt::InputError("--out-dtype: tf32 is not a storage type; use f32");
     p = gt::Problem::make(d[0], d[1], d[2], in, out, gt::parse_layout(layout, "--layout"));
+    // The table as the runtime will load it: a missing, unreadable or malformed file is named
+    // here, before any GPU work (gemmtune_create loads it again).
+    try {
+      gt::LookupTable::load(table);
+    } catch (const gt::InputError& e) {
+      throw gt::InputError(fmt::format("--table: {}", e.what()));
+    }
   } catch (const gt::InputError& e) {
     fmt::print(stderr, "example_runtime: error: {}\n", e.what());
     return 2;

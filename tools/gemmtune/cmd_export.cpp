@@ -104,7 +104,23 @@ static Command add_export(CLI::App& app, Globals& g) {
             };
             std::vector<std::string> notes;
             LookupTable t = table_from_store(store, o, &notes);
-            if (t.entries.empty()) {
+            // Nothing left once replays are left out, but something with them: say that, not that
+            // the store holds nothing.
+            size_t replay_only = 0;
+            if (t.entries.empty() && !include_replay) {
+              ExportOptions with_replay = o;
+              with_replay.include_replay = true;
+              with_replay.params_of = nullptr;
+              replay_only = table_from_store(store, with_replay).entries.size();
+            }
+            if (replay_only > 0) {
+              notes.push_back(fmt::format(
+                  "the table is empty: every successful measurement in the store {}{} came from replaying a "
+                  "recording (not measured on a GPU), and replays are left out by default; --include-replay "
+                  "exports them ({} entr{})",
+                  db.string(), device.empty() ? std::string() : fmt::format(" for device '{}'", device), replay_only,
+                  replay_only == 1 ? "y" : "ies"));
+            } else if (t.entries.empty()) {
               std::string have;
               for (auto& k : store.keys()) {
                 if (have.find("'" + k.device_name + "'") == std::string::npos)

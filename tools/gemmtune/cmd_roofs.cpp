@@ -8,9 +8,14 @@
 #include "roofs.hpp"
 #include "store.hpp"
 
+#include <cmath>
 #include <random>
 
 namespace gt::cli {
+
+// The accepted ranges of --candidates and --seconds, checked before any GPU work.
+constexpr int kMaxCandidates = 1000;
+constexpr double kMaxSeconds = 600;
 
 static Command add_roofs(CLI::App& app, Globals& g);
 static Registrar reg_roofs(70, add_roofs);
@@ -24,9 +29,20 @@ static Command add_roofs(CLI::App& app, Globals& g) {
   static double seconds = 1.0;
   sub->add_option("--device", device, "GPU index")->default_val(0);
   sub->add_option("--tensor-shape", shape, "MxNxK at which the tensor roofs are measured")->default_val("8192x8192x8192");
-  sub->add_option("--candidates", candidates, "cuBLASLt heuristic algorithms tried per dtype")->default_val(8);
-  sub->add_option("--seconds", seconds, "sustained seconds per memory / fp32 roof")->default_val(1.0);
+  sub->add_option("--candidates", candidates,
+                  fmt::format("cuBLASLt heuristic algorithms tried per dtype (1 to {})", kMaxCandidates))
+      ->default_val(8);
+  sub->add_option("--seconds", seconds,
+                  fmt::format("sustained seconds per memory / fp32 roof (above 0, at most {:g})", kMaxSeconds))
+      ->default_val(1.0);
   return {sub, [&g] {
+            // Bad input is refused before any GPU work (CLI11's range checks let NaN through).
+            if (candidates < 1 || candidates > kMaxCandidates)
+              throw InputError(fmt::format("--candidates: got {}; it must be a whole number from 1 to {}",
+                                           candidates, kMaxCandidates));
+            if (!(std::isfinite(seconds) && seconds > 0 && seconds <= kMaxSeconds))
+              throw InputError(fmt::format("--seconds: got {}; it must be a number of seconds above 0 and at most {:g}",
+                                           seconds, kMaxSeconds));
             auto dims = parse_shape(shape, "--tensor-shape");
             DeviceInfo dev = require_device(device);
             Store store = Store::open(g.db_path());
