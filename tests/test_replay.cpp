@@ -346,6 +346,41 @@ TEST_CASE("a family's own budget in a job applies to it alone, and a flag replac
   CHECK_THAT(res.out, Catch::Contains("job.toml:4:") && Catch::Contains("[tune.budget.wmmma]: unknown family 'wmmma'"));
 }
 
+// compare over a recording shows, per problem, the hand-written families the job names for it
+// (else every recorded one but cuBLASLt), cuBLASLt's best found beside them, and leaves out
+// (with a note) a problem the recording lacks.
+TEST_CASE("compare shows the families a job names for each problem", "[replay][cli][jobs]") {
+  test::TempDir tmp;
+  const auto rec = test::source_dir() / "configs" / "default_job.replay.json";
+  REQUIRE(std::filesystem::exists(rec));
+  auto path = tmp.path / "job.toml";
+  std::ofstream(path) << "[[problems]]\nshapes = [\"4096x4096x4096\"]\nfamilies = [\"shared_tile\", \"cublaslt\"]\n"
+                      << "[[problems]]\nshapes = [\"4096x4096x4096\"]\ndtypes = [\"f16\"]\n"
+                      << "[[problems]]\nshapes = [\"4096x4096x4096\"]\ndtypes = [\"bf16\"]\nfamilies = [\"cublaslt\"]\n"
+                      << "[[problems]]\nshapes = [\"1000x1000x1000\"]\n";
+  auto res = test::run_command(fmt::format("{} --quiet --json --db {} compare --replay {} --config {} --budget 20",
+                                           test::gemmtune_binary().string(), (tmp.path / "t.db").string(), rec.string(),
+                                           path.string()));
+  INFO(res.out);
+  REQUIRE(res.exit_code == 0);
+  CHECK_THAT(res.out, Catch::Contains("has no measurements of 1000x1000x1000 f32>f32 nn a16: left out"));
+  CHECK_THAT(res.out, Catch::Contains("4096x4096x4096 bf16>bf16 nn a16: the families named for it are all libraries"));
+  auto j = nlohmann::json::parse(res.out.substr(res.out.find('[')));
+  REQUIRE(j.size() == 3);
+  auto labels = [&](size_t i) {
+    std::vector<std::string> l;
+    for (auto& r : j[i]["rows"]) l.push_back(r["label"]);
+    return l;
+  };
+  CHECK(j[0]["problem"] == "4096x4096x4096 f32>f32 nn a16");
+  CHECK(labels(0) == std::vector<std::string>{"shared_tile", "cublaslt (best)"});
+  // No families named: every recorded hand-written family that has a winner here (the f32
+  // families have none at f16 and are left out).
+  CHECK(labels(1) == std::vector<std::string>{"wmma", "cublaslt (best)"});
+  CHECK(labels(2) == std::vector<std::string>{"cublaslt (best)"});
+  for (size_t i = 0; i < 3; ++i) CHECK(j[i]["replay"] == true);
+}
+
 // Families of one knob with 64 values, each recorded with distinct times: a toy to tune in replay.
 struct ToyReplay {
   const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);

@@ -539,3 +539,31 @@ TEST_CASE("bench_runtime: exit 1 when the per-call overhead target is missed, 0 
   CHECK(r.exit_code == 2);
   CHECK(r.out.find("--target-us: got nan") != std::string::npos);
 }
+
+TEST_CASE("runtime (dry run, no GPU): an entry it cannot check is passed over, not run unchecked", "[runtime]") {
+  if (device_count() > 0) {
+    WARN("SKIPPED: a GPU is present, so cuBLASLt's entries can be checked (the [gpu] runtime tests cover that)");
+    return;
+  }
+  // A near cuBLASLt entry (its spaces need a GPU) and a farther naive one: `gemmtune lookup`
+  // would answer the first, marked unchecked; the runtime, which runs what it answers, takes
+  // the second.
+  Problem tuned = Problem::make(64, 48, 4096, DType::f32, DType::f32, Layout::nn);
+  TableEntry lt;
+  lt.key = ResultKey::of(kDevice, tuned);
+  lt.family = "cublaslt";
+  lt.config = "cublaslt_algo66_tile128x8_stages64xauto_split_k1_reductionnone_swizzle0_custom1_cluster4x1x1_innerundef_"
+              "workspace0";
+  lt.time_us = 10;
+  lt.tflops = tuned.flops() / 10e-6 / 1e12;
+  TableFile tf({lt, naive_entry(kDevice, 4096, 48, 1024, DType::f32, "bx=32,by=8")});
+  test::TempDir cache;
+  gemmtune::Options o = dry_options(cache.path);
+  o.plugin_dirs = {test::plugin_dir().string()};
+  gemmtune::Runtime rt(tf.path.string(), o);
+  Problem asked = Problem::make(64, 48, 1024, DType::f32, DType::f32, Layout::nn);
+  const gemmtune::Choice& c = rt.prepare(args_for(asked, fake(1), fake(2), fake(3)));
+  CHECK(c.match == GEMMTUNE_MATCH_NEAREST);
+  CHECK(c.family == "naive");
+  CHECK(c.how == "nearest (from 4096x48x1024)");
+}

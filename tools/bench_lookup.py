@@ -16,6 +16,8 @@ tuned/answer 1.00: the answer is as good as tuning the shape; pick/answer > 1: t
 helps against having none.
 
 Usage: tools/bench_lookup.py --table T.json [--gemmtune build/gemmtune] [--limit 8] [--settle 1]
+Exit status: 0, or 1 when a held-out shape failed (lookup or timing), 2 for a table of fewer than
+two entries.
 """
 import argparse
 import json
@@ -78,6 +80,7 @@ def main():
     print(f"{'held-out problem':<24} {'tuned':<9} {'answer':<44} {'tuned us':>9} {'answer us':>9} "
           f"{'pick us':>9} {'entry us':>9} {'tuned/ans':>9} {'pick/ans':>9}")
     rows = []
+    failed = 0
     for e in held:
         rest = dict(table, entries=[x for x in entries if x is not e])
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tf:
@@ -101,6 +104,7 @@ def main():
                     t_entry = float("nan")  # cannot run this shape: the old rule passed over it
         except RuntimeError as err:
             print(f"{name:<24} failed: {err}")
+            failed += 1
             continue
         finally:
             os.unlink(path)
@@ -127,6 +131,9 @@ def main():
             if ran:
                 print(f"  where it runs ({len(ran)}): tuned/entry's own config {geomean([t / en for t, _, en in ran]):.3f}, "
                       f"tuned/answer {geomean([t / x for t, x, _ in ran]):.3f}")
+    if failed or not rows:
+        print(f"\n{failed} of {len(held)} held-out shapes failed", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,5 +1,6 @@
 #include "table.hpp"
 
+#include "device.hpp"
 #include "errors.hpp"
 #include "provenance.hpp"
 
@@ -1071,9 +1072,12 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
     try {
       own = fam->space(problem_of(e), limits);
     } catch (const RuntimeFailure& ex) {
-      // Verified at exactly this key when it was tuned; elsewhere this machine cannot tell.
+      // Verified at exactly this key when it was tuned. Elsewhere: without a GPU this machine
+      // cannot tell (cuBLASLt describes its spaces by asking the GPU's library); with one, the
+      // family refuses the entry's own problem here (another --arch, say), so it cannot run.
       if (exact) return Verdict{};
-      return Verdict::unchecked(ex.what());
+      if (device_count() == 0) return Verdict::unchecked(ex.what());
+      return Verdict::cannot(fmt::format("its family cannot describe the entry's own problem here: {}", ex.what()));
     }
     std::string err;
     if (!own.parse(e.config, &err)) {
@@ -1091,7 +1095,8 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
     try {
       target = fam->space(p, limits);
     } catch (const RuntimeFailure& ex) {
-      return Verdict::unchecked(ex.what());
+      // The entry's own space was described here, so this is the family refusing this problem.
+      return Verdict::cannot(ex.what());
     }
     auto cfg = target.parse(e.config, &err);
     if (!cfg) return Verdict::cannot(fmt::format("not in {}'s space for {}: {}", e.family, p.key(), err));

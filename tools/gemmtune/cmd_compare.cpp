@@ -46,7 +46,7 @@ static Command add_compare(CLI::App& app, Globals& g) {
   sub->add_option("--config", config, "a TOML job: compare every problem of it");
   sub->add_option("--family", families,
                   "hand-written families to include (default: the job's for each problem, else every source family "
-                  "but naive; cuBLASLt's pick and best are always shown)");
+                  "but naive); cuBLASLt's pick (not in a replay) and its best found are shown beside them");
   sub->add_option("--budget", budget, "evaluations per family when a family has no stored winner yet")->default_val(60);
   sub->add_flag("--no-tune", no_tune, "do not tune families without a stored winner (they are left out)");
   sub->add_option("--device", device, "GPU index")->default_val(0);
@@ -95,13 +95,30 @@ static Command add_compare(CLI::App& app, Globals& g) {
             } else {
               work.push_back({pa.resolve(), hand_of(families)});
             }
-            if (rec)
+            if (rec) {
+              // A problem the recording lacks is skipped with a note, as tune skips it; none recorded
+              // at all is bad input.
+              std::vector<Work> recorded;
+              std::string missing;
               for (auto& w : work) {
-                bool recorded = false;
-                for (auto& sp : rec->spaces()) recorded = recorded || sp.problem().key() == w.p.key();
-                if (!recorded)
-                  throw InputError(fmt::format("--replay: {} has no measurements of {}", replay, w.p.key()));
+                bool has = false;
+                for (auto& sp : rec->spaces()) has = has || sp.problem().key() == w.p.key();
+                if (has)
+                  recorded.push_back(w);
+                else
+                  missing += (missing.empty() ? "" : ", ") + w.p.key();
               }
+              if (recorded.empty())
+                throw InputError(fmt::format("--replay: {} has no measurements of {}", replay, missing));
+              if (!missing.empty())
+                fmt::print(stderr, "note: {} has no measurements of {}: left out\n", replay, missing);
+              work = std::move(recorded);
+            }
+            for (auto& w : work)
+              if (w.hand.empty())
+                fmt::print(stderr, "note: {}: the families named for it are all libraries, so no hand-written family "
+                                   "is shown\n",
+                           w.p.key());
             SessionOptions so;
             so.devices = {device};
             so.replay = replay;

@@ -10,7 +10,7 @@ static Command add_lookup(CLI::App& app, Globals& g);
 static Registrar reg_lookup(76, add_lookup);
 
 // Without a problem: what the table holds (one device's entries when given), one line per entry
-// (JSON: the entries as exported).
+// (JSON: the header and entries, each entry as exported; not itself a table file).
 static int list_table(LookupTable t, const std::string& device, bool json) {
   if (!device.empty()) {
     std::vector<TableEntry> mine;
@@ -54,7 +54,8 @@ static Command add_lookup(CLI::App& app, Globals& g) {
   static ProblemArgs pa;
   sub->add_option("--table", table, "the table (TOML or JSON, as `gemmtune export` writes it)")->required();
   sub->add_option("--device", device,
-                  "use this device's entries (default: the first GPU's name when there is one, else every entry)");
+                  "use this device's entries (default: the first GPU's name when there is one, else every entry; "
+                  "without --shape, every entry)");
   sub->add_option("--align", align,
                   "alignment of the operands in bytes (1, 2, 4, 8, 16): the largest power of two dividing every "
                   "base pointer and leading dimension times the element size (default: from the tight leading "
@@ -66,7 +67,7 @@ static Command add_lookup(CLI::App& app, Globals& g) {
       ->default_str("naive");
   add_problem_options(sub, pa);
   return {sub, [&g, sub] {
-            if (!pa.given()) {
+            if (!pa.given() && sub->count("--shape") == 0) {
               for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family"})
                 if (sub->count(flag) > 0)
                   throw InputError(fmt::format("{} is about a problem: give --shape too (without it lookup lists "
@@ -74,8 +75,9 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               return list_table(LookupTable::load(table), device, g.json);
             }
             Problem p = pa.resolve();
-            // An unknown name fails now, not only when the default is needed.
-            if (!g.plugins().find(default_family)) {
+            // A name given on the command line that is unknown fails now, not only when the default
+            // is needed; the built-in one (naive) only when it is needed and not loaded.
+            if (sub->count("--default-family") > 0 && !g.plugins().find(default_family)) {
               std::string known;
               for (auto& n : g.plugins().names()) known += (known.empty() ? "" : ", ") + n;
               throw InputError(fmt::format("--default-family: unknown family '{}' (loaded: {})", default_family,
