@@ -221,8 +221,9 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
 // entry written by another version of the family, and when the family cannot describe its
 // spaces on this machine (cuBLASLt without a GPU).
 // Why: a cuBLASLt pick carried to another shape is the heuristic's answer for the wrong
-// shape; measured on the H200 it ran up to 12 % slower than the pick at the asked shape
-// (docs/results-h200.md, nearest-shape lookup).
+// shape; measured on the H200 it ran up to 22 % slower than the pick at the asked shape. Not
+// always: at 64x4096x11008, answered from 64x4096x4096, the asked shape's pick (split-K 3)
+// ran 17 % slower than the entry's config (docs/results-h200.md, nearest-shape lookup).
 // `reg` must outlive the returned function.
 TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits);
 

@@ -2,6 +2,7 @@
 // was an exact match, a nearest tuned shape or the default; without a problem, what the table
 // holds. Needs no GPU.
 #include "cli.hpp"
+#include "session.hpp"
 #include "table.hpp"
 
 namespace gt::cli {
@@ -77,12 +78,8 @@ static Command add_lookup(CLI::App& app, Globals& g) {
             Problem p = pa.resolve();
             // A name given on the command line that is unknown fails now, not only when the default
             // is needed; the built-in one (naive) only when it is needed and not loaded.
-            if (sub->count("--default-family") > 0 && !g.plugins().find(default_family)) {
-              std::string known;
-              for (auto& n : g.plugins().names()) known += (known.empty() ? "" : ", ") + n;
-              throw InputError(fmt::format("--default-family: unknown family '{}' (loaded: {})", default_family,
-                                           known.empty() ? "none" : known));
-            }
+            if (sub->count("--default-family") > 0)
+              require_known_family(default_family, g.plugins().names(), "--default-family", "");
             if (align != 0) {
               if (align < 1 || align > 16 || (align & (align - 1)))
                 throw InputError(fmt::format("--align: {} is not 1, 2, 4, 8 or 16", align));

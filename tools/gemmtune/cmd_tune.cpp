@@ -198,12 +198,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                 } catch (const std::exception&) {
                 }
               }
-              if (!known) {
-                std::string names;
-                for (auto& x : all) names += (names.empty() ? "" : ", ") + x;
-                throw InputError(fmt::format("{}: [tune.budget.{}]: unknown family '{}' ({}: {})", job.at("budget:" + f), f, f,
-                                             rec_for_names ? "recorded in " + so.replay : "loaded", names));
-              }
+              if (!known) require_known_family(f, all, fmt::format("{}: [tune.budget.{}]", job.at("budget:" + f), f), so.replay);
             }
             // Fixed config lists are checked against the families' spaces now (with sm_90's
             // limits when there is no GPU yet); "@pick" (a library's own choice) is resolved later.
