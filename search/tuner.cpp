@@ -131,7 +131,18 @@ int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const M
       if (std::string d = fam->describe(p, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
   r.prov = prov;
   r.prov.mode = m.quick ? "quick" : "full";
+  r.prov.build_hash = build_hash_of(p, s.family(), c);
   return store_->insert(r);
+}
+
+uint64_t Tuner::build_hash_of(const Problem& p, const std::string& family, const Config& c) const {
+  const Family* fam = plugin(family);
+  if (!fam) return 0;  // a stand-in objective (tests) builds nothing
+  try {
+    return fam->build_hash(p, c, measurer_.device().limits).value_or(0);
+  } catch (const std::exception&) {
+    return 0;  // a plugin error: the row records no build, and is never reused by build
+  }
 }
 
 namespace {
@@ -301,22 +312,29 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       std::shuffle(batch.begin(), batch.end(), rng);
       for (auto& c : batch) {
         if (store_ && o_.reuse) {
-          auto hit = store_->find_reusable(p, dev.name, family, hex64(space.hash(c)), fingerprint, !o_.quick_explore,
-                                             measurer_.is_replay());
+          // The same config built the same way: its build hash (source, defines, launch,
+          // requests) pins what a change of host code would change.
+          const std::string config_hash = hex64(space.hash(c));
+          const uint64_t build = build_hash_of(p, family, c);
+          auto hit = store_->find_reusable(p, dev.name, family, config_hash, fingerprint, !o_.quick_explore,
+                                           measurer_.is_replay(), build);
           if (hit) {
             ++out.reused;
             observe(c, hit->m, hit->id);
             continue;
           }
+          if (build && store_->find_reusable(p, dev.name, family, config_hash, fingerprint, false,
+                                             measurer_.is_replay()))
+            ++out.stale_builds;  // measured before with another build of this config: measured again
         }
         Pending pe{c, std::nullopt};
         if (source && pool_) {
-          std::string why;
+          Refused why;
           auto req = compile_request(*fam, p, c, dev.limits, dev.arch(), nullptr, &why);
           if (!req) {
             Measurement m;
-            m.status = refusal_status(why);
-            m.message = why;
+            m.status = refusal_status(why.code);
+            m.message = why.why;
             observe(c, m, record(p, space, c, m, prov_full));
             continue;
           }

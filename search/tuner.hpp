@@ -64,6 +64,7 @@ struct FamilyOutcome {
   std::string strategy;
   uint64_t valid_space = 0;  // 0: unknown (too large to count)
   uint64_t evaluated = 0, reused = 0, stale = 0;
+  uint64_t stale_builds = 0;  // configs stored with another build (a host-code change): measured again
   std::map<Status, uint64_t> by_status;
   std::string stop_reason;
   double seconds = 0, compile_s = 0, measure_s = 0;
@@ -134,6 +135,8 @@ class Tuner {
   // Re-times candidates on the reference GPU (or this tuner's own).
   Retimed retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
   int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
+  // The config's build hash (Family::build_hash) on this tune's device; 0 without a plugin.
+  uint64_t build_hash_of(const Problem& p, const std::string& family, const Config& c) const;
   int64_t record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m, Provenance prov,
                          const std::string& what);
   const Family* plugin(const std::string& family) const;

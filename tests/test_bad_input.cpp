@@ -278,7 +278,8 @@ TEST_CASE("broken plugins are named with the reason and skipped; a family only t
   CHECK(r.exit_code == 0);  // the good plugins still work
   CHECK_THAT(r.out, Catch::Contains("naive"));
   for (auto [file, reason] : {std::pair{"libnot_a_plugin.so", "not a gemmtune plugin"},
-                              {"libwrong_abi.so", "built for plugin ABI v99"},
+                              {"libwrong_abi.so", "family 'wrong_abi' is built for plugin ABI v99"},
+                              {"libabi_v1.so", "family 'old_family' is built for plugin ABI v1; this gemmtune speaks v2"},
                               {"libthrowing_entry.so", "its entry point threw"},
                               {"libgarbage.so", "cannot be loaded"}})
     CHECK_THAT(r.out, Catch::Contains((broken / file).string() + ": " + reason));

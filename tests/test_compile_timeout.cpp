@@ -12,44 +12,6 @@
 using namespace gt;
 using namespace gt::search;
 
-namespace {
-
-// Measures whatever it is given in 100 us (and counts it): the stand-in for a GPU.
-class StandInGpu : public Measurer {
- public:
-  StandInGpu() {
-    dev_.name = "Test GPU";
-    dev_.uuid = "GPU-test";
-    dev_.limits = arch_limits("sm_90");
-    dev_.driver_version = dev_.runtime_version = "13.0";
-  }
-  std::string describe() const override { return "stand-in GPU"; }
-  const DeviceInfo& device() const override { return dev_; }
-  void set_problem(const Problem&, Distribution, uint64_t) override {}
-  Measurement measure(const Candidate&, bool quick) override {
-    ++measured;
-    Measurement m;
-    m.status = Status::ok;
-    m.quick = quick;
-    m.time.count = 5;
-    m.time.median = m.time.mean = m.time.min = m.time.max = m.time.p10 = m.time.p90 = 100.0;
-    m.time.ci_low = m.time.ci_high = 100.0;
-    m.err_rel_fro = m.err_max_norm = 0.0;
-    return m;
-  }
-  double settle(const Candidate&, double) override { return 0; }
-  Retimed retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override {
-    std::vector<Stats> out(cs.size());
-    for (auto& s : out) s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = 100.0;
-    return out;
-  }
-  int measured = 0;
-
- private:
-  DeviceInfo dev_;
-};
-
-}  // namespace
 
 TEST_CASE("a compile past --compile-timeout is stored as timeout and never wins", "[tune][reliability]") {
   test::TempDir tmp;
@@ -59,7 +21,7 @@ TEST_CASE("a compile past --compile-timeout is stored as timeout and never wins"
   Compiler compiler(&cache);
   CompilePool pool(compiler, 1);
   Store store = Store::open(tmp.path / "r.db");
-  StandInGpu gpu;
+  test::StandInGpu gpu;
   const Problem p = Problem::make(256, 256, 256, DType::f32, DType::f32, Layout::nn);
   SpaceSource spaces = [&](const std::string& fam, const Problem& q) {
     return plugins.get(fam).space(q, gpu.device().limits);

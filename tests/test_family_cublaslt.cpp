@@ -205,9 +205,9 @@ TEST_CASE("the plugin maps every layout, dtype and leading dimension onto cuBLAS
             INFO(s.name(c));
             auto why = f.can_implement(p, c, d);
             CHECK_FALSE(why);
-            std::string refused;
+            Refused refused;
             auto op = f.create_op(p, c, &refused);
-            INFO(refused);
+            INFO(refused.why);
             REQUIRE(op);
             std::vector<uint8_t> cbuf(p.bytes_c(), 0xff);  // NaN in every type: each element must be written
             std::vector<uint8_t> ws(size_t(op->workspace_bytes()) + 16);
@@ -264,9 +264,9 @@ TEST_CASE("the plugin's space, picks and refusals (stand-in)", "[plugins][cublas
     INFO(assignments << ": " << err);
     REQUIRE(c);
     auto why = f.can_implement(aligned, *c, d);
-    std::string op_why;
+    Refused op_why;
     auto op = f.create_op(aligned, *c, &op_why);
-    CHECK((why ? *why : std::string()) == op_why);
+    CHECK((why ? *why : std::string()) == op_why.why);
     CHECK(bool(why) == !op);
     return why.value_or("accepted");
   };
@@ -559,9 +559,9 @@ TEST_CASE("configs cuBLASLt rejects are refused with its reason", "[gpu][cublasl
   REQUIRE(rejected);
   INFO(s.name(*rejected) << ": " << reason);
   CHECK_THAT(reason, Catch::Contains("CUBLAS_STATUS_"));
-  std::string why_op;
+  Refused why_op;
   CHECK(f.create_op(p, *rejected, &why_op) == nullptr);
-  CHECK_THAT(why_op, Catch::Contains("cublasLtMatmulAlgoCheck"));
+  CHECK_THAT(why_op.why, Catch::Contains("cublasLtMatmulAlgoCheck"));
   Measurement m = test::gpu_check(f, p, *rejected);
   CHECK(m.status == Status::cannot_implement);
   CHECK_THAT(m.message, Catch::Contains("CUBLAS_STATUS_"));
@@ -753,9 +753,9 @@ TEST_CASE("an op re-created from stored attributes is the heuristic's own algori
       INFO("attribute " << s.params()[size_t(i)].name);
       CHECK((*stored)[size_t(i)] == direct[size_t(i)]);
     }
-    std::string why;
+    Refused why;
     auto libop = f.create_op(p, *stored, &why);
-    INFO(why);
+    INFO(why.why);
     REQUIRE(libop);
     // AlgoCheck's need for the re-created algorithm; the heuristic may quote more, never less.
     CHECK(libop->workspace_bytes() <= best.workspaceSize);

@@ -28,7 +28,7 @@ TEST_CASE("skinny: the space, the launch plan and the refusals", "[skinny]") {
   CHECK(s.valid(s.default_config()));
   for (auto& prm : s.params()) CHECK_FALSE(prm.help.empty());
   // The default: 1 row, 8 threads along N x 64 along K, 16-byte loads (8 bf16 each).
-  std::string why;
+  Refused why;
   auto spec = fam.build(decode, s.default_config(), h, &why);
   REQUIRE(spec);
   CHECK(spec->block[0] == 512);
@@ -50,9 +50,9 @@ TEST_CASE("skinny: the space, the launch plan and the refusals", "[skinny]") {
   CHECK(test::says(fam.can_implement(decode, test::parse_config(s, "mr=2"), h), "empty"));
   CHECK(fam.space(Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn), h).count_valid() == 0);
   // Types: tf32 is refused (cannot_implement), f32 loads 4 elements per 16 bytes.
-  auto tf = fam.can_implement(Problem::make(1, 4096, 4096, DType::tf32, DType::f32, Layout::nn), s.default_config(), h);
+  auto tf = fam.refusal(Problem::make(1, 4096, 4096, DType::tf32, DType::f32, Layout::nn), s.default_config(), h);
   REQUIRE(tf);
-  CHECK(refusal_status(*tf) == Status::cannot_implement);
+  CHECK(refusal_status(tf->code) == Status::cannot_implement);
   Problem f32 = Problem::make(3, 1000, 77, DType::f32, DType::f32, Layout::nn);
   CHECK(test::says(fam.can_implement(f32, test::parse_config(s, "mr=4,vec=2"), h), "under one element"));
   // Alignment: a 2-byte aligned f16 problem takes 2-byte loads only.
@@ -60,24 +60,14 @@ TEST_CASE("skinny: the space, the launch plan and the refusals", "[skinny]") {
   CHECK(test::says(fam.can_implement(odd, s.default_config(), h), "aligned to only 2"));
   CHECK_FALSE(fam.can_implement(odd, test::parse_config(s, "vec=2"), h));
   // Device limits are "resources": 64 x 32 threads, and shared memory past 48 KiB.
-  auto big = fam.can_implement(decode, test::parse_config(s, "tx=32,ky=64"), h);
+  auto big = fam.refusal(decode, test::parse_config(s, "tx=32,ky=64"), h);
   REQUIRE(big);
-  CHECK(refusal_status(*big) == Status::resources);
+  CHECK(refusal_status(big->code) == Status::resources);
   Problem m16 = Problem::make(16, 4096, 4096, DType::f16, DType::f16, Layout::nn);
-  auto smem = fam.can_implement(m16, test::parse_config(s, "mr=16,tx=32,ky=16,vec=16"), h);
+  auto smem = fam.refusal(m16, test::parse_config(s, "mr=16,tx=32,ky=16,vec=16"), h);
   CHECK(test::says(smem, "shared memory"));
   REQUIRE(smem);
-  CHECK(refusal_status(*smem) == Status::resources);
-}
-
-TEST_CASE("skinny candidates compile for sm_90 and sm_80", "[compile][skinny]") {
-  const Family& fam = family();
-  test::CompileSample sample(fam);
-  sample.add_every_kth(Problem::make(1, 12288, 4096, DType::bf16, DType::bf16, Layout::nn), "sm_90", 24, 0);
-  sample.add_every_kth(Problem::make(16, 4096, 11008, DType::f16, DType::f32, Layout::tn), "sm_90", 40, 3);
-  sample.add_every_kth(Problem::make(7, 4097, 33, DType::f32, DType::f32, Layout::nn), "sm_90", 40, 5);
-  sample.add_every_kth(Problem::make(64, 4096, 4096, DType::bf16, DType::bf16, Layout::tn), "sm_80", 40, 1);
-  sample.require_all_compiled();
+  CHECK(refusal_status(smem->code) == Status::resources);
 }
 
 TEST_CASE("skinny is correct at every dtype, A layout, M up to 64 and ragged N", "[gpu][skinny]") {

@@ -29,7 +29,7 @@ TEST_CASE("skinny_mma: the space, the launch plan and the refusals", "[skinny_mm
   CHECK(s.valid(s.default_config()));
   for (auto& prm : s.params()) CHECK_FALSE(prm.help.empty());
   // The default: one m16 tile, 32 columns, 16 warps along K; partial tiles 16 x 16 x 32 floats.
-  std::string why;
+  Refused why;
   auto spec = fam.build(decode, s.default_config(), h, &why);
   REQUIRE(spec);
   CHECK(spec->block[0] == 16 * 32);
@@ -61,9 +61,9 @@ TEST_CASE("skinny_mma: the space, the launch plan and the refusals", "[skinny_mm
   CHECK(fam.space(Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn), h).count_valid() == 0);
   // Types: only 16-bit inputs (tensor cores, m16n8k16); f32 output is fine.
   for (DType in : {DType::f32, DType::tf32}) {
-    auto r = fam.can_implement(Problem::make(1, 4096, 4096, in, DType::f32, Layout::nn), s.default_config(), h);
+    auto r = fam.refusal(Problem::make(1, 4096, 4096, in, DType::f32, Layout::nn), s.default_config(), h);
     REQUIRE(r);
-    CHECK(refusal_status(*r) == Status::cannot_implement);
+    CHECK(refusal_status(r->code) == Status::cannot_implement);
   }
   CHECK_FALSE(fam.can_implement(Problem::make(16, 4096, 4096, DType::f16, DType::f32, Layout::nn), s.default_config(), h));
   // Alignment: 16-byte loads of B only.
@@ -73,23 +73,14 @@ TEST_CASE("skinny_mma: the space, the launch plan and the refusals", "[skinny_mm
   CHECK(test::says(fam.can_implement(decode, s.default_config(), arch_limits("sm_75")), "sm_80 or newer"));
   // Device limits are "resources": 4 m16 tiles x 64 columns with 8 steps in flight need too many
   // registers, and 16 warps of 64 x 64 partial tiles too much shared memory.
-  auto regs = fam.can_implement(m64, test::parse_config(s, "mt=4,nw=2,wk=8,unroll=8"), h);
+  auto regs = fam.refusal(m64, test::parse_config(s, "mt=4,nw=2,wk=8,unroll=8"), h);
   CHECK(test::says(regs, "registers"));
   REQUIRE(regs);
-  CHECK(refusal_status(*regs) == Status::resources);
-  auto smem = fam.can_implement(m64, test::parse_config(s, "mt=4,nw=2,wk=16,unroll=1"), h);
+  CHECK(refusal_status(regs->code) == Status::resources);
+  auto smem = fam.refusal(m64, test::parse_config(s, "mt=4,nw=2,wk=16,unroll=1"), h);
   CHECK(test::says(smem, "shared memory"));
   REQUIRE(smem);
-  CHECK(refusal_status(*smem) == Status::resources);
-}
-
-TEST_CASE("skinny_mma candidates compile for sm_90 and sm_80", "[compile][skinny_mma]") {
-  const Family& fam = family();
-  test::CompileSample sample(fam);
-  sample.add_every_kth(Problem::make(16, 12288, 4096, DType::bf16, DType::bf16, Layout::nn), "sm_90", 6, 0);
-  sample.add_every_kth(Problem::make(64, 4096, 11008, DType::f16, DType::f32, Layout::tn), "sm_90", 8, 3);
-  sample.add_every_kth(Problem::make(40, 4104, 4104, DType::bf16, DType::bf16, Layout::nn), "sm_80", 8, 1);
-  sample.require_all_compiled();
+  CHECK(refusal_status(smem->code) == Status::resources);
 }
 
 TEST_CASE("skinny_mma is correct at both dtypes, every output, A layouts, M up to 64, ragged N and K",

@@ -32,6 +32,10 @@ TEST_CASE("broken plugins are reported by name and skipped while the others load
     return "not skipped";
   };
   CHECK_THAT(reason("libwrong_abi.so"), Catch::Contains("built for plugin ABI v99"));
+  // A v1 plugin is refused by its family's name, with what to do about it.
+  CHECK_THAT(reason("libabi_v1.so"), Catch::Contains("family 'old_family' is built for plugin ABI v1; this gemmtune speaks v2") &&
+                                         Catch::Contains("rebuild it against this gemmtune's plugin_abi.h"));
+  CHECK_FALSE(reg.find("old_family"));
   CHECK_THAT(reason("libthrowing_entry.so"), Catch::Contains("entry point threw: entry point exploded on purpose"));
   CHECK_THAT(reason("libnot_a_plugin.so"), Catch::Contains("not a gemmtune plugin"));
   CHECK_THAT(reason("libnull_entry.so"), Catch::Contains("returned no plugin table"));

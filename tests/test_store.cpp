@@ -558,8 +558,9 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       Store s = Store::open(p);
       s.insert(r);
     }
-    // What gemmtune wrote before the figure's statistic was stored.
-    raw_sql(p, "ALTER TABLE results DROP COLUMN time_center; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    // What gemmtune wrote before the figure's statistic (v2) and the build hash (v3) were stored.
+    raw_sql(p, "ALTER TABLE results DROP COLUMN time_center; ALTER TABLE results DROP COLUMN build_hash; "
+               "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
     {
       Store ro = Store::open_readonly(p);
       auto rows = ro.rows();
@@ -582,9 +583,39 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     sqlite3_stmt* st = nullptr;
     REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
     REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "2");
+    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "3");
     sqlite3_finalize(st);
     sqlite3_close(h);
+  }
+  SECTION("a store of schema v2 has no build hashes; it is migrated in place and its rows stay, unknown builds") {
+    fs::path p = tmp.path / "v2.db";
+    StoredRow r = sample_row();
+    r.prov.build_hash = 0x1234;
+    {
+      Store s = Store::open(p);
+      s.insert(r);
+    }
+    raw_sql(p, "ALTER TABLE results DROP COLUMN build_hash; UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    {
+      Store ro = Store::open_readonly(p);  // read as it is: no column, every build unknown
+      auto rows = ro.rows();
+      REQUIRE(rows.size() == 1);
+      CHECK(rows[0].prov.build_hash == 0);
+    }
+    Store rw = Store::open(p);
+    StoredRow next = sample_row(Status::ok, "fam_a", 2);
+    next.prov.build_hash = 0xabcdef;
+    rw.insert(next);
+    auto rows = rw.rows();
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].prov.build_hash == 0);
+    CHECK(rows[0].config_name == r.config_name);
+    CHECK(rows[1].prov.build_hash == 0xabcdef);
+    // A reuse that names a build passes over the row whose build is unknown.
+    const Problem& q = rows[0].problem;
+    CHECK(rw.find_reusable(q, rows[0].prov.device_name, rows[0].family, rows[0].config_hash, rows[0].fingerprint, false));
+    CHECK_FALSE(rw.find_reusable(q, rows[0].prov.device_name, rows[0].family, rows[0].config_hash, rows[0].fingerprint,
+                                 false, false, 0x1234));
   }
   SECTION("a store of a newer schema") {
     fs::path p = tmp.path / "newer.db";
@@ -592,9 +623,9 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       Store s = Store::open(p);
       s.insert(sample_row());
     }
-    raw_sql(p, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
-    refused(p, "has schema v3; this gemmtune reads up to v2 — upgrade gemmtune");
-    refused(p, "has schema v3", true);
+    raw_sql(p, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+    refused(p, "has schema v4; this gemmtune reads up to v3 — upgrade gemmtune");
+    refused(p, "has schema v4", true);
   }
   SECTION("a directory, a missing file for reading") {
     refused(tmp.path, "is a directory");

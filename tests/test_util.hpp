@@ -68,6 +68,7 @@ const PluginRegistry& plugins();
 Config parse_config(const Space& s, const std::string& text);
 // A refusal that says these words.
 bool says(const std::optional<std::string>& why, const std::string& words);
+bool says(const std::optional<Refused>& why, const std::string& words);
 
 // Every `step`-th valid config from `offset` on, in index order: a deterministic sample of a
 // space too large to compile whole in CI.
@@ -118,4 +119,25 @@ template <class Jobs>
 void compile_ahead_jobs(const Family& fam, const Jobs& jobs) {
   compile_ahead(fam, job_pairs(jobs));
 }
+}  // namespace gt::test
+
+#include "measurer.hpp"
+
+namespace gt::test {
+// Measures whatever it is given in 100 us and counts it: a stand-in for a GPU (sm_90 limits)
+// for tune-loop tests on the CPU.
+class StandInGpu : public Measurer {
+ public:
+  StandInGpu();
+  std::string describe() const override { return "stand-in GPU"; }
+  const DeviceInfo& device() const override { return dev_; }
+  void set_problem(const Problem&, Distribution, uint64_t) override {}
+  Measurement measure(const Candidate&, bool quick) override;
+  double settle(const Candidate&, double) override { return 0; }
+  Retimed retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override;
+  int measured = 0;
+
+ private:
+  DeviceInfo dev_;
+};
 }  // namespace gt::test

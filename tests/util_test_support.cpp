@@ -134,6 +134,9 @@ Config parse_config(const Space& s, const std::string& text) {
 bool says(const std::optional<std::string>& why, const std::string& words) {
   return why && why->find(words) != std::string::npos;
 }
+bool says(const std::optional<Refused>& why, const std::string& words) {
+  return why && why->why.find(words) != std::string::npos;
+}
 
 std::vector<Config> every_kth_valid(const Space& s, uint64_t step, uint64_t offset) {
   std::vector<Config> out;
@@ -159,9 +162,9 @@ CompileSample::CompileSample(const Family& fam) : impl_(std::make_unique<Impl>(f
 CompileSample::~CompileSample() = default;
 
 std::string CompileSample::add(const Problem& p, const Config& c, const std::string& arch) {
-  std::string why;
+  Refused why;
   auto req = compile_request(impl_->fam, p, c, arch_limits(arch), arch, nullptr, &why);
-  if (!req) return why.empty() ? "refused" : why;
+  if (!req) return why.why.empty() ? "refused" : why.why;
   impl_->jobs.emplace_back(arch + " " + p.key() + " " + impl_->fam.space(p, arch_limits(arch)).name(c),
                            impl_->pool.submit(*req));
   return "";
@@ -198,6 +201,35 @@ void compile_ahead(const Family& fam, const std::vector<std::pair<Problem, Confi
   for (auto& [p, c] : jobs)
     if (auto req = compile_request(fam, p, c, dev.limits, dev.arch(), nullptr, nullptr)) ahead.push_back(pool.submit(*req));
   for (auto& f : ahead) f.wait();
+}
+
+}  // namespace gt::test
+
+namespace gt::test {
+
+StandInGpu::StandInGpu() {
+  dev_.name = "Test GPU";
+  dev_.uuid = "GPU-test";
+  dev_.limits = arch_limits("sm_90");
+  dev_.driver_version = dev_.runtime_version = "13.0";
+}
+
+Measurement StandInGpu::measure(const Candidate&, bool quick) {
+  ++measured;
+  Measurement m;
+  m.status = Status::ok;
+  m.quick = quick;
+  m.time.count = 5;
+  m.time.median = m.time.mean = m.time.min = m.time.max = m.time.p10 = m.time.p90 = 100.0;
+  m.time.ci_low = m.time.ci_high = 100.0;
+  m.err_rel_fro = m.err_max_norm = 0.0;
+  return m;
+}
+
+Retimed StandInGpu::retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) {
+  std::vector<Stats> out(cs.size());
+  for (auto& s : out) s.median = s.mean = s.min = s.max = s.p10 = s.p90 = s.ci_low = s.ci_high = 100.0;
+  return out;
 }
 
 }  // namespace gt::test

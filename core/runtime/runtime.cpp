@@ -162,15 +162,15 @@ void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
   try {
     if (fam.is_library()) {
       if (opt.dry_run) return;  // creating a cuBLASLt algorithm needs the GPU
-      std::string why;
+      gt::Refused why;
       auto op = fam.create_op(p, rc.config, &why);
-      if (!op) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why));
+      if (!op) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why.why));
       pr.run = gt::Runnable::from_op(std::move(op), p);
     } else {
       gt::KernelSpec spec;
-      std::string why;
+      gt::Refused why;
       auto req = gt::compile_request(fam, p, rc.config, limits, arch, &spec, &why);
-      if (!req) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why));
+      if (!req) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why.why));
       gt::Compiler compiler(cache.get());
       gt::CompileResult cr = compiler.compile(*req);
       if (cr.ok && !cr.from_cache) {
@@ -180,7 +180,7 @@ void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
       if (!cr.ok)
         throw Error(GEMMTUNE_ERROR_BUILD_FAILED,
                     fmt::format("compiling {} for {} ({}) failed:\n{}", rc.name, p.key(), arch, cr.log));
-      if (!opt.dry_run) pr.run = gt::Runnable::from_kernel(spec, cr.cubin, p);
+      if (!opt.dry_run) pr.run = gt::Runnable::from_kernel(spec, cr.cubin, p, limits);
     }
   } catch (const Error&) {
     throw;

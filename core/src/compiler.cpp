@@ -192,11 +192,19 @@ CompilePool::~CompilePool() {
 }
 
 std::shared_future<CompileResult> CompilePool::submit(CompileRequest r) {
-  auto task = std::make_shared<std::packaged_task<CompileResult()>>(
-      [this, r = std::move(r)] { return compiler_.compile(r); });
-  std::shared_future<CompileResult> f = task->get_future().share();
+  std::string key = Compiler::key_of(r);
+  auto task = std::make_shared<std::packaged_task<CompileResult()>>([this, key, r = std::move(r)] {
+    CompileResult res = compiler_.compile(r);
+    std::lock_guard lk(m_);
+    pending_.erase(key);  // from now on the cubin cache answers an identical request
+    return res;
+  });
+  std::shared_future<CompileResult> f;
   {
     std::lock_guard lk(m_);
+    if (auto it = pending_.find(key); it != pending_.end()) return it->second;
+    f = task->get_future().share();
+    pending_.emplace(key, f);
     queue_.emplace_back([task] { (*task)(); });
   }
   cv_.notify_one();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -80,7 +81,9 @@ class Compiler {
   const CubinCache* cache_;
 };
 
-// Compiles on worker threads; submit() returns at once.
+// Compiles on worker threads; submit() returns at once. A request identical to one still
+// pending shares its compile (configs that differ only in what needs no recompile, such as
+// launch scalars, build the same cubin).
 class CompilePool {
  public:
   CompilePool(const Compiler& c, unsigned threads = 0);  // 0: hardware concurrency
@@ -94,6 +97,7 @@ class CompilePool {
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  std::map<std::string, std::shared_future<CompileResult>> pending_;  // by Compiler::key_of
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };

@@ -105,9 +105,13 @@ DeviceInfo require_device(int index) {
   return device_info(index);
 }
 
-std::vector<std::string> known_archs() { return {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}; }
+std::vector<std::string> known_archs() {
+  return {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120"};
+}
 
-gt_device arch_limits(std::string_view arch) {
+gt_device arch_limits(std::string_view named) {
+  // An architecture-specific target (sm_90a) has the limits of its architecture.
+  std::string_view arch = named == "sm_90a" ? std::string_view("sm_90") : named;
   gt_device l{};
   l.warp_size = 32;
   l.max_threads_per_block = 1024;
@@ -128,7 +132,7 @@ gt_device arch_limits(std::string_view arch) {
   else {
     std::string known;
     for (auto& a : known_archs()) known += (known.empty() ? "" : ", ") + a;
-    throw InputError(fmt::format("--arch: unknown architecture '{}' (known: {})", arch, known));
+    throw InputError(fmt::format("--arch: unknown architecture '{}' (known: {})", named, known));
   }
   return l;
 }
@@ -182,12 +186,24 @@ LoadedKernel::~LoadedKernel() {
   if (lib_) cudaLibraryUnload(lib_);
 }
 
-cudaError_t LoadedKernel::launch(const uint32_t grid[3], const uint32_t block[3], unsigned smem, cudaStream_t s,
-                                 const void* a, const void* b, void* c, const Problem& p) const {
-  int M = int(p.m), N = int(p.n), K = int(p.k), lda = int(p.lda), ldb = int(p.ldb), ldc = int(p.ldc);
-  void* args[] = {&a, &b, &c, &M, &N, &K, &lda, &ldb, &ldc};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(grid[0], grid[1], grid[2]),
-                          dim3(block[0], block[1], block[2]), args, smem, s);
+cudaError_t LoadedKernel::launch(const LaunchGeometry& g, cudaStream_t s, void** args) const {
+  const void* fn = reinterpret_cast<const void*>(kernel_);
+  if (g.cluster[0] * g.cluster[1] * g.cluster[2] <= 1)
+    return cudaLaunchKernel(fn, dim3(g.grid[0], g.grid[1], g.grid[2]), dim3(g.block[0], g.block[1], g.block[2]), args,
+                            g.smem, s);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
+  cfg.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
+  cfg.dynamicSmemBytes = g.smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = g.cluster[0];
+  attr.val.clusterDim.y = g.cluster[1];
+  attr.val.clusterDim.z = g.cluster[2];
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelExC(&cfg, fn, args);
 }
 
 std::pair<size_t, size_t> memory_info() {

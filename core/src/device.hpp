@@ -61,6 +61,14 @@ class DeviceBuffer {
   size_t n_ = 0;
 };
 
+// How a kernel is launched: the grid, block, dynamic shared memory and cluster.
+struct LaunchGeometry {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  unsigned smem = 0;
+  uint32_t cluster[3] = {1, 1, 1};  // {1,1,1}: a plain launch
+};
+
 // A cubin loaded with cudaLibraryLoadData and one kernel of it.
 class LoadedKernel {
  public:
@@ -68,9 +76,10 @@ class LoadedKernel {
   ~LoadedKernel();
   LoadedKernel(const LoadedKernel&) = delete;
   LoadedKernel& operator=(const LoadedKernel&) = delete;
-  // Launch with the standard GEMM argument list; returns the launch error (not thrown).
-  cudaError_t launch(const uint32_t grid[3], const uint32_t block[3], unsigned smem, cudaStream_t s,
-                     const void* a, const void* b, void* c, const Problem& p) const;
+  // Launch with the kernel's argument list (`args`: one pointer per parameter; extra
+  // trailing ones are not read); a cluster through cudaLaunchKernelEx. Returns the launch
+  // error (not thrown).
+  cudaError_t launch(const LaunchGeometry& g, cudaStream_t s, void** args) const;
 
  private:
   cudaLibrary_t lib_ = nullptr;

@@ -7,29 +7,50 @@
 #include "bench.hpp"
 #include "compiler.hpp"
 #include "plugin.hpp"
+#include "tensor_map.hpp"
 
+#include <array>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 namespace gt {
 
-// A config made runnable: a loaded kernel with its launch geometry, or a library op with
-// its workspace.
+// A config made runnable: a loaded kernel with everything its build requested (launch
+// geometry, cluster, persistent grid, workspace, launch scalars, tensor maps), or a library
+// op with its workspace. What it needs per buffer (tensor maps) it makes at launch and keeps
+// for the buffers it saw last. One Runnable may be launched from several threads.
 class Runnable {
  public:
-  static std::unique_ptr<Runnable> from_kernel(const KernelSpec& spec, const std::string& cubin, const Problem& p);
+  // `dev`: the device it runs on (its SM count sizes a persistent grid).
+  static std::unique_ptr<Runnable> from_kernel(const KernelSpec& spec, const std::string& cubin, const Problem& p,
+                                               const gt_device& dev);
   static std::unique_ptr<Runnable> from_op(std::unique_ptr<LibraryOp> op, const Problem& p);
   LaunchFn launch_fn() const;
   cudaError_t launch(const void* a, const void* b, void* c, cudaStream_t s) const;
-  // The library's own message for the last failed launch ("" for kernels).
+  // The library's own message for the last failed launch, or why a kernel's tensor maps
+  // could not be made ("" when there is none).
   const std::string& last_error() const { return last_error_; }
+  const LaunchGeometry& geometry() const { return geometry_; }
 
  private:
+  struct TensorMaps {
+    const void *a = nullptr, *b = nullptr, *c = nullptr;
+    alignas(128) std::array<std::array<unsigned char, 128>, GT_MAX_TENSOR_MAPS> bytes{};
+  };
+  const TensorMaps& tensor_maps_for(const void* a, const void* b, void* c) const;  // under mu_
+  cudaError_t launch_kernel(const void* a, const void* b, void* c, cudaStream_t s) const;
+
   Problem p_;
   KernelSpec spec_;
+  LaunchGeometry geometry_;
+  std::vector<TensorMapShape> map_shapes_;
   std::unique_ptr<LoadedKernel> kernel_;
   std::unique_ptr<LibraryOp> op_;
   DeviceBuffer workspace_;
+  mutable std::mutex mu_;
+  mutable std::vector<TensorMaps> maps_;  // the most recent buffer triples, newest last
   mutable std::string last_error_;
 };
 
@@ -47,17 +68,18 @@ struct Evaluation {
   std::optional<Timed> trace;  // with EvaluateOptions::keep_trace, when timed
 };
 
-// The status of a family's refusal: `resources` when it names a limit of "the device"
-// (plugin_abi.h), else `cannot_implement`.
-Status refusal_status(const std::string& why);
+// The status of a family's refusal: `resources` for GT_REFUSAL_RESOURCES, else
+// `cannot_implement` (plugin_abi.h).
+Status refusal_status(gt_refusal code);
 
 // `compiled`: a compile made ahead (the tune pipeline); nullptr compiles here.
 Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const DeviceInfo& dev, ProblemBench& bench,
                     const Compiler& compiler, const CompileResult* compiled, const EvaluateOptions& o);
 
-// The compile request for a source family's config (nullopt + reason on refusal).
+// The compile request for a source family's config (nullopt + the refusal). `arch` is the
+// device's ("sm_90"); a build that needs the architecture-specific target gets "sm_90a".
 std::optional<CompileRequest> compile_request(const Family& fam, const Problem& p, const Config& c,
                                               const gt_device& dev, const std::string& arch, KernelSpec* spec,
-                                              std::string* why);
+                                              Refused* why);
 
 }  // namespace gt

@@ -78,18 +78,18 @@ const Runnable& MeasureService::runnable(const Candidate& c) {
   const Problem& p = bench_->problem();
   std::unique_ptr<Runnable> r;
   if (c.plugin->is_library()) {
-    std::string why;
+    Refused why;
     auto op = c.plugin->create_op(p, c.config, &why);
-    if (!op) throw RuntimeFailure(c.plugin->name() + " cannot run this config: " + why);
+    if (!op) throw RuntimeFailure(c.plugin->name() + " cannot run this config: " + why.why);
     r = Runnable::from_op(std::move(op), p);
   } else {
     KernelSpec spec;
-    std::string why;
+    Refused why;
     auto req = compile_request(*c.plugin, p, c.config, dev_.limits, dev_.arch(), &spec, &why);
-    if (!req) throw RuntimeFailure(c.plugin->name() + " cannot build this config: " + why);
+    if (!req) throw RuntimeFailure(c.plugin->name() + " cannot build this config: " + why.why);
     CompileResult cr = compiler_.compile(*req);
     if (!cr.ok) throw RuntimeFailure(c.plugin->name() + ": compile failed:\n" + cr.log);
-    r = Runnable::from_kernel(spec, cr.cubin, p);
+    r = Runnable::from_kernel(spec, cr.cubin, p, dev_.limits);
   }
   runnables_.emplace_front(key, std::move(r));
   if (runnables_.size() > 16) runnables_.pop_back();

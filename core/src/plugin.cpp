@@ -1,12 +1,14 @@
 #include "plugin.hpp"
 
 #include "errors.hpp"
+#include "tensor_map.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -28,6 +30,17 @@ std::mutex& keep_alive_mutex() {
   return m;
 }
 
+// A reply into a buffer of the host's.
+struct Reply {
+  char msg[kMsg] = {0};
+  gt_reply r{msg, kMsg, GT_REFUSAL_NONE};
+  gt_reply* get() { return &r; }
+  std::string text(const char* fallback = "") const { return msg[0] ? std::string(msg) : std::string(fallback); }
+  gt_refusal code() const {
+    return r.refusal > GT_REFUSAL_NONE && r.refusal < GT_REFUSAL_COUNT ? gt_refusal(r.refusal) : GT_REFUSAL_CONFIG;
+  }
+};
+
 bool valid_family_name(const char* s) {
   if (!s || !*s) return false;
   for (const char* c = s; *c; ++c)
@@ -41,9 +54,80 @@ LibraryOp::~LibraryOp() {
 }
 
 void LibraryOp::run(const void* a, const void* b, void* c, void* ws, uint64_t ws_bytes, void* stream) const {
-  char msg[kMsg] = {0};
-  if (abi_->run_op(op_, a, b, c, ws, ws_bytes, stream, msg, kMsg) != GT_OK)
-    throw RuntimeFailure(fmt::format("{}: run failed: {}", abi_->name, msg));
+  Reply rep;
+  if (abi_->run_op(op_, a, b, c, ws, ws_bytes, stream, rep.get()) != GT_OK)
+    throw RuntimeFailure(fmt::format("{}: run failed: {}", abi_->name, rep.text()));
+}
+
+std::string_view refusal_name(gt_refusal code) {
+  switch (code) {
+    case GT_REFUSAL_NONE: return "none";
+    case GT_REFUSAL_DTYPE: return "unsupported dtype";
+    case GT_REFUSAL_LAYOUT: return "unsupported layout";
+    case GT_REFUSAL_ARCH: return "unsupported architecture";
+    case GT_REFUSAL_SHAPE: return "cannot implement the shape";
+    case GT_REFUSAL_RESOURCES: return "exceeds the device";
+    case GT_REFUSAL_CONFIG: return "invalid config";
+  }
+  return "?";
+}
+
+std::array<uint32_t, 3> KernelSpec::launch_grid(int sm_count) const {
+  std::array<uint32_t, 3> g{grid[0], grid[1], grid[2]};
+  if (grid_per_sm > 0 && sm_count > 0) {
+    const uint32_t c = std::max(1u, cluster[0]);
+    const uint64_t cap = uint64_t(grid_per_sm) * uint64_t(sm_count);
+    g[0] = uint32_t(std::max<uint64_t>(c, std::min<uint64_t>(g[0], cap) / c * c));
+  }
+  return g;
+}
+
+std::string KernelSpec::compile_arch(const std::string& arch) const {
+  if (arch_specific && !arch.empty() && arch.back() != 'a') return arch + "a";
+  return arch;
+}
+
+std::string KernelSpec::describe_requests() const {
+  std::vector<std::string> parts;
+  if (clustered()) parts.push_back(fmt::format("cluster {}x{}x{}", cluster[0], cluster[1], cluster[2]));
+  if (grid_per_sm) parts.push_back(fmt::format("persistent grid ({} per SM)", grid_per_sm));
+  if (dynamic_smem > 48 * 1024) parts.push_back(fmt::format("{} B shared memory (opt-in)", dynamic_smem));
+  if (arch_specific) parts.push_back("arch-specific target (sm_XYa)");
+  if (workspace_bytes) {
+    static const char* zero[] = {"", ", zeroed once", ", zeroed each call"};
+    parts.push_back(fmt::format("workspace {:.1f} MiB{}", double(workspace_bytes) / (1 << 20),
+                                zero[std::clamp(int(workspace_zero), 0, 2)]));
+  }
+  for (auto& m : tensor_maps) {
+    static const char* swz[] = {"no swizzle", "32B swizzle", "64B swizzle", "128B swizzle"};
+    parts.push_back(fmt::format("tensor map {} box {}x{} ({})", operand_name(gt_operand(m.operand)), m.box[0], m.box[1],
+                                m.swizzle >= 0 && m.swizzle <= 3 ? swz[m.swizzle] : "swizzle ?"));
+  }
+  std::string s;
+  for (auto& p : parts) s += (s.empty() ? "" : ", ") + p;
+  return s.empty() ? "none" : s;
+}
+
+uint64_t build_hash(const KernelSpec& k) {
+  // Every field length-prefixed (as Provenance::fingerprint), so no two specs serialise alike.
+  std::string s = "gemmtune-build\n";
+  auto add = [&s](std::string_view name, std::string_view v) { s += fmt::format("{}:{}:{}\n", name, v.size(), v); };
+  add("source", k.source ? std::string_view(k.source) : std::string_view());
+  add("source_name", k.source_name);
+  add("kernel", k.kernel_name);
+  for (auto& o : k.options) add("option", o);
+  add("geometry", fmt::format("{} {} {} / {} {} {} / {} / {} {} {} / {} / {}", k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                              k.block[1], k.block[2], k.dynamic_smem, k.cluster[0], k.cluster[1], k.cluster[2],
+                              k.grid_per_sm, k.arch_specific));
+  add("workspace", fmt::format("{} {}", k.workspace_bytes, int(k.workspace_zero)));
+  for (auto& m : k.tensor_maps)
+    add("tensor_map", fmt::format("{} {} {} {} {} {} {} {} {} {}", m.operand, m.rank, m.box[0], m.box[1],
+                                  m.element_strides[0], m.element_strides[1], m.interleave, m.swizzle,
+                                  m.l2_promotion, m.oob_fill));
+  std::string sc;
+  for (auto v : k.scalars) sc += std::to_string(v) + " ";
+  add("scalars", sc);
+  return stable_hash(s);
 }
 
 std::string Family::provenance() const {
@@ -52,11 +136,11 @@ std::string Family::provenance() const {
 
 Space Family::space(const Problem& p, const gt_device& dev) const {
   gt_space s{};
-  char msg[kMsg] = {0};
+  Reply rep;
   gt_problem gp = p.abi();
-  gt_status st = abi_->describe_space(&gp, &dev, &s, msg, kMsg);
+  gt_status st = abi_->describe_space(&gp, &dev, &s, rep.get());
   if (st != GT_OK)
-    throw RuntimeFailure(fmt::format("{}: cannot describe its space for {}: {}", name(), p.key(), msg));
+    throw RuntimeFailure(fmt::format("{}: cannot describe its space for {}: {}", name(), p.key(), rep.text()));
   std::vector<Param> params;
   for (int32_t i = 0; i < s.count; ++i) {
     const gt_param& g = s.params[i];
@@ -75,29 +159,64 @@ Space Family::space(const Problem& p, const gt_device& dev) const {
   return space;
 }
 
-std::optional<std::string> Family::can_implement(const Problem& p, const Config& c, const gt_device& dev) const {
-  char msg[kMsg] = {0};
+std::optional<Refused> Family::refusal(const Problem& p, const Config& c, const gt_device& dev) const {
+  Reply rep;
   gt_problem gp = p.abi();
-  gt_status st = abi_->can_implement(&gp, c.data(), int32_t(c.size()), &dev, msg, kMsg);
+  gt_status st = abi_->can_implement(&gp, c.data(), int32_t(c.size()), &dev, rep.get());
   if (st == GT_OK) return std::nullopt;
-  if (st == GT_REFUSED) return std::string(msg[0] ? msg : "refused (no reason given)");
-  return fmt::format("plugin error: {}", msg);
+  if (st == GT_REFUSED) return Refused{rep.code(), rep.text("refused (no reason given)")};
+  return Refused{GT_REFUSAL_CONFIG, fmt::format("plugin error: {}", rep.text())};
 }
 
-std::optional<KernelSpec> Family::build(const Problem& p, const Config& c, const gt_device& dev,
-                                        std::string* why) const {
+std::optional<std::string> Family::can_implement(const Problem& p, const Config& c, const gt_device& dev) const {
+  if (auto r = refusal(p, c, dev)) return std::move(r->why);
+  return std::nullopt;
+}
+
+std::optional<Refused> check_requests(const KernelSpec& ks, const Problem& p, const gt_device& dev) {
+  for (auto& m : ks.tensor_maps) {
+    Refused why;
+    if (!tensor_map_shape(p, m, &why)) return why;
+  }
+  if (ks.clustered()) {
+    if (dev.cc_major < 9)
+      return Refused{GT_REFUSAL_ARCH, fmt::format("thread-block clusters need compute capability 9.0; this is {}.{}",
+                                                  dev.cc_major, dev.cc_minor)};
+    const uint32_t size = ks.cluster[0] * ks.cluster[1] * ks.cluster[2];
+    if (size > 8)
+      return Refused{GT_REFUSAL_CONFIG, fmt::format("a cluster of {} blocks is past the portable 8", size)};
+    for (int i = 0; i < 3; ++i)
+      if (ks.grid_per_sm == 0 && ks.grid[i] % ks.cluster[i] != 0)
+        return Refused{GT_REFUSAL_CONFIG, fmt::format("grid dimension {} ({}) is not a multiple of the cluster's ({})", i,
+                                                      ks.grid[i], ks.cluster[i])};
+  }
+  if (ks.grid_per_sm > 0 && (ks.grid[1] != 1 || ks.grid[2] != 1 || ks.cluster[1] != 1 || ks.cluster[2] != 1))
+    return Refused{GT_REFUSAL_CONFIG, "a persistent grid is one-dimensional (grid and cluster along x only)"};
+  if (ks.dynamic_smem > uint32_t(std::max(0, dev.smem_per_block_optin)))
+    return Refused{GT_REFUSAL_RESOURCES, fmt::format("needs {} bytes of shared memory; the device allows {} per block",
+                                                     ks.dynamic_smem, dev.smem_per_block_optin)};
+  if (ks.workspace_bytes > uint64_t(dev.global_mem_bytes > 0 ? dev.global_mem_bytes / 4 : int64_t(1) << 40))
+    return Refused{GT_REFUSAL_RESOURCES, fmt::format("asks a workspace of {:.1f} MiB, more than a quarter of the device's memory",
+                                                     double(ks.workspace_bytes) / (1 << 20))};
+  return std::nullopt;
+}
+
+std::optional<KernelSpec> Family::build(const Problem& p, const Config& c, const gt_device& dev, Refused* why) const {
   if (!abi_->build_kernel) throw RuntimeFailure(name() + " is a library family: it builds no kernel");
   gt_kernel k{};
-  char msg[kMsg] = {0};
+  Reply rep;
   gt_problem gp = p.abi();
-  gt_status st = abi_->build_kernel(&gp, c.data(), int32_t(c.size()), &dev, &k, msg, kMsg);
+  gt_status st = abi_->build_kernel(&gp, c.data(), int32_t(c.size()), &dev, &k, rep.get());
   if (st == GT_REFUSED) {
-    if (why) *why = msg;
+    if (why) *why = Refused{rep.code(), rep.text("refused (no reason given)")};
     return std::nullopt;
   }
-  if (st != GT_OK) throw RuntimeFailure(fmt::format("{}: build failed: {}", name(), msg));
+  if (st != GT_OK) throw RuntimeFailure(fmt::format("{}: build failed: {}", name(), rep.text()));
   if (!k.source || !k.kernel_name)
     throw RuntimeFailure(fmt::format("{}: build returned no source or kernel name", name()));
+  if (k.tensor_map_count < 0 || k.tensor_map_count > GT_MAX_TENSOR_MAPS)
+    throw RuntimeFailure(fmt::format("{}: build asked {} tensor maps (at most {})", name(), k.tensor_map_count,
+                                     GT_MAX_TENSOR_MAPS));
   KernelSpec ks;
   ks.source = k.source;
   ks.source_name = k.source_name ? k.source_name : name() + ".cu";
@@ -106,36 +225,67 @@ std::optional<KernelSpec> Family::build(const Problem& p, const Config& c, const
   for (int i = 0; i < 3; ++i) {
     ks.grid[i] = std::max(1u, k.grid[i]);
     ks.block[i] = std::max(1u, k.block[i]);
+    ks.cluster[i] = std::max(1u, k.cluster[i]);
   }
   ks.dynamic_smem = k.dynamic_smem_bytes;
+  ks.grid_per_sm = k.grid_per_sm;
+  ks.arch_specific = k.arch_specific != 0;
+  ks.workspace_bytes = k.workspace_bytes;
+  ks.workspace_zero = gt_workspace_zero(std::clamp(k.workspace_zero, 0, 2));
+  ks.tensor_maps.assign(k.tensor_maps, k.tensor_maps + k.tensor_map_count);
+  std::copy(k.scalars, k.scalars + GT_SCALARS, ks.scalars.begin());
+  if (auto bad = check_requests(ks, p, dev)) {
+    if (why) *why = *bad;
+    return std::nullopt;
+  }
   return ks;
+}
+
+std::optional<uint64_t> Family::build_hash(const Problem& p, const Config& c, const gt_device& dev) const {
+  if (!is_library()) {
+    auto ks = build(p, c, dev, nullptr);
+    if (!ks) return std::nullopt;
+    return gt::build_hash(*ks);
+  }
+  if (abi_->op_hash) {
+    uint64_t h = 0;
+    Reply rep;
+    gt_problem gp = p.abi();
+    gt_status st = abi_->op_hash(&gp, c.data(), int32_t(c.size()), &h, rep.get());
+    if (st == GT_REFUSED) return std::nullopt;
+    if (st != GT_OK) throw RuntimeFailure(fmt::format("{}: op_hash failed: {}", name(), rep.text()));
+    return h;
+  }
+  std::string s = fmt::format("gemmtune-op\n{}\n{}\n{}\n", name(), version(), provenance());
+  for (auto v : c) s += std::to_string(v) + " ";
+  return stable_hash(s);
 }
 
 std::vector<Config> Family::suggest(const Problem& p, const gt_device& dev, int max, size_t dims) const {
   if (!abi_->suggest || max <= 0 || dims == 0) return {};
   std::vector<int64_t> buf(size_t(max) * dims);
   int32_t count = 0;
-  char msg[kMsg] = {0};
+  Reply rep;
   gt_problem gp = p.abi();
-  if (abi_->suggest(&gp, &dev, max, buf.data(), &count, msg, kMsg) != GT_OK) return {};
+  if (abi_->suggest(&gp, &dev, max, buf.data(), &count, rep.get()) != GT_OK) return {};
   std::vector<Config> out;
   for (int32_t i = 0; i < std::min(count, max); ++i)
     out.emplace_back(buf.begin() + long(size_t(i) * dims), buf.begin() + long(size_t(i + 1) * dims));
   return out;
 }
 
-std::unique_ptr<LibraryOp> Family::create_op(const Problem& p, const Config& c, std::string* why) const {
+std::unique_ptr<LibraryOp> Family::create_op(const Problem& p, const Config& c, Refused* why) const {
   if (!abi_->create_op) throw RuntimeFailure(name() + " is a source family: it has no library op");
   void* op = nullptr;
   uint64_t ws = 0;
-  char msg[kMsg] = {0};
+  Reply rep;
   gt_problem gp = p.abi();
-  gt_status st = abi_->create_op(&gp, c.data(), int32_t(c.size()), &op, &ws, msg, kMsg);
+  gt_status st = abi_->create_op(&gp, c.data(), int32_t(c.size()), &op, &ws, rep.get());
   if (st == GT_REFUSED) {
-    if (why) *why = msg;
+    if (why) *why = Refused{rep.code(), rep.text("refused (no reason given)")};
     return nullptr;
   }
-  if (st != GT_OK) throw RuntimeFailure(fmt::format("{}: create failed: {}", name(), msg));
+  if (st != GT_OK) throw RuntimeFailure(fmt::format("{}: create failed: {}", name(), rep.text()));
   return std::make_unique<LibraryOp>(abi_, op, ws);
 }
 
@@ -188,8 +338,16 @@ PluginRegistry PluginRegistry::load(const std::vector<fs::path>& dirs) {
         continue;
       }
       if (abi->abi_version != GT_ABI_VERSION) {
-        reg.skipped_.push_back({f, fmt::format("built for plugin ABI v{}, this gemmtune speaks v{}",
-                                               abi->abi_version, GT_ABI_VERSION)});
+        // Every version's table starts with abi_version, struct_size and name: the refusal
+        // can say which family it was.
+        const char* old = abi->struct_size >= 3 * sizeof(void*) && valid_family_name(abi->name) ? abi->name : nullptr;
+        reg.skipped_.push_back(
+            {f, fmt::format("family '{}' is built for plugin ABI v{}; this gemmtune speaks v{}{}", old ? old : "?",
+                            abi->abi_version, GT_ABI_VERSION,
+                            abi->abi_version < GT_ABI_VERSION
+                                ? " (v2 adds refusal codes, tensor maps, clusters, persistent grids and a workspace): "
+                                  "rebuild it against this gemmtune's plugin_abi.h"
+                                : ": use the gemmtune it was built for")});
         continue;
       }
       if (abi->struct_size < sizeof(gt_plugin)) {

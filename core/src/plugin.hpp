@@ -6,16 +6,26 @@
 
 #include <gemmtune/plugin_abi.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gt {
 
-// What a source family asks to compile and how to launch it.
+// A family's refusal of a (problem, config): its closed code and its reason.
+struct Refused {
+  gt_refusal code = GT_REFUSAL_NONE;
+  std::string why;
+};
+// "unsupported dtype", "cannot implement the shape", "exceeds the device", ...
+std::string_view refusal_name(gt_refusal code);
+
+// What a source family asks to compile and how to launch it (plugin_abi.h, gt_kernel).
 struct KernelSpec {
   const char* source = nullptr;  // static inside the plugin (lives as long as the process)
   std::string source_name;
@@ -24,7 +34,34 @@ struct KernelSpec {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   uint32_t dynamic_smem = 0;
+  uint32_t cluster[3] = {1, 1, 1};
+  uint32_t grid_per_sm = 0;    // > 0: persistent grid, capped at grid_per_sm x the SM count
+  bool arch_specific = false;  // compile for sm_XYa
+  uint64_t workspace_bytes = 0;
+  gt_workspace_zero workspace_zero = GT_WORKSPACE_ZERO_NEVER;
+  std::vector<gt_tensor_map_request> tensor_maps;
+  std::array<int64_t, GT_SCALARS> scalars{};
+
+  bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
+  // The grid launched on a device with `sm_count` SMs (the persistent cap applied).
+  std::array<uint32_t, 3> launch_grid(int sm_count) const;
+  // The architecture to compile for on `arch` ("sm_90" -> "sm_90a" when arch_specific).
+  std::string compile_arch(const std::string& arch) const;
+  // What a person reads of the requests: "cluster 2x1x1, persistent (1 per SM), 232448 B
+  // shared memory, workspace 4.0 MiB (zeroed once), tensor maps A 64x128 (128B swizzle), B ...".
+  std::string describe_requests() const;
 };
+
+// Core's own checks of what a build answer requests, against the problem and the device: the
+// tensor maps (tensor_map_shape), the cluster (Hopper and later, the grid a multiple of it,
+// at most 8 CTAs), a persistent grid (one-dimensional), shared memory and workspace sizes.
+// Family::build applies them; nullopt when all hold.
+std::optional<Refused> check_requests(const KernelSpec& spec, const Problem& p, const gt_device& dev);
+
+// The exact build of a source family's config (everything in the spec: source, options,
+// launch geometry and requests) as a stable 64-bit hash: a stored measurement is reused only
+// while it is unchanged (plugin_abi.h).
+uint64_t build_hash(const KernelSpec& spec);
 
 // A library family's prepared operation (e.g. a re-created cuBLASLt algorithm).
 class LibraryOp {
@@ -59,11 +96,21 @@ class Family {
   // The space for a problem on a device; its constraint is the plugin's can_implement.
   // Throws RuntimeFailure when the plugin cannot describe it (message says why).
   Space space(const Problem& p, const gt_device& dev) const;
+  // The plugin's refusal with its code (a plugin error is refused as GT_REFUSAL_CONFIG with
+  // "plugin error: ..."); nullopt when it can implement the config.
+  std::optional<Refused> refusal(const Problem& p, const Config& c, const gt_device& dev) const;
+  // The same, the reason alone (a Space's constraint).
   std::optional<std::string> can_implement(const Problem& p, const Config& c, const gt_device& dev) const;
-  // Source families only. RuntimeFailure on a plugin failure; nullopt + reason on refusal.
-  std::optional<KernelSpec> build(const Problem& p, const Config& c, const gt_device& dev, std::string* why) const;
+  // Source families only: the plugin's build answer, its requests checked against the
+  // problem (a tensor map the problem's strides cannot have is refused here too).
+  // RuntimeFailure on a plugin failure; nullopt + the refusal otherwise.
+  std::optional<KernelSpec> build(const Problem& p, const Config& c, const gt_device& dev, Refused* why) const;
+  // The hash of the exact build of (problem, config): source families build_hash(build()),
+  // library families the plugin's op_hash (else the config with the family's version and
+  // provenance). nullopt when the config is refused.
+  std::optional<uint64_t> build_hash(const Problem& p, const Config& c, const gt_device& dev) const;
   std::vector<Config> suggest(const Problem& p, const gt_device& dev, int max, size_t dims) const;
-  std::unique_ptr<LibraryOp> create_op(const Problem& p, const Config& c, std::string* why) const;
+  std::unique_ptr<LibraryOp> create_op(const Problem& p, const Config& c, Refused* why) const;
   std::string describe(const Problem& p, const Config& c) const;
 
  private:

@@ -79,6 +79,7 @@ void to_json(nlohmann::json& j, const Provenance& p) {
        {"family", p.family},
        {"family_version", p.family_version},
        {"source_hash", hex64(p.source_hash)},
+       {"build_hash", p.build_hash ? hex64(p.build_hash) : std::string()},
        {"input_dist", p.input_dist},
        {"input_seed", p.input_seed},
        {"mode", p.mode},
@@ -100,6 +101,8 @@ void from_json(const nlohmann::json& j, Provenance& p) {
   p.family = j.value("family", "");
   p.family_version = j.value("family_version", "");
   p.source_hash = std::stoull(j.value("source_hash", std::string("0")), nullptr, 16);
+  const std::string build = j.value("build_hash", std::string());
+  p.build_hash = build.empty() ? 0 : std::stoull(build, nullptr, 16);
   p.input_dist = j.value("input_dist", "");
   p.input_seed = j.value("input_seed", uint64_t(0));
   p.mode = j.value("mode", "");

@@ -1,8 +1,10 @@
 // Where a measurement came from: the GPU, the toolchain, the kernel family's source, the
 // inputs and the mode. Stored with every row of the results store.
 //
-// The fingerprint is the part that decides reuse: a stored measurement is reused only when
-// its fingerprint equals the current one. It covers exactly what changes the result of
+// The fingerprint and the build hash decide reuse: a stored measurement is reused only when
+// its fingerprint equals the current one and its config's build hash is unchanged (a change
+// of host code that changes a define or the launch makes the old rows stale, no version bump
+// needed). It covers exactly what changes the result of
 // measuring the same config on the same problem (device model, driver, CUDA runtime,
 // NVRTC, the library a family calls, the family's version and source, the input
 // distribution, and gemmtune's measurement method). It leaves out what does not: which
@@ -56,6 +58,10 @@ struct Provenance {
   std::string family;
   std::string family_version;
   uint64_t source_hash = 0;  // the plugin's hash of its kernel sources
+  // The hash of what was built for this config (Family::build_hash: source, defines, options,
+  // launch geometry and requests; a library's algorithm). Not part of the fingerprint: reuse
+  // checks it per config. 0: unknown (rows of stores older than schema v3).
+  uint64_t build_hash = 0;
   // The run.
   std::string input_dist = "normal";
   uint64_t input_seed = 0;

@@ -147,6 +147,7 @@ struct Namer {
   void config(const char* n, const Config&) { cols.emplace_back(n, "TEXT NOT NULL"); }  // JSON array
   void hex(const char* n, const uint64_t&) { cols.emplace_back(n, "TEXT NOT NULL"); }
   void u64(const char* n, const uint64_t&) { cols.emplace_back(n, "TEXT NOT NULL"); }  // decimal
+  void build(const char* n, const uint64_t&) { cols.emplace_back(n, "TEXT NOT NULL DEFAULT ''"); }  // hex, '': unknown
   void center(const char* n, const Center&) {
     cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'median' CHECK ({} IN ('median', 'mean'))", n));
   }
@@ -171,6 +172,7 @@ struct Binder {
   void config(const char* n, const Config& v) { text(n, nlohmann::json(v).dump()); }
   void hex(const char* n, const uint64_t& v) { text(n, hex64(v)); }
   void u64(const char* n, const uint64_t& v) { text(n, std::to_string(v)); }
+  void build(const char* n, const uint64_t& v) { text(n, v ? hex64(v) : std::string()); }
   void center(const char* n, const Center& v) { text(n, to_string(v)); }
 };
 
@@ -199,6 +201,10 @@ struct Reader {
   void config(const char*, Config& v) { v = nlohmann::json::parse(str()).get<Config>(); }
   void hex(const char*, uint64_t& v) { v = std::stoull(str(), nullptr, 16); }
   void u64(const char*, uint64_t& v) { v = std::stoull(str(), nullptr, 10); }
+  void build(const char*, uint64_t& v) {
+    const std::string t = str();
+    v = t.empty() ? 0 : std::stoull(t, nullptr, 16);
+  }
   void center(const char*, Center& v) { v = str() == "mean" ? Center::mean : Center::median; }
 };
 
@@ -271,6 +277,7 @@ void row_fields(IO& io, R& r) {
   io.integer("method_version", r.prov.method_version);
   io.text("family_version", r.prov.family_version);
   io.hex("source_hash", r.prov.source_hash);
+  io.build("build_hash", r.prov.build_hash);  // schema v3
   io.text("input_dist", r.prov.input_dist);
   io.u64("input_seed", r.prov.input_seed);
   io.text("mode", r.prov.mode);
@@ -292,7 +299,9 @@ const std::vector<std::pair<std::string, std::string>>& result_columns() {
 std::string column_list(int version = kStoreSchemaVersion) {
   std::string s = "id";
   for (auto& [name, type] : result_columns())
-    s += version < 2 && name == "time_center" ? ", 'median' AS time_center" : ", " + name;
+    s += version < 2 && name == "time_center" ? ", 'median' AS time_center"
+         : version < 3 && name == "build_hash" ? ", '' AS build_hash"
+                                               : ", " + name;
   return s;
 }
 
@@ -356,6 +365,7 @@ Where where_of(const RowFilter& f) {
   if (f.config_hash) w.eq("config_hash", *f.config_hash);
   if (f.tune_id) w.eq("tune_id", *f.tune_id);
   if (f.fingerprint) w.eq("fingerprint", *f.fingerprint);
+  if (f.build_hash) w.eq("build_hash", hex64(*f.build_hash));
   if (f.status) w.eq("status", std::string(to_string(*f.status)));
   if (f.replay) w.eq("replay", int64_t(*f.replay));
   if (f.quick) w.eq("quick", int64_t(*f.quick));
@@ -583,6 +593,21 @@ const char* kRoofsDdl =
     "  time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
     "  PRIMARY KEY (device_name, name)\n)";
 
+// Schema migrations, oldest first: each adds the columns of its version to an older store in
+// place, one transaction a step (several processes may open the store at once: one upgrades,
+// the others find it done). Nothing stored is rebuilt or dropped.
+struct Migration {
+  int to;
+  std::vector<std::string> columns;
+};
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> m = {
+      {2, {"time_center"}},  // the figure's statistic; every v1 figure was the median
+      {3, {"build_hash"}},   // each measurement's exact build; older rows have '' and are stale at reuse
+  };
+  return m;
+}
+
 void create_schema(sqlite3* db) {
   exec(db, fmt::format("PRAGMA application_id = {}", kApplicationId));
   exec(db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
@@ -629,6 +654,22 @@ void exec_retrying(sqlite3* db, const std::string& sql) {
 
 }  // namespace
 
+void Store::migrate(Impl& impl, const fs::path& file) {
+  for (const Migration& m : migrations()) {
+    if (impl.version >= m.to) continue;
+    Transaction t(impl.db);
+    classify(impl.db, file, &impl.version);
+    if (impl.version < m.to) {
+      for (auto& [name, type] : result_columns())
+        if (std::find(m.columns.begin(), m.columns.end(), name) != m.columns.end())
+          exec(impl.db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+      exec(impl.db, fmt::format("UPDATE meta SET value = '{}' WHERE key = 'schema_version'", m.to));
+    }
+    t.commit();
+    impl.version = m.to;
+  }
+}
+
 std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonly) {
   std::error_code ec;
   if (fs::is_directory(file, ec))
@@ -672,19 +713,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     t.commit();
     classify(impl->db, file, &impl->version);
   }
-  if (impl->version < 2) {
-    // v1 -> v2: the figure's statistic (time_center); every v1 figure was the median. One
-    // process upgrades; the others find it done.
-    Transaction t(impl->db);
-    classify(impl->db, file, &impl->version);
-    if (impl->version < 2) {
-      for (auto& [name, type] : result_columns())
-        if (name == "time_center") exec(impl->db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
-      exec(impl->db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
-    }
-    t.commit();
-    impl->version = 2;
-  }
+  migrate(*impl, file);
   exec(impl->db, kRoofsDdl);
   return impl;
 }
@@ -798,12 +827,14 @@ std::vector<StoredRow> Store::best(const RowFilter& f, bool per_family) const {
 
 std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::string& device_name,
                                               const std::string& family, const std::string& config_hash,
-                                              const std::string& fingerprint, bool need_full, bool replay) const {
+                                              const std::string& fingerprint, bool need_full, bool replay,
+                                              uint64_t build_hash) const {
   RowFilter f = RowFilter::of(ResultKey::of(device_name, p));
   f.family = family;
   f.config_hash = config_hash;
   f.fingerprint = fingerprint;
   f.replay = replay;
+  if (build_hash) f.build_hash = build_hash;
   Where w = where_of(f);
   if (need_full) w.raw("NOT (quick = 1 AND status = 'ok')");
   std::vector<StoredRow> rows;

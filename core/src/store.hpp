@@ -46,7 +46,7 @@ namespace gt {
 
 // v2: results.time_center (which statistic is the figure); a v1 store is upgraded when opened
 // for writing.
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 inline constexpr int kBusyTimeoutMs = 60000;
 
 // What a result is valid for: the device model and the problem without its leading
@@ -94,6 +94,7 @@ struct RowFilter {
   std::optional<Layout> layout;
   std::optional<int32_t> align;
   std::optional<std::string> family, config_hash, tune_id, fingerprint;
+  std::optional<uint64_t> build_hash;  // rows of this build (Provenance::build_hash)
   std::optional<Status> status;
   std::optional<bool> replay;  // unset: both
   std::optional<bool> quick;
@@ -182,11 +183,12 @@ class Store {
   //    process); measured once more, and final from the second one on (two such rows).
   // need_full: an ok row timed in quick mode does not count (its timing has fewer
   // samples); failures found in quick mode do (quick changes only the timing).
-  // Rows with another fingerprint (stale) are never returned. A replayed tune (replay =
-  // true) reuses only replayed rows, a real one only real rows.
+  // Rows with another fingerprint (stale) are never returned, nor, when `build_hash` is
+  // given (nonzero), rows of another build of the config. A replayed tune (replay = true)
+  // reuses only replayed rows, a real one only real rows.
   std::optional<StoredRow> find_reusable(const Problem& p, const std::string& device_name, const std::string& family,
                                          const std::string& config_hash, const std::string& fingerprint,
-                                         bool need_full, bool replay = false) const;
+                                         bool need_full, bool replay = false, uint64_t build_hash = 0) const;
   // Non-replay rows for the key and family (and config, when given) whose fingerprint
   // differs from `fingerprint`: measurements a re-tune must redo.
   std::vector<StoredRow> stale_rows(const Problem& p, const std::string& device_name, const std::string& family,
@@ -222,6 +224,7 @@ class Store {
  private:
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
+  static void migrate(Impl& impl, const std::filesystem::path& file);
   static std::unique_ptr<Impl> open_impl(const std::filesystem::path& file, bool readonly);
   std::unique_ptr<Impl> impl_;
 };

@@ -165,7 +165,7 @@ void lt_must(cublasStatus_t s, const char* what) {
 }
 // A cuBLASLt call whose failure means "cuBLASLt cannot do this (problem, config)".
 void lt_refuse(cublasStatus_t s, const std::string& what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Refusal(what + ": " + status_text(s));
+  if (s != CUBLAS_STATUS_SUCCESS) throw Refusal(GT_REFUSAL_SHAPE, what + ": " + status_text(s));
 }
 
 std::string no_gpu_reason(const std::string& cuda_says) {
@@ -191,13 +191,13 @@ const Gpu& current_gpu(const gt_device* d) {
   if (!seen_gpu) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) throw Refusal(no_gpu_reason(cudaGetErrorString(e)));
-    if (count == 0) throw Refusal(no_gpu_reason("no CUDA device"));
+    if (e != cudaSuccess) throw Refusal(GT_REFUSAL_ARCH, no_gpu_reason(cudaGetErrorString(e)));
+    if (count == 0) throw Refusal(GT_REFUSAL_ARCH, no_gpu_reason("no CUDA device"));
     seen_gpu = true;
   }
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) throw Refusal(no_gpu_reason(cudaGetErrorString(e)));
+  if (e != cudaSuccess) throw Refusal(GT_REFUSAL_ARCH, no_gpu_reason(cudaGetErrorString(e)));
   std::lock_guard lk(mu);
   auto it = gpus.find(dev);
   if (it == gpus.end()) {
@@ -207,12 +207,12 @@ const Gpu& current_gpu(const gt_device* d) {
         cudaDeviceGetAttribute(&g.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
       throw std::runtime_error("cannot read the compute capability of device " + std::to_string(dev));
     cublasStatus_t s = cublasLtCreate(&g.handle);
-    if (s != CUBLAS_STATUS_SUCCESS) throw Refusal(no_gpu_reason("cublasLtCreate: " + status_text(s)));
+    if (s != CUBLAS_STATUS_SUCCESS) throw Refusal(GT_REFUSAL_ARCH, no_gpu_reason("cublasLtCreate: " + status_text(s)));
     it = gpus.emplace(dev, g).first;
   }
   const Gpu& g = it->second;
   if (d && (d->cc_major != g.cc_major || d->cc_minor != g.cc_minor))
-    throw Refusal("cuBLASLt knows the algorithms of the GPU it runs on (sm_" + std::to_string(g.cc_major) +
+    throw Refusal(GT_REFUSAL_ARCH, "cuBLASLt knows the algorithms of the GPU it runs on (sm_" + std::to_string(g.cc_major) +
                   std::to_string(g.cc_minor) + "), not those of sm_" + std::to_string(d->cc_major) +
                   std::to_string(d->cc_minor));
   return g;
@@ -236,15 +236,15 @@ Mapping map_problem(const gt_problem& p) {
     case GT_TF32: m.compute = CUBLAS_COMPUTE_32F_FAST_TF32; m.in = CUDA_R_32F; break;
     case GT_F16: m.compute = CUBLAS_COMPUTE_32F; m.in = CUDA_R_16F; break;
     case GT_BF16: m.compute = CUBLAS_COMPUTE_32F; m.in = CUDA_R_16BF; break;
-    default: throw Refusal("unsupported input dtype " + std::to_string(p.in_dtype));
+    default: throw Refusal(GT_REFUSAL_DTYPE, "unsupported input dtype " + std::to_string(p.in_dtype));
   }
   switch (p.out_dtype) {
     case GT_F32: m.out = CUDA_R_32F; break;
     case GT_F16: m.out = CUDA_R_16F; break;
     case GT_BF16: m.out = CUDA_R_16BF; break;
-    default: throw Refusal("unsupported output dtype " + std::string(dtype_name(p.out_dtype)));
+    default: throw Refusal(GT_REFUSAL_DTYPE, "unsupported output dtype " + std::string(dtype_name(p.out_dtype)));
   }
-  if (p.m < 1 || p.n < 1 || p.k < 1) throw Refusal("empty problem");
+  if (p.m < 1 || p.n < 1 || p.k < 1) throw Refusal(GT_REFUSAL_SHAPE, "empty problem");
   const bool at = a_transposed(p), bt = b_transposed(p);
   m.op_x = bt ? CUBLAS_OP_T : CUBLAS_OP_N;
   m.x_rows = uint64_t(bt ? p.k : p.n);
@@ -258,7 +258,7 @@ Mapping map_problem(const gt_problem& p) {
   m.c_cols = uint64_t(p.m);
   m.ldc = p.ldc;
   if (m.ldx < int64_t(m.x_rows) || m.ldy < int64_t(m.y_rows) || m.ldc < int64_t(m.c_rows))
-    throw Refusal("a leading dimension is smaller than the rows it holds");
+    throw Refusal(GT_REFUSAL_SHAPE, "a leading dimension is smaller than the rows it holds");
   return m;
 }
 
@@ -307,25 +307,25 @@ struct Attrs {
 template <class T>
 T narrow_value(int64_t v, int param) {
   if (v < int64_t(std::numeric_limits<T>::min()) || v > int64_t(std::numeric_limits<T>::max()))
-    throw Refusal(std::string(kParamNames[param]) + "=" + std::to_string(v) + " is out of range");
+    throw Refusal(GT_REFUSAL_CONFIG, std::string(kParamNames[param]) + "=" + std::to_string(v) + " is out of range");
   return T(v);
 }
 
 Attrs attrs_of(const int64_t* c, int32_t n) {
   if (n != kParams)
-    throw Refusal("config has " + std::to_string(n) + " values, the cublaslt space has " + std::to_string(kParams));
+    throw Refusal(GT_REFUSAL_CONFIG, "config has " + std::to_string(n) + " values, the cublaslt space has " + std::to_string(kParams));
   Attrs a;
   a.algo = narrow_value<int32_t>(c[kAlgo], kAlgo);
   a.tile = narrow_value<uint32_t>(c[kTile], kTile);
   a.stages = narrow_value<uint32_t>(c[kStages], kStages);
   a.split_k = narrow_value<int32_t>(c[kSplitK], kSplitK);
-  if (a.split_k < 1) throw Refusal("split_k must be at least 1");
+  if (a.split_k < 1) throw Refusal(GT_REFUSAL_CONFIG, "split_k must be at least 1");
   a.reduction = narrow_value<uint32_t>(c[kReduction], kReduction);
   a.swizzle = narrow_value<uint32_t>(c[kSwizzle], kSwizzle);
   a.custom = narrow_value<uint32_t>(c[kCustom], kCustom);
   a.cluster = narrow_value<uint16_t>(c[kCluster], kCluster);
   a.inner = narrow_value<uint16_t>(c[kInner], kInner);
-  if (c[kWorkspace] < 0) throw Refusal("workspace must not be negative");
+  if (c[kWorkspace] < 0) throw Refusal(GT_REFUSAL_CONFIG, "workspace must not be negative");
   a.workspace = uint64_t(c[kWorkspace]);
   return a;
 }
@@ -612,7 +612,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   lt_refuse(cublasLtMatmulAlgoGetIds(gpu.handle, m.compute, m.scale, m.in, m.in, m.out, m.out, kMaxAlgoIds,
                                      ids.data(), &nids),
             "cublasLtMatmulAlgoGetIds for " + what);
-  if (nids <= 0) throw Refusal("cuBLASLt has no algorithm for " + what);
+  if (nids <= 0) throw Refusal(GT_REFUSAL_DTYPE, "cuBLASLt has no algorithm for " + what);
   ids.resize(size_t(nids));
 
   // The heuristic, asked as a user would ask it: the largest workspace budget, and the
@@ -632,7 +632,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   lt_refuse(cublasLtMatmulAlgoGetHeuristic(gpu.handle, d.od(), d.xl(), d.yl(), d.cl(), d.cl(), &pref, kHeuristicCount,
                                            results.data(), &returned),
             "cuBLASLt's heuristic has no algorithm for this problem");
-  if (returned <= 0) throw Refusal("cuBLASLt's heuristic returned no algorithm for this problem");
+  if (returned <= 0) throw Refusal(GT_REFUSAL_SHAPE, "cuBLASLt's heuristic returned no algorithm for this problem");
   info->heuristic_returned = returned;
 
   // Capabilities of every id (those the problem's alignment rules out are left out).
@@ -687,7 +687,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
     if (!dup) info->picks.push_back(std::move(pk));
   }
   if (info->picks.empty())
-    throw Refusal("none of the heuristic's " + std::to_string(returned) +
+    throw Refusal(GT_REFUSAL_SHAPE, "none of the heuristic's " + std::to_string(returned) +
                   " picks can be re-created from its attributes (" + first_failure + ")");
 
   // Widen each algorithm's lists by what the heuristic used with it; algorithms the
@@ -784,13 +784,14 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
 
 // The problem's info on the current GPU (built on first use); refuses without a GPU.
 const ProblemInfo& problem_info(const gt_problem* p, const gt_device* d) {
-  if (!p) throw Refusal("no problem given");
+  if (!p) throw Refusal(GT_REFUSAL_CONFIG, "no problem given");
   const Gpu& gpu = current_gpu(d);
   // Never erased (see ProblemInfo). A problem cuBLASLt refuses is remembered with its
   // reason, so that a search asking again does not ask cuBLASLt again.
   struct Entry {
     std::unique_ptr<ProblemInfo> info;
     std::string refusal;
+    gt_refusal code = GT_REFUSAL_NONE;
   };
   static std::mutex mu;
   static std::map<std::string, Entry> infos;
@@ -808,10 +809,11 @@ const ProblemInfo& problem_info(const gt_problem* p, const gt_device* d) {
       e.info = build_info(*p, gpu);
     } catch (const Refusal& r) {
       e.refusal = r.what();
+      e.code = r.code;
     }
     it = infos.emplace(key, std::move(e)).first;
   }
-  if (!it->second.info) throw Refusal(it->second.refusal);
+  if (!it->second.info) throw Refusal(it->second.code, it->second.refusal);
   last = it->second.info.get();
   last_problem = *p;
   last_device = gpu.device;
@@ -839,28 +841,26 @@ struct Op {
 // ---------------------------------------------------------------------------------------
 // Entry points.
 
-gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
+  return guarded(reply, [&] {
     *out = problem_info(p, d).table->space();
     return GT_OK;
   });
 }
 
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg,
-                        size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_reply* reply) {
+  return guarded(reply, [&] {
     attrs_of(c, n);  // the arity and ranges need no GPU
     Checked ch{};
     std::string why = config_reason(problem_info(p, d), c, n, &ch);
     if (why.empty()) return GT_OK;
-    write_msg(msg, cap, why);
-    return GT_REFUSED;
+    throw Refusal(GT_REFUSAL_SHAPE, why);
   });
 }
 
-gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count, char* msg,
-                  size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
+                  gt_reply* reply) {
+  return guarded(reply, [&] {
     *count = 0;
     const ProblemInfo& info = problem_info(p, d);
     int32_t n = std::min<int32_t>(max, int32_t(info.picks.size()));
@@ -873,11 +873,11 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
 }
 
 gt_status create_op(const gt_problem* p, const int64_t* c, int32_t n, void** op, uint64_t* workspace_bytes,
-                    char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
+                    gt_reply* reply) {
+  return guarded(reply, [&] {
     const ProblemInfo& info = problem_info(p, nullptr);
     Checked ch{};
-    if (std::string why = config_reason(info, c, n, &ch); !why.empty()) throw Refusal(why);
+    if (std::string why = config_reason(info, c, n, &ch); !why.empty()) throw Refusal(GT_REFUSAL_SHAPE, why);
     auto o = std::make_unique<Op>(info, ch);
     *workspace_bytes = o->workspace;
     *op = o.release();
@@ -886,8 +886,8 @@ gt_status create_op(const gt_problem* p, const int64_t* c, int32_t n, void** op,
 }
 
 gt_status run_op(void* op, const void* a, const void* b, void* c, void* workspace, uint64_t workspace_bytes,
-                 void* stream, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
+                 void* stream, gt_reply* reply) {
+  return guarded(reply, [&] {
     if (!op) throw std::invalid_argument("no operation");
     Op& o = *static_cast<Op*>(op);
     if (workspace_bytes < o.workspace || (o.workspace && !workspace))
@@ -909,8 +909,23 @@ gt_status run_op(void* op, const void* a, const void* b, void* c, void* workspac
 
 void destroy_op(void* op) { delete static_cast<Op*>(op); }
 
+// What create_op builds, without a GPU: the attributes it sets into the algorithm, for the
+// problem's types and layout, with the library's version.
+gt_status op_hash(const gt_problem* p, const int64_t* c, int32_t n, uint64_t* hash, gt_reply* reply) {
+  return guarded(reply, [&] {
+    const Attrs a = attrs_of(c, n);
+    std::string s = "cublaslt-algo " + std::to_string(kLtVersion);
+    for (int64_t v : {int64_t(p->in_dtype), int64_t(p->out_dtype), int64_t(p->layout), int64_t(a.algo), int64_t(a.tile),
+                      int64_t(a.stages), int64_t(a.split_k), int64_t(a.reduction), int64_t(a.swizzle),
+                      int64_t(a.custom), int64_t(a.cluster), int64_t(a.inner), int64_t(a.workspace)})
+      s += " " + std::to_string(v);
+    *hash = fnv1a64(s);
+    return GT_OK;
+  });
+}
+
 gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char* out, size_t cap) {
-  return guarded(out, cap, [&] {
+  return guarded_text(out, cap, [&] {
     Attrs a = attrs_of(c, n);
     std::string s = "cuBLASLt " + version_text(kLtVersion) + " algo " + std::to_string(a.algo) + ": tile " +
                     tile_label(a.tile) + ", stages " + stages_label(a.stages) + ", split-K " +
@@ -981,6 +996,7 @@ const gt_plugin& plugin() {
     p.create_op = create_op;
     p.run_op = run_op;
     p.destroy_op = destroy_op;
+    p.op_hash = op_hash;
     p.describe_config = describe_config;
     p.provenance = provenance;
     return p;

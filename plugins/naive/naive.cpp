@@ -16,54 +16,58 @@ const ParamTable& table() {
   return t;
 }
 
-struct Geometry {
-  uint32_t grid[3], block[3];
+struct Plan {
+  int64_t map, bx, by;
+  uint32_t grid[3];
 };
 
-// Checks the (problem, config) and returns the launch geometry; throws Refusal.
-Geometry plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
+// Checks the (problem, config) and derives the launch geometry; throws Refusal.
+Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
   auto& t = table();
-  int64_t map = t.get(c, n, "map"), bx = t.get(c, n, "bx"), by = t.get(c, n, "by");
-  for (int i = 0; i < t.size(); ++i)
-    if (!t.contains(i, c[i])) throw Refusal("value not in the space");
+  t.check_values(c, n);
+  Plan pl{t.get(c, n, "map"), t.get(c, n, "bx"), t.get(c, n, "by"), {}};
   if (p.out_dtype == GT_TF32 || dtype_size(p.in_dtype) == 0 || dtype_size(p.out_dtype) == 0)
-    throw Refusal("unsupported dtype");
-  int64_t threads = bx * by;
-  if (threads < 32) throw Refusal("block of " + std::to_string(threads) + " threads is under one warp");
+    throw Refusal(GT_REFUSAL_DTYPE, "unsupported dtype");
+  const int64_t threads = pl.bx * pl.by;
+  if (threads < 32)
+    throw Refusal(GT_REFUSAL_CONFIG, "block of " + std::to_string(threads) + " threads is under one warp");
   if (threads > d.max_threads_per_block)
-    throw Refusal("block of " + std::to_string(threads) + " threads exceeds the device's " +
-                  std::to_string(d.max_threads_per_block));
-  int64_t rows = map == 0 ? p.m : p.n;  // extent along grid.y
-  int64_t cols = map == 0 ? p.n : p.m;  // extent along grid.x
-  Geometry g{{ceil_div(cols, bx), ceil_div(rows, by), 1}, {uint32_t(bx), uint32_t(by), 1}};
-  if ((rows + by - 1) / by > 65535)
-    throw Refusal("grid.y of " + std::to_string((rows + by - 1) / by) + " blocks exceeds 65535");
-  if ((cols + bx - 1) / bx > 2147483647ll) throw Refusal("grid.x exceeds 2^31-1");
-  return g;
+    throw Refusal(GT_REFUSAL_RESOURCES, "block of " + std::to_string(threads) + " threads exceeds the device's " +
+                                            std::to_string(d.max_threads_per_block));
+  const int64_t rows = pl.map == 0 ? p.m : p.n;  // extent along grid.y
+  const int64_t cols = pl.map == 0 ? p.n : p.m;  // extent along grid.x
+  if ((rows + pl.by - 1) / pl.by > 65535)
+    throw Refusal(GT_REFUSAL_RESOURCES,
+                  "grid.y of " + std::to_string((rows + pl.by - 1) / pl.by) + " blocks exceeds the device's 65535");
+  if ((cols + pl.bx - 1) / pl.bx > 2147483647ll) throw Refusal(GT_REFUSAL_RESOURCES, "grid.x exceeds the device's 2^31-1");
+  pl.grid[0] = ceil_div(cols, pl.bx);
+  pl.grid[1] = ceil_div(rows, pl.by);
+  pl.grid[2] = 1;
+  return pl;
 }
 
-gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_kernel* out,
-                       char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    Geometry g = plan(*p, c, n, *d);
-    auto& t = table();
-    std::vector<std::string> opts = {
-        define("IN_T", dtype_cuda_type(p->in_dtype)),
-        define("OUT_T", dtype_cuda_type(p->out_dtype)),
-        define("TF32", p->in_dtype == GT_TF32 ? 1 : 0),
-        define("A_TRANS", a_transposed(*p) ? 1 : 0),
-        define("B_TRANS", b_transposed(*p) ? 1 : 0),
-        define("MAPPING", t.get(c, n, "map")),
-        define("BX", t.get(c, n, "bx")),
-        define("BY", t.get(c, n, "by")),
-    };
-    KernelOut::local().fill(out, k_naive, k_naive_name, "gemm_naive", std::move(opts), g.grid, g.block, 0);
-    return GT_OK;
-  });
+Launch launch(const gt_problem& p, const Plan& pl) {
+  Launch l;
+  l.source = k_naive;
+  l.source_name = k_naive_name;
+  l.kernel_name = "gemm_naive";
+  l.options = {
+      define("IN_T", dtype_cuda_type(p.in_dtype)),
+      define("OUT_T", dtype_cuda_type(p.out_dtype)),
+      define("TF32", p.in_dtype == GT_TF32 ? 1 : 0),
+      define("A_TRANS", a_transposed(p) ? 1 : 0),
+      define("B_TRANS", b_transposed(p) ? 1 : 0),
+      define("MAPPING", pl.map),
+      define("BX", pl.bx),
+      define("BY", pl.by),
+  };
+  l.grid = {pl.grid[0], pl.grid[1], pl.grid[2]};
+  l.block = {uint32_t(pl.bx), uint32_t(pl.by), 1};
+  return l;
 }
 
 gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* out, size_t cap) {
-  return guarded(out, cap, [&] {
+  return guarded_text(out, cap, [&] {
     auto& t = table();
     write_msg(out, cap,
               std::string(t.get(c, n, "map") == 0 ? "coalesced" : "uncoalesced") + " mapping, block " +
@@ -72,10 +76,9 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
   });
 }
 
-const gt_plugin kPlugin = source_plugin("naive", "1.0",
-                              "one thread per output element, operands from global memory (the lab's first rung)",
-                              k_naive,
-                              table_space<table>, can_implement_by_plan<plan>, build_kernel, describe_config);
+const gt_plugin kPlugin = source_family<plan, launch>(
+    "naive", "1.0", "one thread per output element, operands from global memory (the lab's first rung)", k_naive,
+    table_space<table>, describe_config);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

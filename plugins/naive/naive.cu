@@ -1,16 +1,34 @@
 // naive: one thread per output element, every operand straight from global memory.
 // The first rung of the ladder; MAPPING is the lab's experiment in coalescing.
 //
-// Defines (set by naive.cpp):
-//   IN_T, OUT_T   storage types of A/B and of C (float, __half, __nv_bfloat16)
-//   TF32          1: round operands to tf32 before multiplying (tensor-core numerics)
-//   A_TRANS       0: A is M×K row-major; 1: A is K×M row-major
-//   B_TRANS       0: B is K×N row-major; 1: B is N×K row-major
-//   MAPPING       0 (coalesced): consecutive threads take consecutive columns of C;
-//                 1 (uncoalesced): consecutive threads take consecutive rows of C
-//   BX, BY        block shape (threads in x and y)
+// Every define has a default, so the file compiles on its own; naive.cpp sets each.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+
+#ifndef IN_T
+#define IN_T float  // storage type of A and B (float, __half, __nv_bfloat16)
+#endif
+#ifndef OUT_T
+#define OUT_T float  // storage type of C
+#endif
+#ifndef TF32
+#define TF32 0  // 1: round operands to tf32 before multiplying (tensor-core numerics)
+#endif
+#ifndef A_TRANS
+#define A_TRANS 0  // 0: A is M×K row-major; 1: A is K×M row-major
+#endif
+#ifndef B_TRANS
+#define B_TRANS 0  // 0: B is K×N row-major; 1: B is N×K row-major
+#endif
+#ifndef MAPPING
+#define MAPPING 0  // 0: consecutive threads take consecutive columns of C (coalesced); 1: rows
+#endif
+#ifndef BX
+#define BX 32  // threads per block in x
+#endif
+#ifndef BY
+#define BY 8  // threads per block in y
+#endif
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }

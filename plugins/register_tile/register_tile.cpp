@@ -3,8 +3,8 @@
 // tile of accumulators in registers).
 //
 // The space is a product of value lists; the constraints below cut it down to the designs
-// worth timing (a few thousand points for 4096³) and refuse, with the reason, whatever a
-// device cannot run. Refusals for device limits name "threads", "registers" or "shared memory".
+// worth timing (a few thousand points for 4096³) and refuse, with the reason and its code,
+// whatever a device cannot run.
 #include <gemmtune/plugin_kit.hpp>
 
 #include "register_tile_kernels.h"
@@ -13,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 
 namespace {
 using namespace gt_kit;
@@ -71,50 +70,44 @@ int64_t reg_cap(int64_t regs_per_sm, int64_t blocks, int64_t threads) {
 
 std::string s(int64_t v) { return std::to_string(v); }
 
-// nullopt when fine, else the reason. No exceptions here: the tuner calls this for every
-// point of a space of a few hundred thousand raw points. Only refusals for the device's
-// limits use the words "threads", "registers", "shared memory" or "exceeds the device"
-// (core files those under `resources`); design rules and duplicates avoid them.
-std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d, Plan& P) {
-  auto& t = table();
-  if (n != t.size()) return "config has " + s(n) + " values, the space has " + s(t.size());
-  for (int i = 0; i < t.size(); ++i)
-    if (!t.contains(i, c[i]))
-      return s(c[i]) + " is not a value of parameter " + t.space().params[i].name;
+// Checks the (problem, config) and derives every quantity; throws Refusal with its code.
+Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
+  table().check_values(c, n);
+  Plan P{};
   P.bm = c[0], P.bn = c[1], P.bk = c[2], P.tm = c[3], P.tn = c[4], P.lanes_m = c[5];
   P.vec = c[6], P.pipe = c[7], P.swz = c[8], P.occ = c[9];
 
   if (p.in_dtype != GT_F32 || p.out_dtype != GT_F32)
-    return std::string("register_tile computes f32 -> f32 only (asked ") + dtype_name(p.in_dtype) + " -> " +
-           dtype_name(p.out_dtype) + "); shared_tile and wmma take the other types";
+    throw Refusal(GT_REFUSAL_DTYPE, std::string("register_tile computes f32 -> f32 only (asked ") + dtype_name(p.in_dtype) + " -> " +
+           dtype_name(p.out_dtype) + "); shared_tile and wmma take the other types");
   if (p.align_bytes < 4)
-    return "the f32 operands are aligned to only " + s(p.align_bytes) + " bytes; even 4-byte loads would be misaligned";
+    throw Refusal(GT_REFUSAL_SHAPE, "the f32 operands are aligned to only " + s(p.align_bytes) + " bytes; even 4-byte loads would be misaligned");
   const bool cp_async = P.pipe >= kCp2;
   if (cp_async && d.cc_major < 8)
-    return "cp.async needs compute capability 8.0 or newer (device has " + s(d.cc_major) + "." + s(d.cc_minor) + ")";
+    throw Refusal(GT_REFUSAL_ARCH, "cp.async needs compute capability 8.0 or newer (device has " + s(d.cc_major) + "." + s(d.cc_minor) + ")");
 
   // Design rules: which tile shapes this family builds at all.
   const int64_t tmax = std::max(P.tm, P.tn), tmin = std::min(P.tm, P.tn);
   if (!(P.tm == P.tn || (tmax >= 8 && tmax == 2 * tmin)))
-    return "thread tile " + s(P.tm) + "x" + s(P.tn) + ": the family builds square thread tiles and 4x8, 8x4, 8x16, 16x8";
+    throw Refusal(GT_REFUSAL_CONFIG, "thread tile " + s(P.tm) + "x" + s(P.tn) + ": the family builds square thread tiles and 4x8, 8x4, 8x16, 16x8");
   const bool lab = P.lanes_m == kLabLanesM;
-  if (lab && P.tm != P.tn) return "the 2x16 lane arrangement (the lab's kernel) takes square thread tiles only";
+  if (lab && P.tm != P.tn) throw Refusal(GT_REFUSAL_CONFIG, "the 2x16 lane arrangement (the lab's kernel) takes square thread tiles only");
   P.lanes_n = 32 / P.lanes_m;
   P.wm = P.lanes_m * P.tm;
   P.wn = P.lanes_n * P.tn;
   if (P.bm % P.wm || P.bn % P.wn)
-    return "warp tile " + s(P.wm) + "x" + s(P.wn) + " does not divide the block tile " + s(P.bm) + "x" + s(P.bn);
+    throw Refusal(GT_REFUSAL_CONFIG, "warp tile " + s(P.wm) + "x" + s(P.wn) + " does not divide the block tile " + s(P.bm) + "x" + s(P.bn));
   if (std::max(P.bm, P.bn) > 2 * std::min(P.bm, P.bn))
-    return "block tile " + s(P.bm) + "x" + s(P.bn) + " is more than 2:1 (the family keeps block tiles within 2:1)";
+    throw Refusal(GT_REFUSAL_CONFIG, "block tile " + s(P.bm) + "x" + s(P.bn) + " is more than 2:1 (the family keeps block tiles within 2:1)");
   P.threads = (P.bm / P.tm) * (P.bn / P.tn);
   if (P.threads > d.max_threads_per_block)
-    return "block of " + s(P.threads) + " threads exceeds the device's " + s(d.max_threads_per_block) + " threads";
+    throw Refusal(GT_REFUSAL_RESOURCES, "block of " + s(P.threads) + " threads exceeds the device's " + s(d.max_threads_per_block) + " threads");
   if (P.threads != 64 && P.threads != 128 && P.threads != 256)
-    return "a block of " + s(P.threads / 32) + " warps: the family builds blocks of 2, 4 or 8 warps";
+    throw Refusal(GT_REFUSAL_CONFIG, "a block of " + s(P.threads / 32) + " warps: the family builds blocks of 2, 4 or 8 warps");
   if (P.tm * P.tn < 16 && !(lab && P.threads == 256 && P.bm == P.bn))
-    return "thread tiles under 4x4 exist for the lab's kernel only (2x16 lanes, 8 warps, square block)";
+    throw Refusal(GT_REFUSAL_CONFIG, "thread tiles under 4x4 exist for the lab's kernel only (2x16 lanes, 8 warps, square block)");
   if (P.tm * P.tn >= 128 && P.threads != 256)
-    return "thread tiles of 128 accumulators are built with 8 warps only (128x256 and 256x128 block tiles)";
+    throw Refusal(GT_REFUSAL_CONFIG, "thread tiles of 128 accumulators are built with 8 warps only (128x256 and 256x128 block tiles)");
   P.tm_sub = lab ? P.tm : std::min<int64_t>(P.tm, 4);
   P.tn_sub = lab ? P.tn : std::min<int64_t>(P.tn, 4);
 
@@ -124,14 +117,14 @@ std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t 
   P.lv_a = cp_async && P.a_trans_store ? 1 : P.vec;
   P.lv_b = cp_async && P.b_trans_store ? 1 : P.vec;
   if (P.vec * 4 > p.align_bytes)
-    return "vec=" + s(P.vec) + " loads " + s(P.vec * 4) + " bytes at a time, but the problem is aligned to only " +
-           s(p.align_bytes) + " bytes (use vec=" + s(std::max<int64_t>(1, p.align_bytes / 4)) + ")";
+    throw Refusal(GT_REFUSAL_SHAPE, "vec=" + s(P.vec) + " loads " + s(P.vec * 4) + " bytes at a time, but the problem is aligned to only " +
+           s(p.align_bytes) + " bytes (use vec=" + s(std::max<int64_t>(1, p.align_bytes / 4)) + ")");
   if (P.vec > 1 && P.lv_a == 1 && P.lv_b == 1)
-    return "vec=" + s(P.vec) + " has no effect here: with cp.async in layout nt both operands are transposed into "
-           "shared memory 4 bytes at a time (same kernel as vec=1)";
+    throw Refusal(GT_REFUSAL_CONFIG, "vec=" + s(P.vec) + " has no effect here: with cp.async in layout nt both operands are transposed into "
+           "shared memory 4 bytes at a time (same kernel as vec=1)");
   if ((P.bm * P.bk) % (P.threads * P.lv_a) || (P.bn * P.bk) % (P.threads * P.lv_b))
-    return "the " + s(P.bm) + "x" + s(P.bk) + " and " + s(P.bk) + "x" + s(P.bn) + " tiles do not split evenly over " +
-           s(P.threads / 32) + " warps copying " + s(std::max(P.lv_a, P.lv_b)) + " floats a lane";
+    throw Refusal(GT_REFUSAL_CONFIG, "the " + s(P.bm) + "x" + s(P.bk) + " and " + s(P.bk) + "x" + s(P.bn) + " tiles do not split evenly over " +
+           s(P.threads / 32) + " warps copying " + s(std::max(P.lv_a, P.lv_b)) + " floats a lane");
 
   // Shared memory: padding only where an operand is transposed on the way in; 4 floats keep
   // rows 16-byte aligned for LDS.128 and spread a warp's transposed stores over the banks.
@@ -140,8 +133,8 @@ std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t 
   P.pad_b = P.b_trans_store ? 4 : 0;
   P.smem_bytes = P.stages * P.bk * (P.bm + P.pad_a + P.bn + P.pad_b) * 4;
   if (P.smem_bytes > d.smem_per_block_optin)
-    return "needs " + s(P.smem_bytes) + " bytes of shared memory per block; the device allows " +
-           s(d.smem_per_block_optin);
+    throw Refusal(GT_REFUSAL_RESOURCES, "needs " + s(P.smem_bytes) + " bytes of shared memory per block; the device allows " +
+           s(d.smem_per_block_optin));
 
   // Registers, estimated from the live values: accumulators, two sets of fragments, the
   // staged tile of the register pipelines (cp.async stages nothing in registers), and ~24
@@ -151,45 +144,39 @@ std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t 
   P.regs_est = P.tm * P.tn + 2 * (P.tm + P.tn) + staged + 24;
   const int64_t cap1 = reg_cap(d.regs_per_sm, 1, P.threads);
   if (P.regs_est > cap1 || P.regs_est * P.threads > d.regs_per_block)
-    return "needs about " + s(P.regs_est) + " registers per thread; the device gives " + s(P.threads) +
-           " threads at most " + s(std::min<int64_t>(cap1, d.regs_per_block / P.threads));
+    throw Refusal(GT_REFUSAL_RESOURCES, "needs about " + s(P.regs_est) + " registers per thread; the device gives " + s(P.threads) +
+           " threads at most " + s(std::min<int64_t>(cap1, d.regs_per_block / P.threads)));
   if (P.occ == 2) {
     const int64_t cap2 = reg_cap(d.regs_per_sm, 2, P.threads);
     if (cap2 >= cap1)
-      return "occ=2 is the same kernel as occ=1 for a block of " + s(P.threads / 32) + " warps: both allow ptxas " +
-             s(cap1) + " per lane";
+      throw Refusal(GT_REFUSAL_CONFIG, "occ=2 is the same kernel as occ=1 for a block of " + s(P.threads / 32) + " warps: both allow ptxas " +
+             s(cap1) + " per lane");
     if (2 * P.regs_est <= cap2)
-      return "occ=2 is the same kernel as occ=1 here: its cap of " + s(cap2) + " per lane is twice the estimated need (" +
-             s(P.regs_est) + ")";
+      throw Refusal(GT_REFUSAL_CONFIG, "occ=2 is the same kernel as occ=1 here: its cap of " + s(cap2) + " per lane is twice the estimated need (" +
+             s(P.regs_est) + ")");
     if (P.regs_est > cap2)
-      return "needs about " + s(P.regs_est) + " registers per thread, more than the " + s(cap2) +
-             " the device leaves 2 blocks of " + s(P.threads) + " threads per SM";
+      throw Refusal(GT_REFUSAL_RESOURCES, "needs about " + s(P.regs_est) + " registers per thread, more than the " + s(cap2) +
+             " the device leaves 2 blocks of " + s(P.threads) + " threads per SM");
     if (2 * P.threads > d.max_threads_per_sm)
-      return "2 blocks of " + s(P.threads) + " threads exceed the device's " + s(d.max_threads_per_sm) +
-             " threads per SM";
+      throw Refusal(GT_REFUSAL_RESOURCES, "2 blocks of " + s(P.threads) + " threads exceed the device's " + s(d.max_threads_per_sm) +
+             " threads per SM");
     // The runtime reserves 1 KiB of shared memory per block.
     if (2 * (P.smem_bytes + 1024) > d.smem_per_sm)
-      return "2 blocks need " + s(2 * (P.smem_bytes + 1024)) + " bytes of shared memory per SM; the device has " +
-             s(d.smem_per_sm);
-    if (d.max_blocks_per_sm < 2) return "the device runs 1 block per SM; occ=2 exceeds the device";
+      throw Refusal(GT_REFUSAL_RESOURCES, "2 blocks need " + s(2 * (P.smem_bytes + 1024)) + " bytes of shared memory per SM; the device has " +
+             s(d.smem_per_sm));
+    if (d.max_blocks_per_sm < 2) throw Refusal(GT_REFUSAL_RESOURCES, "the device runs 1 block per SM; occ=2 exceeds the device");
   }
 
   P.grid_m = (p.m + P.bm - 1) / P.bm;
   P.grid_n = (p.n + P.bn - 1) / P.bn;
   if (P.grid_m * P.grid_n > 2147483647ll)
-    return "grid of " + s(P.grid_m * P.grid_n) + " blocks exceeds the device's 2^31-1";
+    throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + s(P.grid_m * P.grid_n) + " blocks exceeds the device's 2^31-1");
   if (P.swz > 1 && (P.grid_m == 1 || P.grid_n == 1))
-    return "swz=" + s(P.swz) + " on a grid of " + s(P.grid_m) + "x" + s(P.grid_n) +
-           " blocks walks them in row-major order anyway (same as swz=1)";
+    throw Refusal(GT_REFUSAL_CONFIG, "swz=" + s(P.swz) + " on a grid of " + s(P.grid_m) + "x" + s(P.grid_n) +
+           " blocks walks them in row-major order anyway (same as swz=1)");
 
   // C is stored CVEC floats at a time where the alignment and the thread's run allow.
   P.cvec = std::min<int64_t>({P.tn_sub, 4, std::max<int64_t>(1, p.align_bytes / 4)});
-  return std::nullopt;
-}
-
-Plan plan_or_refuse(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
-  Plan P{};
-  if (auto why = check(p, c, n, d, P)) throw Refusal(*why);
   return P;
 }
 
@@ -201,8 +188,8 @@ int64_t default_vec(const gt_problem& p, int64_t pipe) {
   return pipe >= kCp2 && p.layout == GT_NT ? 1 : std::clamp<int64_t>(p.align_bytes / 4, 1, 4);
 }
 
-gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
+  return guarded(reply, [&] {
     const int64_t pipe = default_pipe(*d);
     const int64_t vec = default_vec(*p, pipe);
     const int64_t swz = (p->m > 128 && p->n > 128) ? 8 : 1;
@@ -216,54 +203,51 @@ gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out,
   });
 }
 
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    Plan P{};
-    if (auto why = check(*p, c, n, *d, P)) {
-      write_msg(msg, cap, *why);
-      return GT_REFUSED;
-    }
-    return GT_OK;
-  });
+Launch launch(const gt_problem& p, const Plan& P) {
+  Launch l;
+  l.source = k_register_tile;
+  l.source_name = k_register_tile_name;
+  l.kernel_name = "gemm_register_tile";
+  l.options = {
+      define("A_TRANS", a_transposed(p) ? 1 : 0),
+      define("B_TRANS", b_transposed(p) ? 1 : 0),
+      define("BM", P.bm),
+      define("BN", P.bn),
+      define("BK", P.bk),
+      define("TM", P.tm),
+      define("TN", P.tn),
+      define("WTM", P.lanes_m),
+      define("TM_SUB", P.tm_sub),
+      define("TN_SUB", P.tn_sub),
+      define("VEC", P.vec),
+      define("PIPE", P.pipe == kSingle ? 0 : P.pipe == kRegDb ? 1 : 2),
+      define("STAGES", P.stages),
+      define("PAD_A", P.pad_a),
+      define("PAD_B", P.pad_b),
+      define("SWZ", P.swz),
+      define("MIN_BLOCKS", P.occ),
+      define("CVEC", P.cvec),
+  };
+  l.grid = {uint32_t(P.grid_m * P.grid_n), 1, 1};
+  l.block = {uint32_t(P.threads), 1, 1};
+  l.dynamic_smem = uint32_t(P.smem_bytes);
+  return l;
 }
 
-gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_kernel* out,
-                       char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    const Plan P = plan_or_refuse(*p, c, n, *d);
-    std::vector<std::string> opts = {
-        define("A_TRANS", a_transposed(*p) ? 1 : 0),
-        define("B_TRANS", b_transposed(*p) ? 1 : 0),
-        define("BM", P.bm),
-        define("BN", P.bn),
-        define("BK", P.bk),
-        define("TM", P.tm),
-        define("TN", P.tn),
-        define("WTM", P.lanes_m),
-        define("TM_SUB", P.tm_sub),
-        define("TN_SUB", P.tn_sub),
-        define("VEC", P.vec),
-        define("PIPE", P.pipe == kSingle ? 0 : P.pipe == kRegDb ? 1 : 2),
-        define("STAGES", P.stages),
-        define("PAD_A", P.pad_a),
-        define("PAD_B", P.pad_b),
-        define("SWZ", P.swz),
-        define("MIN_BLOCKS", P.occ),
-        define("CVEC", P.cvec),
-    };
-    const uint32_t grid[3] = {uint32_t(P.grid_m * P.grid_n), 1, 1};
-    const uint32_t block[3] = {uint32_t(P.threads), 1, 1};
-    KernelOut::local().fill(out, k_register_tile, k_register_tile_name, "gemm_register_tile", std::move(opts), grid,
-                            block, uint32_t(P.smem_bytes));
-    return GT_OK;
-  });
+bool buildable(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
+  try {
+    plan(p, c, n, d);
+    return true;
+  } catch (const Refusal&) {
+    return false;
+  }
 }
 
 // Configs worth trying first, best guess first: the default and its close variants for
 // large problems, then smaller tiles for small or skinny ones. Only valid ones are returned.
-gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count, char* msg,
-                  size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
+                  gt_reply* reply) {
+  return guarded(reply, [&] {
     // bm, bn, bk, tm, tn, warp, pipe, occ (vec and swz from the problem)
     const int64_t picks[][8] = {
         {128, 128, 8, 8, 8, 4, kCp3, 2},   {128, 128, 8, 8, 8, 8, kCp3, 2},   {128, 128, 16, 8, 8, 4, kCp3, 2},
@@ -279,8 +263,7 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
       for (int64_t swz : {int64_t(8), int64_t(1)}) {
         const int64_t pipe = d->cc_major < 8 && q[6] >= kCp2 ? kRegDb : q[6];
         int64_t cfg[10] = {q[0], q[1], q[2], q[3], q[4], q[5], default_vec(*p, pipe), pipe, swz, q[7]};
-        Plan P{};
-        if (check(*p, cfg, dims, *d, P)) continue;
+        if (!buildable(*p, cfg, dims, *d)) continue;
         bool dup = false;
         for (int32_t i = 0; i < k && !dup; ++i) dup = std::equal(cfg, cfg + dims, configs + size_t(i) * dims);
         if (!dup) {
@@ -296,7 +279,7 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
 }
 
 gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char* out, size_t cap) {
-  return guarded(out, cap, [&] {
+  return guarded_text(out, cap, [&] {
     // Describe even what a device might refuse: use limits that refuse nothing.
     gt_device any{};
     any.cc_major = 9;
@@ -308,8 +291,10 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
     any.smem_per_block_optin = 1 << 30;
     any.smem_per_sm = 1 << 30;
     Plan P{};
-    if (auto why = check(*p, c, n, any, P)) {
-      write_msg(out, cap, "not buildable: " + *why);
+    try {
+      P = plan(*p, c, n, any);
+    } catch (const Refusal& r) {
+      write_msg(out, cap, std::string("not buildable: ") + r.what());
       return GT_OK;
     }
     static const char* pipes[] = {"single buffer", "register-staged double buffer", "cp.async 2 stages",
@@ -332,11 +317,11 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p = source_plugin("register_tile", "1.0",
-                              "SIMT fp32: block, warp and thread tiles, vector loads, A transposed in shared memory, "
-                              "single/double-buffered or cp.async pipelines (the lab's register-tile rung and beyond)",
-                              k_register_tile,
-                              describe_space, can_implement, build_kernel, describe_config);
+  gt_plugin p = source_family<plan, launch>("register_tile", "1.0",
+                                            "SIMT fp32: block, warp and thread tiles, vector loads, A transposed in "
+                                            "shared memory, single/double-buffered or cp.async pipelines (the lab's "
+                                            "register-tile rung and beyond)",
+                                            k_register_tile, describe_space, describe_config);
   p.suggest = suggest;
   return p;
 }();

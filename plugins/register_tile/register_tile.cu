@@ -6,20 +6,63 @@
 // unrolled with the next k's fragments loaded while the current FFMAs issue, and global ->
 // shared copies are single-buffered, register-staged double-buffered, or cp.async multi-stage.
 //
-// Defines (set and checked by register_tile.cpp; static_asserts repeat the divisibility rules):
-//   A_TRANS, B_TRANS   0: A is M×K / B is K×N row-major; 1: A is K×M / B is N×K row-major
-//   BM, BN, BK         block tile: rows and columns of C, and the depth of one k-step
-//   TM, TN             thread tile: accumulators per thread along M and N
-//   WTM                lanes of a warp along M (32 / WTM along N); warp tile = (WTM·TM)×(WTN·TN)
-//   TM_SUB, TN_SUB     contiguous run of a thread's rows / columns; TM/TM_SUB sub-blocks sit
-//                      WTM·TM_SUB rows apart (TM_SUB == TM: one contiguous patch, as in the lab)
-//   VEC                global-load width in floats (1, 2, 4), along each operand's contiguous axis
-//   PIPE               0: single buffer, 1: register-staged double buffer, 2: cp.async, STAGES deep
-//   STAGES             shared-memory buffers (1, 2, or 2..4 for cp.async)
-//   PAD_A, PAD_B       floats of padding per shared-memory row (kills transposed-store conflicts)
-//   SWZ                rasterisation: block rows grouped SWZ at a time (1: row-major order)
-//   MIN_BLOCKS         blocks per SM promised to ptxas (__launch_bounds__), which caps registers
-//   CVEC               width of the stores to C in floats (1, 2, 4)
+// Every define has a default (the family's default config at layout nn), so the file
+// compiles on its own; register_tile.cpp sets and checks each (static_asserts repeat the
+// divisibility rules).
+#ifndef A_TRANS
+#define A_TRANS 0  // 0: A is M×K row-major; 1: A is K×M row-major
+#endif
+#ifndef B_TRANS
+#define B_TRANS 0  // 0: B is K×N row-major; 1: B is N×K row-major
+#endif
+#ifndef BM
+#define BM 128  // block tile: rows of C
+#endif
+#ifndef BN
+#define BN 128  // block tile: columns of C
+#endif
+#ifndef BK
+#define BK 8  // depth of one k-step
+#endif
+#ifndef TM
+#define TM 8  // thread tile: accumulators per thread along M
+#endif
+#ifndef TN
+#define TN 8  // thread tile: accumulators per thread along N
+#endif
+#ifndef WTM
+#define WTM 4  // lanes of a warp along M (32 / WTM along N); warp tile = (WTM·TM)×(WTN·TN)
+#endif
+#ifndef TM_SUB
+#define TM_SUB 4  // contiguous run of a thread's rows; TM/TM_SUB sub-blocks sit WTM·TM_SUB rows apart
+#endif
+#ifndef TN_SUB
+#define TN_SUB 4  // contiguous run of a thread's columns
+#endif
+#ifndef VEC
+#define VEC 4  // global-load width in floats (1, 2, 4), along each operand's contiguous axis
+#endif
+#ifndef PIPE
+#define PIPE 2  // 0: single buffer, 1: register-staged double buffer, 2: cp.async, STAGES deep
+#endif
+#ifndef STAGES
+#define STAGES 3  // shared-memory buffers (1, 2, or 2..4 for cp.async)
+#endif
+#ifndef PAD_A
+#define PAD_A 4  // floats of padding per shared-memory row of A (kills transposed-store conflicts)
+#endif
+#ifndef PAD_B
+#define PAD_B 0  // floats of padding per shared-memory row of B
+#endif
+#ifndef SWZ
+#define SWZ 8  // rasterisation: block rows grouped SWZ at a time (1: row-major order)
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 2  // blocks per SM promised to ptxas (__launch_bounds__), which caps registers
+#endif
+#ifndef CVEC
+#define CVEC 4  // width of the stores to C in floats (1, 2, 4)
+#endif
 
 constexpr int kWTN = 32 / WTM;
 constexpr int kWM = WTM * TM;  // warp tile

@@ -5,7 +5,6 @@
 
 #include "shared_tile_kernels.h"
 
-#include <optional>
 
 namespace {
 using namespace gt_kit;
@@ -27,68 +26,57 @@ struct Plan {
 
 std::string s(int64_t v) { return std::to_string(v); }
 
-// nullopt when fine, else the reason (no exceptions: called for every point a search visits).
-std::optional<std::string> check(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d, Plan& P) {
+// Checks the (problem, config) and derives the launch; throws Refusal.
+Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
   auto& t = table();
-  if (n != t.size()) return "config has " + s(n) + " values, the space has " + s(t.size());
-  for (int i = 0; i < t.size(); ++i)
-    if (!t.contains(i, c[i])) return "value " + s(c[i]) + " is not in the space of parameter " + s(i);
+  t.check_values(c, n);
+  Plan P{};
   P.tile_m = c[0], P.tile_n = c[1], P.tile_k = c[2], P.pad = c[3];
   // Scalar loads and stores only: any alignment the element types themselves have will do.
   if (dtype_size(p.in_dtype) == 0 || dtype_size(p.out_dtype) == 0 || p.out_dtype == GT_TF32)
-    return "unsupported dtype";
+    throw Refusal(GT_REFUSAL_DTYPE, "unsupported dtype");
   P.threads = P.tile_m * P.tile_n;
   if (P.threads > d.max_threads_per_block)
-    return "block of " + s(P.threads) + " threads exceeds the device's " + s(d.max_threads_per_block) + " threads";
+    throw Refusal(GT_REFUSAL_RESOURCES, "block of " + s(P.threads) + " threads exceeds the device's " +
+                                            s(d.max_threads_per_block) + " threads");
   P.smem_bytes = (P.tile_m * (P.tile_k + P.pad) + P.tile_k * (P.tile_n + P.pad)) * 4;
   if (P.smem_bytes > d.smem_per_block)
-    return "needs " + s(P.smem_bytes) + " bytes of shared memory; the device allows " + s(d.smem_per_block);
+    throw Refusal(GT_REFUSAL_RESOURCES,
+                  "needs " + s(P.smem_bytes) + " bytes of shared memory; the device allows " + s(d.smem_per_block));
   // The kernel compiles to far fewer than 64 registers per thread; the block must still fit.
   if (P.threads * 32 > d.regs_per_block)
-    return "block of " + s(P.threads) + " threads needs more registers than the device's " + s(d.regs_per_block);
+    throw Refusal(GT_REFUSAL_RESOURCES, "block of " + s(P.threads) +
+                                            " threads needs more registers than the device's " + s(d.regs_per_block));
   P.blocks = ((p.m + P.tile_m - 1) / P.tile_m) * ((p.n + P.tile_n - 1) / P.tile_n);
-  if (P.blocks > 2147483647ll) return "grid of " + s(P.blocks) + " blocks exceeds the device's 2^31-1";
-  return std::nullopt;
+  if (P.blocks > 2147483647ll)
+    throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + s(P.blocks) + " blocks exceeds the device's 2^31-1");
+  return P;
 }
 
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    Plan P{};
-    if (auto why = check(*p, c, n, *d, P)) {
-      write_msg(msg, cap, *why);
-      return GT_REFUSED;
-    }
-    return GT_OK;
-  });
-}
-
-gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_kernel* out,
-                       char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    Plan P{};
-    if (auto why = check(*p, c, n, *d, P)) throw Refusal(*why);
-    std::vector<std::string> opts = {
-        define("IN_T", dtype_cuda_type(p->in_dtype)),
-        define("OUT_T", dtype_cuda_type(p->out_dtype)),
-        define("TF32", p->in_dtype == GT_TF32 ? 1 : 0),
-        define("HALF_TYPES", dtype_size(p->in_dtype) == 2 || dtype_size(p->out_dtype) == 2 ? 1 : 0),
-        define("A_TRANS", a_transposed(*p) ? 1 : 0),
-        define("B_TRANS", b_transposed(*p) ? 1 : 0),
-        define("TILE_M", P.tile_m),
-        define("TILE_N", P.tile_n),
-        define("TILE_K", P.tile_k),
-        define("PAD", P.pad),
-    };
-    const uint32_t grid[3] = {uint32_t(P.blocks), 1, 1};
-    const uint32_t block[3] = {uint32_t(P.tile_n), uint32_t(P.tile_m), 1};
-    KernelOut::local().fill(out, k_shared_tile, k_shared_tile_name, "gemm_shared_tile", std::move(opts), grid, block,
-                            0);
-    return GT_OK;
-  });
+Launch launch(const gt_problem& p, const Plan& P) {
+  Launch l;
+  l.source = k_shared_tile;
+  l.source_name = k_shared_tile_name;
+  l.kernel_name = "gemm_shared_tile";
+  l.options = {
+      define("IN_T", dtype_cuda_type(p.in_dtype)),
+      define("OUT_T", dtype_cuda_type(p.out_dtype)),
+      define("TF32", p.in_dtype == GT_TF32 ? 1 : 0),
+      define("HALF_TYPES", dtype_size(p.in_dtype) == 2 || dtype_size(p.out_dtype) == 2 ? 1 : 0),
+      define("A_TRANS", a_transposed(p) ? 1 : 0),
+      define("B_TRANS", b_transposed(p) ? 1 : 0),
+      define("TILE_M", P.tile_m),
+      define("TILE_N", P.tile_n),
+      define("TILE_K", P.tile_k),
+      define("PAD", P.pad),
+  };
+  l.grid = {uint32_t(P.blocks), 1, 1};
+  l.block = {uint32_t(P.tile_n), uint32_t(P.tile_m), 1};
+  return l;
 }
 
 gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* out, size_t cap) {
-  return guarded(out, cap, [&] {
+  return guarded_text(out, cap, [&] {
     auto& t = table();
     const int64_t tm = t.get(c, n, "tile_m"), tn = t.get(c, n, "tile_n"), tk = t.get(c, n, "tile_k");
     write_msg(out, cap,
@@ -98,10 +86,10 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
   });
 }
 
-const gt_plugin kPlugin = source_plugin("shared_tile", "1.0",
-                              "tiles of A and B staged in shared memory with coalesced loads, one thread per output element "
-                              "(the lab's third rung)", k_shared_tile,
-                              table_space<table>, can_implement, build_kernel, describe_config);
+const gt_plugin kPlugin = source_family<plan, launch>(
+    "shared_tile", "1.0",
+    "tiles of A and B staged in shared memory with coalesced loads, one thread per output element (the lab's third rung)",
+    k_shared_tile, table_space<table>, describe_config);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

@@ -5,16 +5,38 @@
 // it is stored, whatever the layout. Shared memory holds fp32 (f16/bf16 are widened on the
 // way in, tf32 operands rounded), so the arithmetic is fp32 for every dtype.
 //
-// Defines (set by shared_tile.cpp):
-//   IN_T, OUT_T        storage types of A/B and of C (float, __half, __nv_bfloat16)
-//   TF32               1: round operands to tf32 (cvt.rna) before multiplying
-//   A_TRANS, B_TRANS   0: A is M×K / B is K×N row-major; 1: A is K×M / B is N×K row-major
-//   TILE_M, TILE_N     output tile; the block is TILE_N (x, along N) × TILE_M (y) threads
-//   TILE_K             k-depth of the shared-memory tiles
-//   PAD                floats added to each shared-memory row (1 spreads a column's elements
-//                      over all banks: transposed stores and the A reads stop conflicting)
-//   HALF_TYPES         1 when a type is f16 or bf16: only then are their headers included
-//                      (they take most of the compile time of this small kernel)
+// Every define has a default, so the file compiles on its own; shared_tile.cpp sets each.
+#ifndef IN_T
+#define IN_T float  // storage type of A and B (float, __half, __nv_bfloat16)
+#endif
+#ifndef OUT_T
+#define OUT_T float  // storage type of C
+#endif
+#ifndef TF32
+#define TF32 0  // 1: round operands to tf32 (cvt.rna) before multiplying
+#endif
+#ifndef A_TRANS
+#define A_TRANS 0  // 0: A is M×K row-major; 1: A is K×M row-major
+#endif
+#ifndef B_TRANS
+#define B_TRANS 0  // 0: B is K×N row-major; 1: B is N×K row-major
+#endif
+#ifndef TILE_M
+#define TILE_M 32  // output tile rows; the block is TILE_N (x, along N) × TILE_M (y) threads
+#endif
+#ifndef TILE_N
+#define TILE_N 32  // output tile columns
+#endif
+#ifndef TILE_K
+#define TILE_K 32  // k-depth of the shared-memory tiles
+#endif
+#ifndef PAD
+#define PAD 1  // floats added to each shared-memory row (1 spreads a column over all banks)
+#endif
+#ifndef HALF_TYPES
+#define HALF_TYPES 0  // 1 when a type is f16 or bf16: only then are their headers included (most of the compile time)
+#endif
+
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 #if HALF_TYPES

@@ -5,13 +5,32 @@
 // that k (the same for all threads of a group: broadcast from L1), and accumulates in fp32.
 // The KY partial sums are added in shared memory (a tree) and each output written once.
 //
-// Defines (set by skinny.cpp):
-//   IN_T, OUT_T     storage types of A/B and of C (float, __half, __nv_bfloat16)
-//   A_TRANS         0: A is M×K row-major; 1: A is K×M row-major (B is always K×N row-major)
-//   MR              rows of C per block (grid.y covers M in steps of MR)
-//   TX, KY          threads along N and groups along K (block = TX·KY threads; KY a power of two)
-//   VEC             elements of B per load (VEC·sizeof(IN_T) bytes)
-//   UNROLL          rows of B each thread has in flight
+// Every define has a default, so the file compiles on its own; skinny.cpp sets each.
+#ifndef IN_T
+#define IN_T float  // storage type of A and B (float, __half, __nv_bfloat16)
+#endif
+#ifndef OUT_T
+#define OUT_T float  // storage type of C
+#endif
+#ifndef A_TRANS
+#define A_TRANS 0  // 0: A is M×K row-major; 1: A is K×M row-major (B is always K×N row-major)
+#endif
+#ifndef MR
+#define MR 1  // rows of C per block (grid.y covers M in steps of MR)
+#endif
+#ifndef TX
+#define TX 8  // threads along N
+#endif
+#ifndef KY
+#define KY 64  // thread groups along K (block = TX·KY threads; KY a power of two)
+#endif
+#ifndef VEC
+#define VEC 4  // elements of B per load (VEC·sizeof(IN_T) bytes)
+#endif
+#ifndef UNROLL
+#define UNROLL 8  // rows of B each thread has in flight
+#endif
+
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 

@@ -17,13 +17,32 @@
 // instead of eight 4-byte ones. A is small and read from L2 by every block.
 // The WK partial tiles are added in shared memory and each output written once.
 //
-// Defines (set by skinny_mma.cpp):
-//   IN_T, OUT_T    storage types of A/B (__half, __nv_bfloat16) and of C (+ float)
-//   IS_BF16        1: IN_T is __nv_bfloat16
-//   A_TRANS        0: A is M×K row-major; 1: A is K×M row-major (B is always K×N row-major)
-//   MT, NW         m16 tiles and 32-column groups per block
-//   WK             warps along K (block = 32·WK threads)
-//   UNROLL         k32 steps of B each warp has in flight
+// Every define has a default, so the file compiles on its own; skinny_mma.cpp sets each.
+#ifndef IN_T
+#define IN_T __nv_bfloat16  // storage type of A and B (__half, __nv_bfloat16)
+#endif
+#ifndef OUT_T
+#define OUT_T __nv_bfloat16  // storage type of C (those, or float)
+#endif
+#ifndef IS_BF16
+#define IS_BF16 1  // 1: IN_T is __nv_bfloat16
+#endif
+#ifndef A_TRANS
+#define A_TRANS 0  // 0: A is M×K row-major; 1: A is K×M row-major (B is always K×N row-major)
+#endif
+#ifndef MT
+#define MT 1  // m16 tiles per block
+#endif
+#ifndef NW
+#define NW 1  // 32-column groups per block
+#endif
+#ifndef WK
+#define WK 16  // warps along K (block = 32·WK threads)
+#endif
+#ifndef UNROLL
+#define UNROLL 2  // k32 steps of B each warp has in flight
+#endif
+
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 

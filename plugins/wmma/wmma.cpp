@@ -79,7 +79,7 @@ Cfg read(const int64_t* c, int32_t n) {
   Cfg cfg;
   for (int i = 0; i < kParams; ++i) {
     if (!t.contains(i, c[i]))
-      throw Refusal("value " + std::to_string(c[i]) + " is not in the space of parameter " +
+      throw Refusal(GT_REFUSAL_CONFIG, "value " + std::to_string(c[i]) + " is not in the space of parameter " +
                     base_table().space().params[i].name);
     cfg.v[i] = c[i];
   }
@@ -148,70 +148,70 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
 
   // ---- types and architecture ----
   if (p.in_dtype == GT_F32)
-    throw Refusal("f32 inputs run on tensor cores only as tf32 (--dtype tf32); plain f32 is not supported");
-  if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16 && !tf32) throw Refusal("unsupported input dtype");
+    throw Refusal(GT_REFUSAL_DTYPE, "f32 inputs run on tensor cores only as tf32 (--dtype tf32); plain f32 is not supported");
+  if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16 && !tf32) throw Refusal(GT_REFUSAL_DTYPE, "unsupported input dtype");
   if (p.out_dtype != GT_F16 && p.out_dtype != GT_BF16 && p.out_dtype != GT_F32)
-    throw Refusal(std::string("unsupported output dtype ") + dtype_name(p.out_dtype) + " (f16, bf16 or f32)");
-  if (cc < 70) throw Refusal("tensor cores need compute capability 7.0 or newer");
+    throw Refusal(GT_REFUSAL_DTYPE, std::string("unsupported output dtype ") + dtype_name(p.out_dtype) + " (f16, bf16 or f32)");
+  if (cc < 70) throw Refusal(GT_REFUSAL_ARCH, "tensor cores need compute capability 7.0 or newer");
   if (p.in_dtype != GT_F16 && cc < 80)
-    throw Refusal(std::string(dtype_name(p.in_dtype)) + " tensor-core MMA needs compute capability 8.0 or newer");
-  if (mma && cc < 75) throw Refusal("the mma loader needs ldmatrix (compute capability 7.5 or newer)");
+    throw Refusal(GT_REFUSAL_ARCH, std::string(dtype_name(p.in_dtype)) + " tensor-core MMA needs compute capability 8.0 or newer");
+  if (mma && cc < 75) throw Refusal(GT_REFUSAL_ARCH, "the mma loader needs ldmatrix (compute capability 7.5 or newer)");
   pl.esize = int(dtype_size(p.in_dtype));
   pl.osize = int(dtype_size(p.out_dtype));
 
   // ---- tiles ----
   const int bm = int(c[pBm]), bn = int(c[pBn]), bk = int(c[pBk]), wm = int(c[pWm]), wn = int(c[pWn]);
   if (wm > bm || wn > bn)
-    throw Refusal("warp tile " + str(wm) + "x" + str(wn) + " is larger than the block tile " + str(bm) + "x" + str(bn));
+    throw Refusal(GT_REFUSAL_CONFIG, "warp tile " + str(wm) + "x" + str(wn) + " is larger than the block tile " + str(bm) + "x" + str(bn));
   pl.warps = (bm / wm) * (bn / wn);
   pl.threads = pl.warps * 32;
-  if (pl.warps > 8) throw Refusal(str(pl.warps) + " warps per block; the family uses 1 to 8");
+  if (pl.warps > 8) throw Refusal(GT_REFUSAL_CONFIG, str(pl.warps) + " warps per block; the family uses 1 to 8");
   if (pl.threads > d.max_threads_per_block)
-    throw Refusal("block of " + str(pl.threads) + " threads exceeds the device's " + str(d.max_threads_per_block));
+    throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " + str(d.max_threads_per_block));
   if (wm * wn / 32 > 128)
-    throw Refusal("warp tile " + str(wm) + "x" + str(wn) + " needs " + str(wm * wn / 32) +
+    throw Refusal(GT_REFUSAL_RESOURCES, "warp tile " + str(wm) + "x" + str(wn) + " needs " + str(wm * wn / 32) +
                   " accumulator registers per thread; beyond 128, the device's 255 per thread leave too few for fragments");
 
   // ---- fragment path ----
   const int frag = int(c[pFrag]);
   if (mma) {
     if (frag != kFrag16x16)
-      throw Refusal("the mma loader issues m16n8 instructions over the warp tile; fragment shapes other than "
+      throw Refusal(GT_REFUSAL_CONFIG, "the mma loader issues m16n8 instructions over the warp tile; fragment shapes other than "
                     "16x16 belong to the wmma loader");
     const int kstep = tf32 ? 8 : 16;
     if ((bk / kstep) % 2 != 0)
-      throw Refusal("the mma loader double-buffers fragments over an even number of k-steps per stage; bk " +
+      throw Refusal(GT_REFUSAL_CONFIG, "the mma loader double-buffers fragments over an even number of k-steps per stage; bk " +
                     str(bk) + " gives " + str(bk / kstep) + " (use bk >= " + str(2 * kstep) + ")");
   } else {
     if (c[pSmem] == kSwizzle)
-      throw Refusal("the WMMA API loads fragments with a fixed row stride; swizzled shared memory needs the mma "
+      throw Refusal(GT_REFUSAL_CONFIG, "the WMMA API loads fragments with a fixed row stride; swizzled shared memory needs the mma "
                     "loader");
     if (c[pEpi] == kDirect)
-      throw Refusal("the WMMA API hides the accumulator layout; its epilogue always stages through shared "
+      throw Refusal(GT_REFUSAL_CONFIG, "the WMMA API hides the accumulator layout; its epilogue always stages through shared "
                     "memory (epilogue=staged)");
-    if (tf32 && frag != kFrag16x16) throw Refusal("tf32 WMMA has only the 16x16x8 fragment");
+    if (tf32 && frag != kFrag16x16) throw Refusal(GT_REFUSAL_CONFIG, "tf32 WMMA has only the 16x16x8 fragment");
     pl.fm = frag == kFrag32x8 ? 32 : frag == kFrag8x32 ? 8 : 16;
     pl.fn = frag == kFrag32x8 ? 8 : frag == kFrag8x32 ? 32 : 16;
     pl.fk = tf32 ? 8 : 16;
     if (wm % pl.fm != 0 || wn % pl.fn != 0)
-      throw Refusal("warp tile " + str(wm) + "x" + str(wn) + " is not a whole number of " + str(pl.fm) + "x" +
+      throw Refusal(GT_REFUSAL_CONFIG, "warp tile " + str(wm) + "x" + str(wn) + " is not a whole number of " + str(pl.fm) + "x" +
                     str(pl.fn) + " fragments");
-    if (bk % pl.fk != 0) throw Refusal("bk " + str(bk) + " is not a multiple of the fragment K " + str(pl.fk));
+    if (bk % pl.fk != 0) throw Refusal(GT_REFUSAL_CONFIG, "bk " + str(bk) + " is not a multiple of the fragment K " + str(pl.fk));
     // load_matrix_sync needs 256-bit aligned fragment pointers; an 8-wide fragment side that
     // runs along the contiguous dimension steps by 16 bytes.
     if (pl.fm * pl.esize % 32 != 0 && a_transposed(p))
-      throw Refusal("the " + str(pl.fm) + "x" + str(pl.fn) +
+      throw Refusal(GT_REFUSAL_LAYOUT, "the " + str(pl.fm) + "x" + str(pl.fn) +
                     " fragment steps 16 bytes along a transposed A in shared memory; WMMA needs 32-byte "
                     "aligned fragments (use layout nn/nt or another fragment)");
     if (pl.fn * pl.esize % 32 != 0 && !b_transposed(p))
-      throw Refusal("the " + str(pl.fm) + "x" + str(pl.fn) +
+      throw Refusal(GT_REFUSAL_LAYOUT, "the " + str(pl.fm) + "x" + str(pl.fn) +
                     " fragment steps 16 bytes along a row-major B in shared memory; WMMA needs 32-byte "
                     "aligned fragments (use layout nt/tt or another fragment)");
   }
 
   // ---- global copies: the widest unit the alignment allows ----
   if (p.align_bytes < pl.esize)
-    throw Refusal("alignment of " + str(p.align_bytes) + " bytes is below the element size " + str(pl.esize));
+    throw Refusal(GT_REFUSAL_SHAPE, "alignment of " + str(p.align_bytes) + " bytes is below the element size " + str(pl.esize));
   pl.vec = std::min(16, int(p.align_bytes)) / pl.esize;
   pl.out_vec = std::clamp(int(p.align_bytes) / pl.osize, 1, 4);
 
@@ -229,7 +229,7 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
   const int64_t epi = staged ? int64_t(pl.warps) * pl.epi_rows * pl.epi_ld * 4 : 0;
   const int64_t smem = std::max(pipe, epi);
   if (smem > d.smem_per_block_optin)
-    throw Refusal("needs " + str(smem) + " bytes of shared memory (" + str(stages) + " stages of " +
+    throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(smem) + " bytes of shared memory (" + str(stages) + " stages of " +
                   str(pl.stage_bytes) + "), more than the device's " + str(d.smem_per_block_optin) + " per block");
   pl.smem_bytes = int(smem);
 
@@ -251,15 +251,15 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
   const int copy_halves = ((at ? 2 : 3) * copies_a + (bt ? 3 : 2) * copies_b) * (async_copies ? 1 : 2);
   pl.regs_estimate = acc + frags + (copy_halves + 1) / 2 + 48;
   if (pl.regs_estimate > 255)
-    throw Refusal("needs about " + str(pl.regs_estimate) + " registers per thread (" + str(acc) + " accumulators, " +
+    throw Refusal(GT_REFUSAL_RESOURCES, "needs about " + str(pl.regs_estimate) + " registers per thread (" + str(acc) + " accumulators, " +
                   str(frags) + " for fragments, " + str(copies) + " copies per stage); the device gives a thread at most 255");
   if (int64_t(pl.regs_estimate) * pl.threads > d.regs_per_block)
-    throw Refusal("needs about " + str(int64_t(pl.regs_estimate) * pl.threads) + " registers per block; the device has " +
+    throw Refusal(GT_REFUSAL_RESOURCES, "needs about " + str(int64_t(pl.regs_estimate) * pl.threads) + " registers per block; the device has " +
                   str(d.regs_per_block));
 
   // ---- grid ----
   const int64_t blocks = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn);
-  if (blocks > 2147483647ll) throw Refusal("grid of " + str(blocks) + " blocks exceeds the device's 2^31-1");
+  if (blocks > 2147483647ll) throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + str(blocks) + " blocks exceeds the device's 2^31-1");
   pl.grid = uint32_t(blocks);
   return pl;
 }
@@ -310,8 +310,8 @@ std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
   return most ? *most : order.front();  // nothing runs: every config is refused with its reason
 }
 
-gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
+  return guarded(reply, [&] {
     *out = table_with_default(choose_default(*p, *d)).space();
     return GT_OK;
   });
@@ -319,9 +319,9 @@ gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out,
 
 // The default first, then the other candidate defaults and a few shapes a large problem may
 // prefer (256×128 tiles, deeper stages, padding, the direct epilogue), where they are valid.
-gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count, char* msg,
-                  size_t cap) {
-  return guarded(msg, cap, [&] {
+gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
+                  gt_reply* reply) {
+  return guarded(reply, [&] {
     std::vector<std::vector<int64_t>> cands = {choose_default(*p, *d)};
     for (auto& c : default_order()) cands.push_back(c);
     for (auto& c : {with({{pBm, 256}, {pBn, 128}}), with({{pBm, 256}, {pBn, 128}, {pStages, 3}}),
@@ -347,63 +347,58 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
   });
 }
 
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    plan(*p, read(c, n), *d);
-    return GT_OK;
-  });
-}
+// The plan of a raw config (source_family's idiom).
+Plan plan_of(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) { return plan(p, read(c, n), d); }
 
-gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_kernel* out, char* msg,
-                       size_t cap) {
-  return guarded(msg, cap, [&] {
-    const Plan pl = plan(*p, read(c, n), *d);
-    const Cfg& k = pl.c;
-    std::vector<std::string> opts = {
-        define("IN_T", dtype_cuda_type(p->in_dtype)),
-        define("OUT_T", dtype_cuda_type(p->out_dtype)),
-        define("IS_TF32", p->in_dtype == GT_TF32 ? 1 : 0),
-        define("IS_BF16", p->in_dtype == GT_BF16 ? 1 : 0),
-        define("A_TRANS", a_transposed(*p) ? 1 : 0),
-        define("B_TRANS", b_transposed(*p) ? 1 : 0),
-        define("LOADER", k[pLoader]),
-        define("BM", k[pBm]),
-        define("BN", k[pBn]),
-        define("BK", k[pBk]),
-        define("WM", k[pWm]),
-        define("WN", k[pWn]),
-        define("FM", pl.fm),
-        define("FN", pl.fn),
-        define("FK", pl.fk),
-        define("STAGES", k[pStages]),
-        define("EPILOGUE", k[pLoader] == kMmaPtx ? k[pEpi] : int64_t(kStaged)),
-        define("GROUP_M", kGroupM),
-        define("VEC", pl.vec),
-        define("OUT_VEC", pl.out_vec),
-        define("STAGE_BYTES", pl.stage_bytes),
-        define("EPI_ROWS", pl.epi_rows),
-        define("EPI_LD", pl.epi_ld),
-    };
-    for (auto [name, t] : {std::pair<const char*, const OperandTile*>{"A", &pl.a}, {"B", &pl.b}}) {
-      const std::string x(name);
-      opts.push_back(define(x + "_ROWS", t->rows));
-      opts.push_back(define(x + "_COLS", t->cols));
-      opts.push_back(define(x + "_LD", t->ld));
-      opts.push_back(define(x + "_DIV", t->div));
-      opts.push_back(define(x + "_MUL", t->mul));
-      opts.push_back(define(x + "_W", t->width));
-      opts.push_back(define(x + "_BYTES", t->bytes));
-    }
-    const uint32_t grid[3] = {pl.grid, 1, 1};
-    const uint32_t block[3] = {uint32_t(pl.threads), 1, 1};
-    KernelOut::local().fill(out, k_wmma, k_wmma_name, "gemm_wmma", std::move(opts), grid, block,
-                            uint32_t(pl.smem_bytes));
-    return GT_OK;
-  });
+Launch launch(const gt_problem& p, const Plan& pl) {
+  const Cfg& k = pl.c;
+  Launch l;
+  l.source = k_wmma;
+  l.source_name = k_wmma_name;
+  l.kernel_name = "gemm_wmma";
+  l.options = {
+      define("IN_T", dtype_cuda_type(p.in_dtype)),
+      define("OUT_T", dtype_cuda_type(p.out_dtype)),
+      define("IS_TF32", p.in_dtype == GT_TF32 ? 1 : 0),
+      define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
+      define("A_TRANS", a_transposed(p) ? 1 : 0),
+      define("B_TRANS", b_transposed(p) ? 1 : 0),
+      define("LOADER", k[pLoader]),
+      define("BM", k[pBm]),
+      define("BN", k[pBn]),
+      define("BK", k[pBk]),
+      define("WM", k[pWm]),
+      define("WN", k[pWn]),
+      define("FM", pl.fm),
+      define("FN", pl.fn),
+      define("FK", pl.fk),
+      define("STAGES", k[pStages]),
+      define("EPILOGUE", k[pLoader] == kMmaPtx ? k[pEpi] : int64_t(kStaged)),
+      define("GROUP_M", kGroupM),
+      define("VEC", pl.vec),
+      define("OUT_VEC", pl.out_vec),
+      define("STAGE_BYTES", pl.stage_bytes),
+      define("EPI_ROWS", pl.epi_rows),
+      define("EPI_LD", pl.epi_ld),
+  };
+  for (auto [name, t] : {std::pair<const char*, const OperandTile*>{"A", &pl.a}, {"B", &pl.b}}) {
+    const std::string x(name);
+    l.options.push_back(define(x + "_ROWS", t->rows));
+    l.options.push_back(define(x + "_COLS", t->cols));
+    l.options.push_back(define(x + "_LD", t->ld));
+    l.options.push_back(define(x + "_DIV", t->div));
+    l.options.push_back(define(x + "_MUL", t->mul));
+    l.options.push_back(define(x + "_W", t->width));
+    l.options.push_back(define(x + "_BYTES", t->bytes));
+  }
+  l.grid = {pl.grid, 1, 1};
+  l.block = {uint32_t(pl.threads), 1, 1};
+  l.dynamic_smem = uint32_t(pl.smem_bytes);
+  return l;
 }
 
 gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char* out, size_t cap) {
-  return guarded(out, cap, [&] {
+  return guarded_text(out, cap, [&] {
     const Cfg k = read(c, n);
     const bool mma = k[pLoader] == kMmaPtx;
     std::string s = std::string(mma ? "ldmatrix+mma.sync" : "WMMA API") + ", block " + str(k[pBm]) + "x" + str(k[pBn]) +
@@ -425,10 +420,10 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 }
 
 const gt_plugin kPlugin = [] {
-  gt_plugin p = source_plugin("wmma", "1.0",
-                              "tensor-core GEMM: WMMA API or ldmatrix + mma.sync, cp.async multi-stage pipeline, fp32 accumulation",
-                              k_wmma,
-                              describe_space, can_implement, build_kernel, describe_config);
+  gt_plugin p = source_family<plan_of, launch>(
+      "wmma", "1.0",
+      "tensor-core GEMM: WMMA API or ldmatrix + mma.sync, cp.async multi-stage pipeline, fp32 accumulation", k_wmma,
+      describe_space, describe_config);
   p.suggest = suggest;
   return p;
 }();

@@ -6,25 +6,120 @@
 // plain loads where the alignment or the architecture forbids it), the predicated edges and
 // the epilogue.
 //
-// Defines (set by wmma.cpp, which computes every derived quantity once):
-//   IN_T, OUT_T        storage types of A/B and of C
-//   IS_TF32, IS_BF16   input kind (tf32: fp32 data rounded to tf32 for the tensor cores)
-//   A_TRANS, B_TRANS   0: A is M×K / B is K×N row-major; 1: A is K×M / B is N×K row-major
-//   LOADER             0 wmma API, 1 ldmatrix + mma.sync
-//   BM BN BK           block tile; WM WN warp tile; FM FN FK WMMA fragment shape
-//   STAGES             shared-memory stages in flight (>= 2)
-//   EPILOGUE           0: C stored from registers; 1: staged through shared memory per warp
-//   GROUP_M            block-index swizzle: blocks walk GROUP_M tile rows before moving right
-//   VEC                elements per global->shared copy unit (the alignment allows VEC*size bytes)
-//   OUT_VEC            elements per C store (1, 2 or 4; the alignment allows OUT_VEC*size bytes)
-//   X_ROWS, X_COLS     operand X's (A or B) shared tile: rows × contiguous columns, oriented as
-//                      in global memory (A: BM×BK or BK×BM; B: BK×BN or BN×BK)
-//   X_LD               row stride in elements (X_COLS plus padding)
-//   X_DIV X_MUL X_W    XOR swizzle of 16-byte chunks: chunk c of row r is stored at
-//                      c ^ (((r / X_DIV) * X_MUL) & (X_W - 1)); X_W = 1 turns it off
-//   X_BYTES            bytes of one stage of operand X (a multiple of 128)
-//   STAGE_BYTES        A_BYTES + B_BYTES
-//   EPI_ROWS, EPI_LD   rows of C a warp stages at once in the epilogue, and their float stride
+// Every define has a default (the default config at 8192³ f16 nn), so the file compiles on its
+// own; wmma.cpp sets each and computes every derived quantity once.
+#ifndef IN_T
+#define IN_T __half  // storage type of A and B (__half, __nv_bfloat16, float for tf32)
+#endif
+#ifndef OUT_T
+#define OUT_T __half  // storage type of C (__half, __nv_bfloat16, float)
+#endif
+#ifndef IS_TF32
+#define IS_TF32 0  // 1: fp32 data rounded to tf32 for the tensor cores
+#endif
+#ifndef IS_BF16
+#define IS_BF16 0  // 1: IN_T is __nv_bfloat16
+#endif
+#ifndef A_TRANS
+#define A_TRANS 0  // 0: A is M×K row-major; 1: A is K×M row-major
+#endif
+#ifndef B_TRANS
+#define B_TRANS 0  // 0: B is K×N row-major; 1: B is N×K row-major
+#endif
+#ifndef LOADER
+#define LOADER 1  // 0: the wmma API, 1: ldmatrix + mma.sync
+#endif
+#ifndef BM
+#define BM 128  // block tile rows
+#endif
+#ifndef BN
+#define BN 256  // block tile columns
+#endif
+#ifndef BK
+#define BK 32  // K depth of one stage
+#endif
+#ifndef WM
+#define WM 64  // warp tile rows
+#endif
+#ifndef WN
+#define WN 64  // warp tile columns
+#endif
+#ifndef FM
+#define FM 16  // WMMA fragment M
+#endif
+#ifndef FN
+#define FN 16  // WMMA fragment N
+#endif
+#ifndef FK
+#define FK 16  // WMMA fragment K
+#endif
+#ifndef STAGES
+#define STAGES 4  // shared-memory stages in flight (>= 2)
+#endif
+#ifndef EPILOGUE
+#define EPILOGUE 1  // 0: C stored from registers; 1: staged through shared memory per warp
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8  // block-index swizzle: blocks walk GROUP_M tile rows before moving right
+#endif
+#ifndef VEC
+#define VEC 8  // elements per global->shared copy unit (the alignment allows VEC*size bytes)
+#endif
+#ifndef OUT_VEC
+#define OUT_VEC 4  // elements per C store (1, 2 or 4)
+#endif
+#ifndef STAGE_BYTES
+#define STAGE_BYTES 24576  // A_BYTES + B_BYTES
+#endif
+#ifndef EPI_ROWS
+#define EPI_ROWS 16  // rows of C a warp stages at once in the epilogue
+#endif
+#ifndef EPI_LD
+#define EPI_LD 72  // their float stride
+#endif
+#ifndef A_ROWS
+#define A_ROWS 128  // A's shared tile: rows (oriented as in global memory: BM×BK or BK×BM)
+#endif
+#ifndef A_COLS
+#define A_COLS 32  // A's shared tile: contiguous columns
+#endif
+#ifndef A_LD
+#define A_LD 32  // row stride in elements, padding included
+#endif
+#ifndef A_DIV
+#define A_DIV 2  // XOR swizzle of 16-byte chunks: chunk c of row r is at c ^ (((r / A_DIV) * A_MUL) & (A_W - 1))
+#endif
+#ifndef A_MUL
+#define A_MUL 1  // (swizzle, as above)
+#endif
+#ifndef A_W
+#define A_W 4  // (swizzle, as above; 1 turns it off)
+#endif
+#ifndef A_BYTES
+#define A_BYTES 8192  // bytes of one stage of A (a multiple of 128)
+#endif
+#ifndef B_ROWS
+#define B_ROWS 32  // B's shared tile: rows (BK×BN or BN×BK)
+#endif
+#ifndef B_COLS
+#define B_COLS 256  // B's shared tile: contiguous columns
+#endif
+#ifndef B_LD
+#define B_LD 256  // row stride in elements, padding included
+#endif
+#ifndef B_DIV
+#define B_DIV 1  // XOR swizzle of B (as for A)
+#endif
+#ifndef B_MUL
+#define B_MUL 1  // (swizzle, as above)
+#endif
+#ifndef B_W
+#define B_W 8  // (swizzle, as above)
+#endif
+#ifndef B_BYTES
+#define B_BYTES 16384  // bytes of one stage of B
+#endif
+
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #if LOADER == 0

@@ -53,7 +53,7 @@ static Command add_compile(CLI::App& app, Globals& g) {
               for (uint64_t i = 0; i < s.raw_size() && (limit == 0 || jobs.size() < limit); ++i) {
                 Config c = s.at(i);
                 if (!s.valid(c)) continue;
-                std::string why;
+                Refused why;
                 auto req = compile_request(*f, p, c, lim, arch_used, nullptr, &why);
                 if (!req) {
                   ++refused;

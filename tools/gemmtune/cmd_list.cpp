@@ -55,6 +55,21 @@ static Command add_list(CLI::App& app, Globals& g) {
                   j["problem"] = prob->key();
                   j["arch"] = arch_used;
                   if (!g.json) fmt::print("  valid for {} on {}: {} points\n", prob->key(), arch_used, valid);
+                  // What the default's launch asks of core (plugin ABI v2): cluster, persistent
+                  // grid, shared memory past 48 KiB, workspace, tensor maps, target.
+                  if (!f->is_library()) {
+                    Refused why;
+                    if (auto ks = f->build(*prob, s.default_config(), lim, &why)) {
+                      const auto grid = ks->launch_grid(lim.sm_count);
+                      j["default_launch"] = {{"grid", grid}, {"block", ks->block}, {"requests", ks->describe_requests()}};
+                      if (!g.json)
+                        fmt::print("  default launch: grid {}x{}x{}, block {}x{}x{}; requests: {}\n", grid[0], grid[1],
+                                   grid[2], ks->block[0], ks->block[1], ks->block[2], ks->describe_requests());
+                    } else {
+                      j["default_refused"] = why.why;
+                      if (!g.json) fmt::print("  default refused ({}): {}\n", refusal_name(why.code), why.why);
+                    }
+                  }
                 }
               } catch (const RuntimeFailure& e) {
                 j["space_error"] = e.what();

@@ -259,9 +259,12 @@ static Command add_tune(CLI::App& app, Globals& g) {
                 std::string fails;
                 for (auto& [st, n] : f.by_status)
                   if (st != Status::ok) fails += fmt::format("{}{} {}", fails.empty() ? "" : ", ", n, to_string(st));
-                fmt::print("  {:<14} stopped: {}; compile {}, measure {}{}{}\n", "", f.stop_reason,
+                fmt::print("  {:<14} stopped: {}; compile {}, measure {}{}{}{}\n", "", f.stop_reason,
                            f.compile_s > 0 ? human_seconds(f.compile_s) : "-", f.measure_s > 0 ? human_seconds(f.measure_s) : "-",
                            f.stale ? fmt::format(", {} stale rows re-measured", f.stale) : "",
+                           f.stale_builds ? fmt::format(", {} configs rebuilt differently since stored, re-measured",
+                                                        f.stale_builds)
+                                          : "",
                            fails.empty() ? "" : "; failures: " + fails);
               }
               if (!po.note.empty()) fmt::print("  note: {}\n", po.note);
@@ -338,6 +341,7 @@ static Command add_tune(CLI::App& app, Globals& g) {
                 for (auto& f : po.families) {
                   nlohmann::json fj = {{"family", f.family}, {"skipped", f.skipped}, {"strategy", f.strategy},
                                        {"evaluated", f.evaluated}, {"reused", f.reused}, {"stale", f.stale},
+                                       {"stale_builds", f.stale_builds},
                                        {"valid_space", f.valid_space}, {"stop_reason", f.stop_reason},
                                        {"seconds", f.seconds}, {"compile_s", f.compile_s}, {"measure_s", f.measure_s}};
                   nlohmann::json st = nlohmann::json::object();

@@ -13,27 +13,31 @@ const ParamTable& table() {
   return t;
 }
 
-gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device*, char* msg, size_t cap) {
-  return guarded(msg, cap, [&] {
-    table().get(c, n, "mode");
-    if (p->in_dtype != GT_F32 || p->out_dtype != GT_F32 || p->layout != GT_NN) throw Refusal("f32 nn only");
-    return GT_OK;
-  });
+struct Plan {
+  int64_t mode;
+};
+
+Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device&) {
+  table().check_values(c, n);
+  if (p.in_dtype != GT_F32 || p.out_dtype != GT_F32) throw Refusal(GT_REFUSAL_DTYPE, "f32 only");
+  if (p.layout != GT_NN) throw Refusal(GT_REFUSAL_LAYOUT, "layout nn only");
+  return Plan{table().get(c, n, "mode")};
 }
 
-gt_status build_kernel(const gt_problem* p, const int64_t* c, int32_t n, const gt_device*, gt_kernel* out, char* msg,
-                       size_t cap) {
-  return guarded(msg, cap, [&] {
-    uint32_t grid[3] = {ceil_div(p->n, 16), ceil_div(p->m, 16), 1}, block[3] = {16, 16, 1};
-    KernelOut::local().fill(out, k_faulty, k_faulty_name, "gemm_faulty", {define("MODE", table().get(c, n, "mode"))},
-                            grid, block, 0);
-    return GT_OK;
-  });
+Launch launch(const gt_problem& p, const Plan& pl) {
+  Launch l;
+  l.source = k_faulty;
+  l.source_name = k_faulty_name;
+  l.kernel_name = "gemm_faulty";
+  l.options = {define("MODE", pl.mode)};
+  l.grid = {ceil_div(p.n, 16), ceil_div(p.m, 16), 1};
+  l.block = {16, 16, 1};
+  return l;
 }
 
-const gt_plugin kPlugin = source_plugin("faulty", "1.0",
-                                        "kernels that fault, hang or leave output unwritten on purpose (tests only)",
-                                        k_faulty, table_space<table>, can_implement, build_kernel, nullptr);
+const gt_plugin kPlugin = source_family<plan, launch>(
+    "faulty", "1.0", "kernels that fault, hang or leave output unwritten on purpose (tests only)", k_faulty,
+    table_space<table>, nullptr);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

@@ -2,6 +2,10 @@
 // kernel does: 0 computes C = A·B correctly (naive), 1 writes far out of bounds (illegal
 // address), 2 executes a trap, 3 spins forever (a hang), 4 leaves C unwritten, 5 does a
 // misaligned 8-byte load.
+#ifndef MODE
+#define MODE 0  // what the kernel does (see above); 0: compute C correctly
+#endif
+
 extern "C" __global__ void gemm_faulty(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb,
                                        int ldc) {
   const float* A = static_cast<const float*>(A_);

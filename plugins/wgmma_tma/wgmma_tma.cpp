@@ -1,0 +1,328 @@
+// The wgmma_tma family: Hopper's own GEMM path (sm_90a) — wgmma.mma_async fed by TMA tile
+// copies, warp-specialised (one producer warpgroup, one or two consumer warpgroups),
+// thread-block clusters sharing an operand by TMA multicast, a persistent grid over tiles in
+// grouped order, split-K with the partials added in a workspace. This file holds the space,
+// the constraints with their reasons, every derived quantity (tiles, shared memory, tensor
+// map boxes, workspace, launch geometry) and the defaults; wgmma_tma.cu is the kernel.
+#include <gemmtune/plugin_kit.hpp>
+
+#include "wgmma_tma_kernels.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace {
+using namespace gt_kit;
+
+enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2 };
+enum Raster : int64_t { kAlongM = 0, kAlongN = 1 };
+enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
+enum P { pBm, pBn, pConsumers, pWg, pStages, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
+
+constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
+constexpr int kProducerRegs = 40;      // setmaxnreg of the producer warpgroup ...
+constexpr int kConsumerRegs = 232;     // ... and of each consumer: 128 x (40 + 2 x 232) <= 65536
+constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384), below both
+constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 232 registers
+constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
+constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+
+// The config we expect to be fastest on a large square problem: 128x256 tiles in 2x1
+// clusters sharing B, four stages, a persistent grid in groups of 8 tile rows.
+constexpr int64_t kPreferred[kParams] = {128, 256, 2, kAlongMRows, 4, k2x1, kAlongM, 8, 1, 1};
+
+std::vector<ParamDef> param_defs(const int64_t* def) {
+  return {
+      {"bm", "block tile rows (each consumer's rows are one to four m64 wgmma tiles)", {64, 128, 256}, {}, def[pBm]},
+      {"bn", "block tile columns (each consumer's columns are the wgmma N of m64nNk16)", {64, 128, 192, 256}, {},
+       def[pBn]},
+      {"consumers", "consumer warpgroups issuing wgmma (beside the one producer warpgroup)", {1, 2}, {},
+       def[pConsumers]},
+      {"wg", "how two consumers share the tile: stacked along M (bm/2 rows each) or side by side along N (bn/2 columns)",
+       {kAlongMRows, kAlongNCols}, {"m", "n"}, def[pWg]},
+      {"stages", "shared-memory stages of (bm + bn) x 64 elements in the TMA ring", {2, 3, 4, 5, 6}, {}, def[pStages]},
+      {"cluster", "thread-block cluster: 2x1 pairs M tiles that share B, 1x2 N tiles that share A (TMA multicast)",
+       {k1x1, k2x1, k1x2}, {"1x1", "2x1", "1x2"}, def[pCluster]},
+      {"raster", "tile order: along M (group tile rows walked column by column) or along N", {kAlongM, kAlongN},
+       {"m", "n"}, def[pRaster]},
+      {"group", "tiles walked along the raster direction before the next column (L2 reuse)", {1, 4, 8, 16}, {},
+       def[pGroup]},
+      {"persistent", "grid: one cluster per tile, or a persistent grid of one CTA per SM striding over the tiles",
+       {0, 1}, {"no", "yes"}, def[pPersistent]},
+      {"split", "split-K: units per tile over K, the fp32 partials added in the workspace by the last", {1, 2, 3, 4},
+       {}, def[pSplit]},
+  };
+}
+
+const ParamTable& base_table() {
+  static const ParamTable t(param_defs(kPreferred));
+  return t;
+}
+
+// Tables that differ only in their default, one per default handed out (they live for the
+// process, as the ABI requires of a gt_space's strings).
+const ParamTable& table_with_default(const std::vector<int64_t>& def) {
+  static std::mutex mu;
+  static std::map<std::vector<int64_t>, std::unique_ptr<ParamTable>> tables;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = tables[def];
+  if (!slot) slot = std::make_unique<ParamTable>(param_defs(def.data()));
+  return *slot;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+struct Plan {
+  int64_t c[kParams];
+  int wm = 0, wn = 0, m_sub = 0, threads = 0;
+  int cluster_m = 1, cluster_n = 1;
+  bool a_kmajor = true, b_kmajor = false;
+  int64_t tiles_m = 0, tiles_n = 0, cluster_tiles = 0, units = 0;
+  int64_t smem = 0, workspace = 0;
+  int64_t k_tiles = 0;
+};
+
+// Checks the (problem, config, device) and derives everything; throws Refusal with its code.
+Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d) {
+  base_table().check_values(cfg, n);
+  Plan pl;
+  std::copy(cfg, cfg + kParams, pl.c);
+  const int64_t bm = cfg[pBm], bn = cfg[pBn], consumers = cfg[pConsumers], stages = cfg[pStages];
+
+  // ---- architecture and types ----
+  if (d.cc_major != 9 || d.cc_minor != 0)
+    throw Refusal(GT_REFUSAL_ARCH, "wgmma and setmaxnreg are sm_90a instructions (Hopper); this is sm_" +
+                                       str(d.cc_major) + str(d.cc_minor));
+  if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16)
+    throw Refusal(GT_REFUSAL_DTYPE, std::string("wgmma_tma multiplies f16 or bf16 inputs, not ") + dtype_name(p.in_dtype));
+  if (p.out_dtype != GT_F16 && p.out_dtype != GT_BF16 && p.out_dtype != GT_F32)
+    throw Refusal(GT_REFUSAL_DTYPE, std::string("output ") + dtype_name(p.out_dtype) + " (f16, bf16 or f32)");
+
+  // ---- what TMA needs of the problem ----
+  if (p.align_bytes < 16)
+    throw Refusal(GT_REFUSAL_SHAPE, "TMA copies need 16-byte aligned operands and leading dimensions; this problem is "
+                                    "aligned to " + str(p.align_bytes) + " bytes (a padded copy would serve it)");
+  if (p.lda % 8 != 0 || p.ldb % 8 != 0)
+    throw Refusal(GT_REFUSAL_SHAPE, "TMA needs rows 16 bytes apart: lda = " + str(p.lda) + ", ldb = " + str(p.ldb) +
+                                        " are not multiples of 8 elements");
+
+  // ---- tiles, warpgroups, registers ----
+  const bool along_n = cfg[pWg] == kAlongNCols;
+  if (along_n && consumers == 1)
+    throw Refusal(GT_REFUSAL_CONFIG, "wg=n places two consumers side by side; with one it is the same kernel as wg=m");
+  pl.wm = int(along_n ? bm : bm / consumers);
+  pl.wn = int(along_n ? bn / consumers : bn);
+  if (pl.wm * (along_n ? 1 : consumers) != bm || pl.wm % 64 != 0)
+    throw Refusal(GT_REFUSAL_CONFIG, "bm " + str(bm) + " does not split into " + str(consumers) +
+                                         " warpgroups of whole m64 tiles");
+  if (pl.wn != 64 && pl.wn != 128 && pl.wn != 192 && pl.wn != 256)
+    throw Refusal(GT_REFUSAL_CONFIG, "each consumer's " + str(pl.wn) + " columns are not a wgmma N (64, 128, 192, 256)");
+  pl.m_sub = pl.wm / 64;
+  const int64_t acc = int64_t(pl.m_sub) * pl.wn / 2;
+  if (acc > kMaxAccumulators)
+    throw Refusal(GT_REFUSAL_RESOURCES, str(pl.wm) + "x" + str(pl.wn) + " per consumer needs " + str(acc) +
+                                            " fp32 accumulators per thread; " + str(kConsumerRegs) +
+                                            " registers leave room for " + str(kMaxAccumulators));
+  pl.threads = int(128 * (consumers + 1));
+  if (pl.threads > d.max_threads_per_block)
+    throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " +
+                                            str(d.max_threads_per_block));
+  pl.smem = stages * (bm + bn) * kBk * 2 + 1024 + 16 * stages + 16;
+  if (pl.smem > d.smem_per_block_optin)
+    throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(pl.smem) + " bytes of shared memory (" + str(stages) +
+                                            " stages of " + str((bm + bn) * kBk * 2) + "); the device allows " +
+                                            str(d.smem_per_block_optin) + " per block");
+
+  // ---- cluster and schedule ----
+  pl.cluster_m = cfg[pCluster] == k2x1 ? 2 : 1;
+  pl.cluster_n = cfg[pCluster] == k1x2 ? 2 : 1;
+  pl.a_kmajor = !a_transposed(p);
+  pl.b_kmajor = b_transposed(p);
+  pl.tiles_m = (p.m + bm - 1) / bm;
+  pl.tiles_n = (p.n + bn - 1) / bn;
+  if (pl.cluster_m > 1 && pl.tiles_m < 2)
+    throw Refusal(GT_REFUSAL_SHAPE, "a 2x1 cluster pairs tiles along M; M = " + str(p.m) + " is one tile of " + str(bm));
+  if (pl.cluster_n > 1 && pl.tiles_n < 2)
+    throw Refusal(GT_REFUSAL_SHAPE, "a 1x2 cluster pairs tiles along N; N = " + str(p.n) + " is one tile of " + str(bn));
+  pl.cluster_tiles = ((pl.tiles_m + pl.cluster_m - 1) / pl.cluster_m) * ((pl.tiles_n + pl.cluster_n - 1) / pl.cluster_n);
+  pl.k_tiles = (p.k + kBk - 1) / kBk;
+  const int64_t split = cfg[pSplit];
+  if (split > pl.k_tiles)
+    throw Refusal(GT_REFUSAL_SHAPE, "K = " + str(p.k) + " is " + str(pl.k_tiles) + " k tiles of 64, too few for " +
+                                        str(split) + " splits");
+  pl.units = pl.cluster_tiles * split;
+  const int64_t ctas = pl.units * pl.cluster_m * pl.cluster_n;
+  if (cfg[pPersistent] == 0 && ctas > 2147483647ll)
+    throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + str(ctas) + " blocks exceeds the device's 2^31-1");
+  if (split > 1) {
+    const int64_t tiles = pl.tiles_m * pl.tiles_n;
+    pl.workspace = ((tiles + 63) / 64) * 64 * 4 + tiles * split * bm * bn * 4;
+    const int64_t cap = d.global_mem_bytes > 0 ? d.global_mem_bytes / 8 : (int64_t(1) << 30);
+    if (pl.workspace > cap)
+      throw Refusal(GT_REFUSAL_RESOURCES, "split-K " + str(split) + " needs " + str(pl.workspace >> 20) +
+                                              " MiB of fp32 partials; the family keeps within " + str(cap >> 20));
+  }
+  return pl;
+}
+
+Launch launch(const gt_problem& p, const Plan& pl) {
+  const int64_t bm = pl.c[pBm], bn = pl.c[pBn];
+  const int cluster = pl.cluster_m * pl.cluster_n;
+  Launch l;
+  l.source = k_wgmma_tma;
+  l.source_name = k_wgmma_tma_name;
+  l.kernel_name = "gemm_wgmma_tma";
+  l.options = {
+      define("IN_T", dtype_cuda_type(p.in_dtype)),
+      define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
+      define("OUT_T", dtype_cuda_type(p.out_dtype)),
+      define("A_KMAJOR", pl.a_kmajor ? 1 : 0),
+      define("B_KMAJOR", pl.b_kmajor ? 1 : 0),
+      define("BM", bm),
+      define("BN", bn),
+      define("CONSUMERS", pl.c[pConsumers]),
+      define("WG_ALONG_N", pl.c[pWg] == kAlongNCols ? 1 : 0),
+      define("STAGES", pl.c[pStages]),
+      define("CLUSTER_M", pl.cluster_m),
+      define("CLUSTER_N", pl.cluster_n),
+      define("PRODUCER_REGS", kProducerRegs),
+      define("CONSUMER_REGS", kConsumerRegs),
+      "--maxrregcount=" + std::to_string(kEntryRegs),
+  };
+  // The operand the cluster shares is copied in slices, one per CTA (the kernel's load_stage).
+  const uint32_t a_slices = uint32_t(pl.cluster_n), b_slices = uint32_t(pl.cluster_m);
+  l.tensor_maps = {
+      tensor_map(GT_OPERAND_A, kBk, pl.a_kmajor ? uint32_t(bm) / a_slices : kBk / a_slices, kSwizzle128B, kL2Promote256B),
+      tensor_map(GT_OPERAND_B, kBk, pl.b_kmajor ? uint32_t(bn) / b_slices : kBk / b_slices, kSwizzle128B, kL2Promote256B),
+  };
+  l.grid = {uint32_t(pl.units * cluster), 1, 1};
+  l.cluster = {uint32_t(cluster), 1, 1};
+  l.grid_per_sm = pl.c[pPersistent] ? 1 : 0;
+  l.block = {uint32_t(pl.threads), 1, 1};
+  l.dynamic_smem = uint32_t(pl.smem);
+  l.arch_specific = true;
+  l.workspace_bytes = uint64_t(pl.workspace);
+  l.workspace_zero = pl.workspace ? GT_WORKSPACE_ZERO_ONCE : GT_WORKSPACE_ZERO_NEVER;  // the tile counters
+  l.scalars = {pl.c[pRaster], pl.c[pGroup], pl.c[pSplit], 0, 0, 0, 0, 0};
+  return l;
+}
+
+bool buildable(const gt_problem& p, const std::vector<int64_t>& c, const gt_device& d) {
+  try {
+    plan(p, c.data(), int32_t(c.size()), d);
+    return true;
+  } catch (const Refusal&) {
+    return false;
+  }
+}
+
+// The preferred config with some parameters changed.
+std::vector<int64_t> with(std::initializer_list<std::pair<P, int64_t>> changes) {
+  std::vector<int64_t> v(kPreferred, kPreferred + kParams);
+  for (auto& [k, x] : changes) v[k] = x;
+  return v;
+}
+
+// Strong configs, best first for a large problem; smaller tiles and split-K follow for
+// problems whose tiles would leave SMs idle (M = 256 against 132 SMs). cuBLASLt's picks on
+// the H200 are 256x128 and 128x256 tiles in 1x2 or 2x1 clusters at 4096-8192, and 192x128
+// or 128x64 tiles in clusters at M = 256 (docs/kernel-notes.md).
+const std::vector<std::vector<int64_t>>& candidates() {
+  static const std::vector<std::vector<int64_t>> c = {
+      with({}),
+      with({{pCluster, k1x2}}),
+      with({{pCluster, k1x1}}),
+      with({{pBm, 256}, {pBn, 128}}),
+      with({{pBm, 256}, {pBn, 128}, {pCluster, k1x2}}),
+      with({{pStages, 3}}),
+      with({{pBn, 192}, {pStages, 4}}),
+      with({{pBn, 128}, {pStages, 6}}),
+      with({{pBn, 128}, {pStages, 6}, {pCluster, k1x2}}),
+      with({{pBn, 128}, {pStages, 6}, {pSplit, 2}}),
+      with({{pBn, 128}, {pStages, 6}, {pCluster, k1x2}, {pSplit, 2}}),
+      with({{pBn, 64}, {pStages, 6}, {pCluster, k1x2}}),
+      with({{pBn, 128}, {pStages, 6}, {pSplit, 4}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k2x1}, {pPersistent, 0}}),
+      with({{pBm, 64}, {pBn, 256}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 6}, {pCluster, k2x1}}),
+      with({{pBm, 128}, {pBn, 128}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 6}, {pCluster, k2x1}}),
+      with({{pBm, 64}, {pBn, 256}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x2}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x1}}),
+      with({{pBm, 64}, {pBn, 64}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x1}}),
+  };
+  return c;
+}
+
+// The first candidate that runs and fills the device with at least one unit of work per
+// SM; else the runnable one with the most units.
+std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
+  const std::vector<int64_t>* most = nullptr;
+  int64_t most_units = -1;
+  for (auto& c : candidates()) {
+    try {
+      const Plan pl = plan(p, c.data(), kParams, d);
+      const int64_t ctas = pl.units * pl.cluster_m * pl.cluster_n;
+      if (ctas >= int64_t(std::max(1, d.sm_count))) return c;
+      if (ctas > most_units) most = &c, most_units = ctas;
+    } catch (const Refusal&) {
+    }
+  }
+  return most ? *most : candidates().front();  // nothing runs: every config is refused with its reason
+}
+
+gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
+  return guarded(reply, [&] {
+    *out = table_with_default(choose_default(*p, *d)).space();
+    return GT_OK;
+  });
+}
+
+gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
+                  gt_reply* reply) {
+  return guarded(reply, [&] {
+    std::vector<std::vector<int64_t>> order = {choose_default(*p, *d)};
+    for (auto& c : candidates()) order.push_back(c);
+    int32_t k = 0;
+    std::vector<std::vector<int64_t>> seen;
+    for (auto& c : order) {
+      if (k >= max) break;
+      if (std::find(seen.begin(), seen.end(), c) != seen.end() || !buildable(*p, c, *d)) continue;
+      seen.push_back(c);
+      std::copy(c.begin(), c.end(), configs + int64_t(k) * kParams);
+      ++k;
+    }
+    *count = k;
+    return GT_OK;
+  });
+}
+
+gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* out, size_t cap) {
+  return guarded_text(out, cap, [&] {
+    base_table().check_values(c, n);
+    static const char* clusters[] = {"no cluster", "2x1 clusters sharing B", "1x2 clusters sharing A"};
+    const bool along_n = c[pWg] == kAlongNCols;
+    const int64_t wm = along_n ? c[pBm] : c[pBm] / c[pConsumers], wn = along_n ? c[pBn] / c[pConsumers] : c[pBn];
+    std::string s = "wgmma m64n" + str(wn) + "k16, block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
+                    str(c[pConsumers]) + " consumer warpgroup" + (c[pConsumers] > 1 ? "s" : "") + " of " + str(wm) +
+                    "x" + str(wn) + ", 1 TMA producer), " + str(c[pStages]) + " stages, " + clusters[c[pCluster]] + ", " +
+                    (c[pPersistent] ? "persistent grid" : "one cluster per tile") + ", tiles along " +
+                    (c[pRaster] == kAlongM ? "M" : "N") + " in groups of " + str(c[pGroup]) +
+                    (c[pSplit] > 1 ? ", split-K " + str(c[pSplit]) : "");
+    write_msg(out, cap, s);
+    return GT_OK;
+  });
+}
+
+const gt_plugin kPlugin = [] {
+  gt_plugin p = source_family<plan, launch>(
+      "wgmma_tma", "1.0",
+      "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
+      "persistent grid, split-K",
+      k_wgmma_tma, describe_space, describe_config);
+  p.suggest = suggest;
+  return p;
+}();
+}  // namespace
+
+extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

@@ -1,0 +1,592 @@
+// wgmma_tma: a Hopper GEMM (sm_90a). C = A·B with fp32 accumulation, f16/bf16 inputs and
+// f32/f16/bf16 output, every layout. Warp-specialised: warpgroup 0 is the producer, whose one
+// thread issues TMA tile copies into a ring of STAGES shared-memory stages guarded by full and
+// empty mbarriers; warpgroups 1..CONSUMERS issue wgmma.mma_async (m64nNk16) from the
+// 128-byte-swizzled stages into registers, with one wgmma group kept in flight. Thread-block
+// clusters of two share one operand through TMA multicast (2x1: the two CTAs of a cluster
+// take neighbouring M tiles and share B; 1x2: neighbouring N tiles sharing A). The grid is
+// either one cluster per tile or persistent (a whole number of clusters, each striding over
+// the tiles in grouped order); split-K divides K over `splits` units per tile whose fp32
+// partials meet in the workspace, where the last to arrive adds them and writes C.
+//
+// Kernel parameters (plugin ABI v2): the nine standard ones, the workspace, the launch
+// scalars, then the tensor maps of A and B that core encodes per problem and buffer.
+// Every define below has a default, so this file compiles on its own (nvcc or NVRTC,
+// -arch sm_90a); wgmma_tma.cpp sets each from the config and the problem.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#ifndef IN_T
+#define IN_T __nv_bfloat16  // storage type of A and B
+#endif
+#ifndef IS_BF16
+#define IS_BF16 1  // 1: IN_T is bf16, 0: f16 (the wgmma input kind)
+#endif
+#ifndef OUT_T
+#define OUT_T __nv_bfloat16  // storage type of C: float, __half or __nv_bfloat16
+#endif
+#ifndef A_KMAJOR
+#define A_KMAJOR 1  // 1: A is stored M×K (layout n, K contiguous); 0: K×M (layout t)
+#endif
+#ifndef B_KMAJOR
+#define B_KMAJOR 0  // 1: B is stored N×K (layout t, K contiguous); 0: K×N (layout n)
+#endif
+#ifndef BM
+#define BM 128  // block tile rows (a multiple of 64)
+#endif
+#ifndef BN
+#define BN 256  // block tile columns
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2  // consumer warpgroups (1 or 2)
+#endif
+#ifndef WG_ALONG_N
+#define WG_ALONG_N 0  // 0: consumers stacked along M (BM/CONSUMERS rows each); 1: side by side along N
+#endif
+#ifndef STAGES
+#define STAGES 4  // shared-memory stages of (BM + BN) x 64 elements in the ring
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1  // CTAs of a cluster along M (they share B); CLUSTER_M * CLUSTER_N <= 2
+#endif
+#ifndef CLUSTER_N
+#define CLUSTER_N 1  // CTAs of a cluster along N (they share A)
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40  // setmaxnreg of the producer warpgroup
+#endif
+#ifndef CONSUMER_REGS
+#define CONSUMER_REGS 232  // setmaxnreg of each consumer warpgroup
+#endif
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef IN_T in_t;
+typedef OUT_T out_t;
+
+#if IS_BF16
+#define WGMMA_AB "bf16"
+#else
+#define WGMMA_AB "f16"
+#endif
+
+constexpr int BK = 64;                    // K per stage: one 128-byte swizzle span of 16-bit elements
+constexpr int WM = WG_ALONG_N ? BM : BM / CONSUMERS;  // rows of C per consumer warpgroup
+constexpr int WN = WG_ALONG_N ? BN / CONSUMERS : BN;  // columns per consumer: the wgmma N
+constexpr int M_SUB = WM / 64;                        // m64 wgmma tiles per consumer
+constexpr int ACC = WN / 2;                           // fp32 accumulators per thread per m64 tile
+constexpr int THREADS = 128 * (CONSUMERS + 1);
+constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+constexpr int A_STAGE_BYTES = BM * BK * 2;
+constexpr int B_STAGE_BYTES = BN * BK * 2;
+constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+// Multicast: the operand that the CTAs of a cluster share is copied in CLUSTER slices, each
+// CTA issuing one slice to all of them.
+constexpr int A_SLICES = CLUSTER_N;
+constexpr int B_SLICES = CLUSTER_M;
+
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+static_assert(WM % 64 == 0 && WM * CONSUMERS == BM * (WG_ALONG_N ? CONSUMERS : 1), "consumers tile the block tile");
+static_assert(WN == 64 || WN == 128 || WN == 192 || WN == 256, "wgmma N of 64, 128, 192 or 256");
+static_assert(M_SUB * ACC <= 128, "at most 128 accumulators per consumer thread");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs");
+static_assert(CLUSTER_M == 1 || CLUSTER_N == 1, "a cluster is 2x1 or 1x2");
+static_assert(STAGES >= 2, "a ring of at least two stages");
+
+// Launch scalars (plugin ABI v2: eight int64 values passed by value).
+struct gt_scalars {
+  long long v[8];
+};
+enum { kRaster = 0, kGroup = 1, kSplits = 2 };
+
+// A CUtensorMap as the driver lays it out: 128 opaque bytes, 128-byte aligned (CUDA 13).
+struct __align__(128) gt_tensor_map {
+  u64 opaque[16];
+};
+
+// ---- shared-memory addresses, mbarriers, TMA ----
+
+__device__ __forceinline__ u32 smem_u32(const void* p) { return u32(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+// The producer's arrival on a full barrier, announcing the bytes the stage's copies bring.
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+  // The label is local to the braces, so every inlined copy may use the same name.
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster (this
+// CTA included).
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_local(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// A consumer warpgroup releases a stage once its wgmma have read it: its thread r arrives on
+// the empty barrier of CTA r, since the producer of every CTA of the cluster writes into this
+// CTA's stage (multicast).
+__device__ __forceinline__ void release_stage(u32 empty_bar, int tid) {
+  if (CLUSTER > 1) {
+    if (tid < CLUSTER) mbar_arrive_cluster(empty_bar, u32(tid));
+  } else if (tid == 0) {
+    mbar_arrive_local(empty_bar);
+  }
+}
+
+// A 2-D tile copy: coordinates are (inner, outer) elements of the operand as stored.
+__device__ __forceinline__ void tma_load(u32 dst, const gt_tensor_map* map, u32 bar, int inner, int outer) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(inner), "r"(outer)
+      : "memory");
+}
+// The same copy delivered to every CTA of the cluster named in `mask`, each at `dst` of its
+// own shared memory, completing on its own barrier at `bar`.
+__device__ __forceinline__ void tma_load_multicast(u32 dst, const gt_tensor_map* map, u32 bar, int inner, int outer,
+                                                   unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(inner), "r"(outer), "h"(mask)
+      : "memory");
+}
+
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r = 0;
+  if (CLUSTER > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  // Not .aligned: the producer warp arrives here after its one busy lane has reconverged.
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// ---- wgmma ----
+
+// A shared-memory matrix descriptor with the 128-byte swizzle. K-major tiles (rows of 64
+// elements, 8-row atoms of 1024 bytes): the stride offset is the 1024 between atoms and the
+// leading offset is unused. MN-major tiles (blocks of 64 M or N by 64 k rows): the leading
+// offset is the 8192 bytes between 64-wide blocks, the stride offset the 1024 between groups
+// of 8 k rows.
+__device__ __forceinline__ u64 smem_desc(u32 addr, u32 leading, u32 stride) {
+  return u64((addr & 0x3FFFF) >> 4) | (u64(leading >> 4) << 16) | (u64(stride >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads or writes across a wgmma still in flight.
+__device__ __forceinline__ void pin(float* d) {
+#pragma unroll
+  for (int i = 0; i < M_SUB * ACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// wgmma.mma_async m64nNk16 for each N of the space (the accumulator list is spelled out: the
+// instruction names every register).
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_n64(float* d, u64 da, u64 db, u32 accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+      ", %32, %33, p, 1, 1, %35, %36;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_n128(float* d, u64 da, u64 db, u32 accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+      ", %64, %65, p, 1, 1, %67, %68;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_n192(float* d, u64 da, u64 db, u32 accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+      ", %96, %97, p, 1, 1, %99, %100;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_n256(float* d, u64 da, u64 db, u32 accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+      ", %128, %129, p, 1, 1, %131, %132;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma(float* d, u64 da, u64 db, u32 accumulate) {
+  if (WN == 64) wgmma_n64<TA, TB>(d, da, db, accumulate);
+  if (WN == 128) wgmma_n128<TA, TB>(d, da, db, accumulate);
+  if (WN == 192) wgmma_n192<TA, TB>(d, da, db, accumulate);
+  if (WN == 256) wgmma_n256<TA, TB>(d, da, db, accumulate);
+}
+
+// ---- the tile schedule ----
+
+// One unit of work: a tile of C (this CTA's part of a cluster tile) and its range of k tiles.
+struct Unit {
+  int mb, nb;          // tile row and column (in BM x BN tiles)
+  int kt_begin, kt_end;  // k tiles [begin, end) of 64
+  int split;           // index of the split (0 when not split)
+};
+
+struct Schedule {
+  int cm_count, cn_count;  // cluster tiles along M and N
+  int k_tiles, splits, raster, group;
+  long long units;
+
+  __device__ Schedule(int M, int N, int K, const gt_scalars& s) {
+    cm_count = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
+    cn_count = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
+    k_tiles = (K + BK - 1) / BK;
+    raster = int(s.v[kRaster]);
+    group = s.v[kGroup] > 0 ? int(s.v[kGroup]) : 1;
+    splits = s.v[kSplits] > 0 ? int(s.v[kSplits]) : 1;
+    units = (long long)cm_count * cn_count * splits;
+  }
+
+  // Units are numbered split-fastest (a tile's splits run side by side, so their partials
+  // meet in L2), then over cluster tiles in groups: along M, `group` cluster rows are walked
+  // before moving one column right (along N the same with the roles swapped), so the tiles in
+  // flight share operands in L2.
+  __device__ Unit unit(long long u, u32 rank) const {
+    Unit w;
+    w.split = int(u % splits);
+    const long long t = u / splits;
+    const int major = raster == 0 ? cm_count : cn_count, minor = raster == 0 ? cn_count : cm_count;
+    const long long per_group = (long long)group * minor;
+    const int g = int(t / per_group);
+    const int first = g * group;
+    const int rows = min(major - first, group);
+    const int local = int(t % per_group);
+    const int a = first + local % rows, b = local / rows;
+    const int cm = raster == 0 ? a : b, cn = raster == 0 ? b : a;
+    w.mb = cm * CLUSTER_M + (CLUSTER_M > 1 ? int(rank) : 0);
+    w.nb = cn * CLUSTER_N + (CLUSTER_N > 1 ? int(rank) : 0);
+    w.kt_begin = int((long long)k_tiles * w.split / splits);
+    w.kt_end = int((long long)k_tiles * (w.split + 1) / splits);
+    return w;
+  }
+};
+
+// ---- producer: one thread copies every stage ----
+
+__device__ __forceinline__ void load_stage(const gt_tensor_map* tmA, const gt_tensor_map* tmB, u32 a_dst, u32 b_dst,
+                                           u32 full, const Unit& w, int kt, u32 rank) {
+  const int k0 = kt * BK;
+  // A: shared by the CLUSTER_N CTAs of a 1x2 cluster, else this CTA's own.
+  {
+    const u32 slice = A_SLICES > 1 ? rank : 0;
+    const unsigned short mask = (1u << CLUSTER) - 1;
+#if A_KMAJOR
+    constexpr int rows = BM / A_SLICES;
+    const u32 dst = a_dst + slice * rows * 128;
+    if (A_SLICES > 1) tma_load_multicast(dst, tmA, full, k0, w.mb * BM + int(slice) * rows, mask);
+    else tma_load(dst, tmA, full, k0, w.mb * BM);
+#else
+    constexpr int krows = BK / A_SLICES;
+#pragma unroll
+    for (int j = 0; j < BM / 64; ++j) {
+      const u32 dst = a_dst + j * 8192 + slice * krows * 128;
+      if (A_SLICES > 1) tma_load_multicast(dst, tmA, full, w.mb * BM + j * 64, k0 + int(slice) * krows, mask);
+      else tma_load(dst, tmA, full, w.mb * BM + j * 64, k0);
+    }
+#endif
+  }
+  // B: shared by the CLUSTER_M CTAs of a 2x1 cluster.
+  {
+    const u32 slice = B_SLICES > 1 ? rank : 0;
+    const unsigned short mask = (1u << CLUSTER) - 1;
+#if B_KMAJOR
+    constexpr int rows = BN / B_SLICES;
+    const u32 dst = b_dst + slice * rows * 128;
+    if (B_SLICES > 1) tma_load_multicast(dst, tmB, full, k0, w.nb * BN + int(slice) * rows, mask);
+    else tma_load(dst, tmB, full, k0, w.nb * BN);
+#else
+    constexpr int krows = BK / B_SLICES;
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j) {
+      const u32 dst = b_dst + j * 8192 + slice * krows * 128;
+      if (B_SLICES > 1) tma_load_multicast(dst, tmB, full, w.nb * BN + j * 64, k0 + int(slice) * krows, mask);
+      else tma_load(dst, tmB, full, w.nb * BN + j * 64, k0);
+    }
+#endif
+  }
+}
+
+__device__ void produce(const Schedule& sch, const gt_tensor_map* tmA, const gt_tensor_map* tmB, u32 stages,
+                        u32 full, u32 empty, u32 rank, long long first, long long stride) {
+  int stage = 0;
+  u32 phase = 0;
+  for (long long u = first; u < sch.units; u += stride) {
+    const Unit w = sch.unit(u, rank);
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      // Wait until every consumer of the cluster has released this stage (a fresh barrier
+      // passes the wait on parity 1 at once).
+      mbar_wait(empty + 8 * stage, phase ^ 1);
+      mbar_expect_tx(full + 8 * stage, STAGE_BYTES);
+      const u32 a_dst = stages + stage * STAGE_BYTES;
+      load_stage(tmA, tmB, a_dst, a_dst + A_STAGE_BYTES, full + 8 * stage, w, kt, rank);
+      if (++stage == STAGES) stage = 0, phase ^= 1;
+    }
+  }
+}
+
+// ---- consumers: wgmma over the stages, then the epilogue ----
+
+__device__ __forceinline__ void store_pair(float* c, float x, float y, bool both) {
+  if (both) *reinterpret_cast<float2*>(c) = make_float2(x, y);
+  else c[0] = x;
+}
+__device__ __forceinline__ void store_pair(__half* c, float x, float y, bool both) {
+  if (both) *reinterpret_cast<__half2*>(c) = __floats2half2_rn(x, y);
+  else c[0] = __float2half_rn(x);
+}
+__device__ __forceinline__ void store_pair(__nv_bfloat16* c, float x, float y, bool both) {
+  if (both) *reinterpret_cast<__nv_bfloat162*>(c) = __floats2bfloat162_rn(x, y);
+  else c[0] = __float2bfloat16_rn(x);
+}
+
+// The m64nN accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; lane l holds
+// rows l/4 and l/4 + 8 of them, columns 8j + 2(l%4) + {0, 1}; register 4j + 2i + e is
+// (row l/4 + 8i, column 8j + 2(l%4) + e). (row0, col0): the consumer's corner of C.
+__device__ void store_tile(out_t* C, int M, int N, int ldc, const float* acc, int row0, int col0, int lane, int warp) {
+#pragma unroll
+  for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = row0 + s * 64 + warp * 16 + lane / 4 + 8 * i;
+      if (row >= M) continue;
+      out_t* crow = C + (long long)row * ldc;
+#pragma unroll
+      for (int j = 0; j < WN / 8; ++j) {
+        const int col = col0 + 8 * j + 2 * (lane % 4);
+        if (col < N) store_pair(crow + col, acc[s * ACC + 4 * j + 2 * i], acc[s * ACC + 4 * j + 2 * i + 1], col + 1 < N);
+      }
+    }
+}
+
+// Split-K: each unit writes its fp32 partial tile into its slot of the workspace, in the
+// accumulator layout (register r of consumer thread t at [r][t], so stores coalesce); the
+// last unit of a tile to arrive adds the others' partials to its own and writes C. The tile
+// counters reset themselves, so the workspace is zeroed only once.
+constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
+constexpr long long PARTIAL = (long long)BM * BN;  // floats per partial tile
+
+__device__ bool reduce_splits(void* workspace, float* acc, const Unit& w, int splits, int n_tiles_n, long long tiles,
+                              int ct, int* flag) {
+  int* counters = reinterpret_cast<int*>(workspace);
+  float* partials = reinterpret_cast<float*>(counters + ((tiles + 63) / 64) * 64);
+  const long long tile = (long long)w.mb * n_tiles_n + w.nb;
+  float* mine = partials + (tile * splits + w.split) * PARTIAL;
+#pragma unroll
+  for (int r = 0; r < M_SUB * ACC; ++r) mine[(long long)r * CONSUMER_THREADS + ct] = acc[r];
+  __threadfence();
+  asm volatile("bar.sync 1, %0;" ::"n"(CONSUMER_THREADS) : "memory");
+  if (ct == 0) *flag = atomicAdd(counters + tile, 1) == splits - 1;
+  asm volatile("bar.sync 1, %0;" ::"n"(CONSUMER_THREADS) : "memory");
+  if (!*flag) return false;
+  __threadfence();
+  for (int s = 0; s < splits; ++s) {
+    if (s == w.split) continue;
+    const float* other = partials + (tile * splits + s) * PARTIAL;
+#pragma unroll
+    for (int r = 0; r < M_SUB * ACC; ++r) acc[r] += __ldcg(other + (long long)r * CONSUMER_THREADS + ct);
+  }
+  if (ct == 0) counters[tile] = 0;
+  return true;
+}
+
+__device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, void* workspace, u32 stages, u32 full,
+                        u32 empty, u32 rank, long long first, long long stride, int wg, int* flag) {
+  const int tid = threadIdx.x - 128 * (wg + 1), lane = tid % 32, warp = tid / 32;
+  const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
+  float acc[M_SUB * ACC];
+  int stage = 0;
+  u32 phase = 0;
+  for (long long u = first; u < sch.units; u += stride) {
+    const Unit w = sch.unit(u, rank);
+    int prev = -1;
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      mbar_wait(full + 8 * stage, phase);
+      const u32 a = stages + stage * STAGE_BYTES, b = a + A_STAGE_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int k16 = 0; k16 < BK / 16; ++k16) {
+        // This consumer's columns of the B stage: WN rows of a K-major tile, WN/64 blocks of an
+        // MN-major one.
+        const int n0 = WG_ALONG_N ? wg * WN : 0;
+#if B_KMAJOR
+        const u64 db = smem_desc(b + n0 * 128 + k16 * 32, 16, 1024);
+#else
+        const u64 db = smem_desc(b + (n0 / 64) * 8192 + k16 * 2048, 8192, 1024);
+#endif
+#pragma unroll
+        for (int s = 0; s < M_SUB; ++s) {
+          const int m64 = (WG_ALONG_N ? 0 : wg * M_SUB) + s;  // which 64-row slab of the block tile
+#if A_KMAJOR
+          const u64 da = smem_desc(a + m64 * 64 * 128 + k16 * 32, 16, 1024);
+#else
+          const u64 da = smem_desc(a + m64 * 8192 + k16 * 2048, 8192, 1024);
+#endif
+          wgmma<A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC, da, db, (kt > w.kt_begin || k16 > 0) ? 1u : 0u);
+        }
+      }
+      wgmma_commit();
+      // One group stays in flight: the previous stage's wgmma are done once this wait returns,
+      // and each warp then releases that stage to every producer of the cluster.
+      wgmma_wait<1>();
+      pin(acc);
+      if (prev >= 0) release_stage(empty + 8 * prev, tid);
+      prev = stage;
+      if (++stage == STAGES) stage = 0, phase ^= 1;
+    }
+    wgmma_wait<0>();
+    pin(acc);
+    if (prev >= 0) release_stage(empty + 8 * prev, tid);
+    if (w.kt_end == w.kt_begin) {
+#pragma unroll
+      for (int r = 0; r < M_SUB * ACC; ++r) acc[r] = 0.f;
+    }
+    // A cluster tile can stick out of C (an odd number of tiles): that CTA only feeds its peer.
+    if (w.mb >= n_tiles_m || w.nb >= n_tiles_n) continue;
+    if (sch.splits > 1 &&
+        !reduce_splits(workspace, acc, w, sch.splits, n_tiles_n, (long long)n_tiles_m * n_tiles_n, tid + 128 * wg, flag))
+      continue;
+    store_tile(C, M, N, ldc, acc, w.mb * BM + (WG_ALONG_N ? 0 : wg * WM), w.nb * BN + (WG_ALONG_N ? wg * WN : 0), lane,
+               warp);
+  }
+}
+
+// ---- the kernel ----
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    gemm_wgmma_tma(const void* A, const void* B, void* C, int M, int N, int K, int lda, int ldb, int ldc,
+                   void* workspace, const gt_scalars scalars, const __grid_constant__ gt_tensor_map tmA,
+                   const __grid_constant__ gt_tensor_map tmB) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  // The 128-byte swizzle repeats every 1024 bytes of the address: stages start 1024-aligned.
+  const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  const u32 stages = base;
+  const u32 full = stages + STAGES * STAGE_BYTES;  // STAGES barriers of 8 bytes
+  const u32 empty = full + 8 * STAGES;
+  int* flag = reinterpret_cast<int*>(smem_raw + (empty + 8 * STAGES - smem_u32(smem_raw)));
+
+  const Schedule sch(M, N, K, scalars);
+  const u32 rank = cluster_rank();
+  const long long first = blockIdx.x / CLUSTER, stride = gridDim.x / CLUSTER;
+  const int wg = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);                           // the producer's expect_tx
+      mbar_init(empty + 8 * s, CONSUMERS * CLUSTER);        // every consumer warpgroup of the cluster
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  if (CLUSTER > 1) cluster_sync();
+  else __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+    if (threadIdx.x == 0)
+      produce(sch, &tmA, &tmB, stages, full, empty, rank, first, stride);
+    __syncwarp();
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    consume(sch, reinterpret_cast<out_t*>(C), M, N, ldc, workspace, stages, full, empty, rank, first, stride, wg - 1,
+            flag);
+  }
+  // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
+  if (CLUSTER > 1) cluster_sync();
+#else
+  __trap();  // built for a target without wgmma (the family asks for sm_90a)
+#endif
+}
