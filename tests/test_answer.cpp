@@ -547,3 +547,110 @@ TEST_CASE("lookup rule: an entry naming a config its family no longer has is a b
                     Catch::Contains("broken.json: entries[0]") && Catch::Contains("no longer exists"));
 }
 
+// ---------------------------------------------------------------------------------------
+// tools/bench_lookup.py, on the CPU: its lookups are the real binary's, its timings come from
+// a stand-in for `gemmtune run` that answers from a file of times (and fails for any other run).
+
+TEST_CASE("bench_lookup: held-out and asked problems, the rule per row, ratios and exit codes", "[table][cli]") {
+  if (test::run_command("python3 -c 'import json'").exit_code != 0) {
+    WARN("SKIPPED: python3 is not available here");
+    return;
+  }
+  test::TempDir d;
+  const Family& naive = naive_only().get("naive");
+  LookupTable t;
+  t.entries = {entry_of(naive, kDevice, f32(1024, 1024, 1024), "bx=16,by=16", 50),
+               entry_of(naive, kDevice, f32(2048, 1024, 1024), "bx=32,by=8", 90),
+               entry_of(naive, kDevice, f32(1, 4096, 4096), "bx=32,by=1", 20)};
+  t.sort();
+  fs::path table = d.path / "t.json";
+  t.save(table, TableFormat::json);
+  auto config = [&](int64_t m, int64_t n, int64_t k) {
+    for (auto& e : t.entries)
+      if (e.key.m == m && e.key.n == n && e.key.k == k) return e.config;
+    return std::string();
+  };
+  Space s1 = naive.space(f32(1, 4096, 4096), arch_limits("sm_90"));
+  const std::string naive_default_1 = s1.name(s1.default_config());
+  // Times per (family, config, shape): what each run of the benchmark should ask for.
+  json times = {
+      {"naive|" + config(1024, 1024, 1024) + "|1024x1024x1024", 50.0},  // tuned, held out 1024
+      {"naive|" + config(2048, 1024, 1024) + "|1024x1024x1024", 62.5},  // answer from 2048
+      {"cublaslt||1024x1024x1024", 100.0},
+      {"naive|" + config(2048, 1024, 1024) + "|2048x1024x1024", 90.0},   // tuned, held out 2048
+      {"naive|" + config(1024, 1024, 1024) + "|2048x1024x1024", 100.0},  // answer from 1024
+      {"cublaslt||2048x1024x1024", 180.0},
+      {"naive|" + config(1, 4096, 4096) + "|1x4096x4096", 20.0},  // tuned, held out 1x4096: no other decode entry
+      {"naive|" + naive_default_1 + "|1x4096x4096", 40.0},          // the named default family's default
+      {"cublaslt||1x4096x4096", 10.0},
+      {"naive|" + config(2048, 1024, 1024) + "|1500x1024x1024", 70.0},  // asked: from 2048 (0.31, nearer than 1024)
+      {"cublaslt||1500x1024x1024", 140.0}};
+  fs::path times_file = d.path / "times.json", fake = d.path / "fake_gemmtune";
+  test::write_file(times_file, times.dump());
+  test::write_file(fake, fmt::format(R"(#!/usr/bin/env python3
+# A stand-in for gemmtune: lookup is the real binary's; run answers from {times}.
+import json, os, sys
+args = [a for a in sys.argv[1:] if a != "--json"]
+if args[0] == "lookup":
+    os.execv("{bin}", ["{bin}", "--plugin-dir", "{plugins}", "--json"] + args)
+opt = {{args[i]: args[i + 1] for i in range(1, len(args) - 1, 2)}}
+key = "|".join([opt["--family"], opt.get("--params", ""), opt["--shape"]])
+times = json.load(open("{times}"))
+with open("{times}.asked", "a") as f:
+    f.write(key + "\n")
+if key not in times:
+    print(json.dumps({{"status": "runtime_fault", "message": "no time for " + key}}))
+    sys.exit(1)
+print(json.dumps({{"status": "ok", "time_us": {{"value": times[key]}}}}))
+)",
+                                     fmt::arg("times", times_file.string()),
+                                     fmt::arg("bin", test::gemmtune_binary().string()),
+                                     fmt::arg("plugins", test::naive_only_dir().string())));
+  fs::permissions(fake, fs::perms::owner_all);
+  std::string cmd = fmt::format("python3 '{}' --gemmtune '{}' --table '{}' --device '{}' --default-family naive",
+                                (test::source_dir() / "tools" / "bench_lookup.py").string(), fake.string(),
+                                table.string(), kDevice);
+  auto r = test::run_command(cmd + " --limit 3 --shapes 1500x1024x1024");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  // Held out 1024: answered from 2048 (nearest), tuned/answer 50/62.5, pick/answer 100/62.5.
+  CHECK_THAT(r.out, Catch::Matches(
+                        "(.|\n)*1024x1024x1024 f32 +yes +nearest +2048x1024x1024 +naive +50\\.0 +62\\.5 +100\\.0 +- +"
+                        "0\\.800 +1\\.600(.|\n)*"));
+  CHECK_THAT(r.out, Catch::Matches("(.|\n)*2048x1024x1024 f32 +yes +nearest +1024x1024x1024 +naive +90\\.0 +100\\.0 +"
+                                   "180\\.0 +- +0\\.900 +1\\.800(.|\n)*"));
+  // Held out 1x4096x4096: no decode entry is left, so the named family's default answers.
+  CHECK_THAT(r.out, Catch::Matches("(.|\n)*1x4096x4096 f32 +yes +family default +- +naive +20\\.0 +40\\.0 +10\\.0 +- +"
+                                   "0\\.500 +0\\.250(.|\n)*"));
+  CHECK_THAT(r.out, Catch::Matches("(.|\n)*1500x1024x1024 f32 +no +nearest +2048x1024x1024 +naive +- +70\\.0 +140\\.0 "
+                                   "+- +- +2\\.000(.|\n)*"));
+  // geomean tuned/answer: (0.8 * 0.9 * 0.5)^(1/3) = 0.711; pick/answer over four: (1.6*1.8*0.25*2)^(1/4) = 1.095,
+  // over the three nearest answers (1.6*1.8*2)^(1/3) = 1.793.
+  CHECK_THAT(r.out, Catch::Contains("geomean tuned/answer over 3 held-out shapes: 0.711 (min 0.500)"));
+  CHECK_THAT(r.out, Catch::Contains("geomean pick/answer over 4: 1.095 (min 0.250); answers more than 2 % slower than "
+                                    "the pick: 1"));
+  CHECK_THAT(r.out, Catch::Contains("family default     1: pick/answer 0.250, tuned/answer 0.500 (min 0.500)"));
+  CHECK_THAT(r.out, Catch::Contains("nearest            3: pick/answer 1.793, tuned/answer 0.849 (min 0.800)"));
+  // Every run it made was one the table of times expected, each once.
+  std::string asked = test::read_file(times_file.string() + ".asked");
+  CHECK(std::count(asked.begin(), asked.end(), '\n') == long(times.size()));
+
+  // A problem that cannot be timed fails the run (exit 1) and is said; the others are still reported.
+  r = test::run_command(cmd + " --limit 0 --shapes 1500x1024x1024,700x1024x1024");
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Matches("(.|\n)*700x1024x1024 f32 +failed: gemmtune run --family cublaslt(.|\n)*") &&
+                        Catch::Contains("no time for cublaslt||700x1024x1024"));
+  CHECK_THAT(r.out, Catch::Contains("1 of 2 problems failed"));
+  // Bad input: exit 2.
+  r = test::run_command(cmd + " --shapes 10x10");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--shapes: '10x10' is not MxNxK"));
+  LookupTable one;
+  one.entries = {t.entries[0]};
+  one.save(d.path / "one.json", TableFormat::json);
+  r = test::run_command(fmt::format("python3 '{}' --gemmtune '{}' --table '{}'",
+                                    (test::source_dir() / "tools" / "bench_lookup.py").string(), fake.string(),
+                                    (d.path / "one.json").string()));
+  CHECK(r.exit_code == 2);
+}
