@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -129,6 +130,7 @@ gemmtune::Options dry_options(const fs::path& cache) {
   o.dry_run = true;
   o.arch = "sm_90";
   o.device_name = kDevice;
+  o.default_family = "naive";  // named: the default where no entry serves (cuBLASLt is not loaded)
   return o;
 }
 
@@ -516,7 +518,7 @@ TEST_CASE("bench_runtime: exit 1 when the per-call overhead target is missed, 0 
   const fs::path bench = test::gemmtune_binary().parent_path() / "tools" / "bench_runtime";
   REQUIRE(fs::exists(bench));
   const std::string cmd = fmt::format("'{}' --dry-run --plugin-dir '{}' --cache-dir '{}' --shapes 64x64x64 --samples 5 "
-                                      "--max-seconds 0.05",
+                                      "--max-seconds 0.05 --default-family naive",
                                       bench.string(), test::naive_only_dir().string(), cache.path.string());
   // No dispatch takes under a picosecond: missed, and the exit code says so.
   auto r = test::run_command(cmd + " --target-us 0.000001");
@@ -540,14 +542,15 @@ TEST_CASE("bench_runtime: exit 1 when the per-call overhead target is missed, 0 
   CHECK(r.out.find("--target-us: got nan") != std::string::npos);
 }
 
-TEST_CASE("runtime (dry run, no GPU): an entry it cannot check is passed over, not run unchecked", "[runtime]") {
+TEST_CASE("runtime (dry run, no GPU): an entry it cannot check is answered as lookup answers it, marked unchecked",
+          "[runtime]") {
   if (device_count() > 0) {
     WARN("SKIPPED: a GPU is present, so cuBLASLt's entries can be checked (the [gpu] runtime tests cover that)");
     return;
   }
-  // A near cuBLASLt entry (its spaces need a GPU) and a farther naive one: `gemmtune lookup`
-  // would answer the first, marked unchecked; the runtime, which runs what it answers, takes
-  // the second.
+  // A near cuBLASLt entry (its spaces need a GPU) and a farther naive one: the dry run answers
+  // what `gemmtune lookup` answers, the first, and says it was not checked. Nothing runs in a
+  // dry run; a real run has a GPU, and there cuBLASLt's spaces are checked.
   Problem tuned = Problem::make(64, 48, 4096, DType::f32, DType::f32, Layout::nn);
   TableEntry lt;
   lt.key = ResultKey::of(kDevice, tuned);
@@ -560,10 +563,24 @@ TEST_CASE("runtime (dry run, no GPU): an entry it cannot check is passed over, n
   test::TempDir cache;
   gemmtune::Options o = dry_options(cache.path);
   o.plugin_dirs = {test::plugin_dir().string()};
+  o.max_distance = 10;  // both entries within reach
   gemmtune::Runtime rt(tf.path.string(), o);
   Problem asked = Problem::make(64, 48, 1024, DType::f32, DType::f32, Layout::nn);
   const gemmtune::Choice& c = rt.prepare(args_for(asked, fake(1), fake(2), fake(3)));
   CHECK(c.match == GEMMTUNE_MATCH_NEAREST);
-  CHECK(c.family == "naive");
-  CHECK(c.how == "nearest (from 4096x48x1024)");
+  CHECK(c.family == "cublaslt");
+  CHECK(c.config == lt.config);
+  CHECK(c.how == "nearest (from 64x48x4096; not checked on this machine)");
+  CHECK_FALSE(c.unchecked.empty());
+  CHECK_FALSE(c.launchable);
+  auto r = test::run_command(fmt::format("'{}' --plugin-dir '{}' --json lookup --table '{}' --device '{}' --shape "
+                                         "64x48x1024 --dtype f32 --max-distance 10",
+                                         test::gemmtune_binary().string(), test::plugin_dir().string(),
+                                         tf.path.string(), kDevice));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["config"] == c.config);
+  CHECK(j["how"] == c.how);
+  CHECK(j["unchecked"] == c.unchecked);
 }

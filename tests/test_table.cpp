@@ -365,6 +365,11 @@ int main() {
   }
   const Entry* n = find_nearest("NVIDIA H200", 3000, 250, 130, "f32", "f32", "nn", 16);
   std::printf("nearest=%lld", n ? (long long)n->m : -1LL);
+  // 8 rows: beyond the distance limit (ln 32) of 256x256x128, and of the decode regime.
+  auto m_of = [](const Entry* e) { return e ? (long long)e->m : -1LL; };
+  std::printf(" far=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16)));
+  std::printf(" regime=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300)));
+  std::printf(" one=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300, 0)));
 }
 )");
   fs::path exe = d.path / "main";
@@ -375,7 +380,7 @@ int main() {
   REQUIRE(r.exit_code == 0);
   std::string expect;
   for (auto& e : t.entries) expect += e.key.device_name + '\0' + e.config + '\0';
-  expect += "nearest=4096";
+  expect += "nearest=4096 far=-1 regime=-1 one=256";
   CHECK(r.out == expect);
 
   SECTION("an empty table and another namespace") {
@@ -586,7 +591,7 @@ TEST_CASE("lookup: the transfer hook; a source family's default winner is not tr
     TransferFn spy = [&](const TableEntry& e, const Problem&) -> std::optional<DefaultChoice> {
       asked.push_back(e.shape());
       if (e.key.m == 1024 && e.key.n == 1024 && e.key.k == 1024) return std::nullopt;
-      return DefaultChoice{"naive", "spy_config", "", "the spy's choice"};
+      return DefaultChoice{"naive", "spy_config", "", "the spy's choice", false, ""};
     };
     LookupResult r = t.lookup(at(1100, 1000, 900), std::string(kDevice), can, def, spy);
     CHECK(asked == std::vector<std::string>{"1024x1024x1024"});
@@ -788,7 +793,14 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   CHECK(j["how"] == "nearest (from 4096x4096x4096)");
   CHECK(j["transferred"].is_null());
   CHECK(j["entry"]["m"] == 4096);
+  // No entry serves bf16, cuBLASLt is not loaded, and no default family is named: nothing to
+  // run, and why (never naive unless named).
   r = test::run_command(lookup + " --shape 4096x4096x4096 --dtype bf16");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("the cublaslt family is not loaded; no default family was named (--default-family)") !=
+        std::string::npos);
+  r = test::run_command(lookup + " --shape 4096x4096x4096 --dtype bf16 --default-family naive");
+  CHECK(r.exit_code == 0);
   CHECK(r.out.find("default (naive's default config)") != std::string::npos);
   r = test::run_command(lookup + " --shape 1000x1000x1000 --json");
   REQUIRE(r.exit_code == 0);
@@ -798,7 +810,7 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   CHECK(j["transferred"].is_null());
   CHECK(j["params"] == "map=coalesced,bx=128,by=2");
   CHECK(j["entry"]["time_us"] == 40.0);
-  r = test::run_command(lookup + " --shape 4096x4096x4096 --align 4 --json");
+  r = test::run_command(lookup + " --shape 4096x4096x4096 --align 4 --default-family naive --json");
   REQUIRE(r.exit_code == 0);
   CHECK(json::parse(r.out)["match"] == "default");
   r = test::run_command(lookup + " --shape 4096x4096x4097 --align 16");

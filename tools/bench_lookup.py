@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""bench_lookup: how good is the nearest-shape answer of a lookup table? Needs a GPU.
+"""bench_lookup: how good is a lookup table's answer for shapes it was not tuned at? Needs a GPU.
 
-Leave-one-out over an exported table (JSON, `gemmtune export --format json`): for each
-held-out entry, the table without it is asked for that problem (`gemmtune lookup`), which
-answers from the nearest tuned shape (that entry's config, or, where its winner was its
-family's default such as cuBLASLt's heuristic pick, the family's default for this shape) or
-with the default. On the held-out shape, one after the other in the same session, `gemmtune
-run` then times:
-  - tuned:  the held-out shape's own winner (what tuning that shape gave);
-  - answer: the lookup's answer;
+The answer is what `gemmtune lookup` gives, which is what the runtime library runs (one function
+answers for both; docs/lookup.md): the exact key, else the nearest entry of the problem's M regime
+within the distance limit (its config; where its winner was cuBLASLt's pick, the pick for the asked
+shape; or its config with one refused parameter adapted), else cuBLASLt's pick.
+
+Problems asked:
+  - leave-one-out (--limit N, spread over the table): each held-out entry's problem, asked of the
+    table without that entry;
+  - --shapes: problems asked of the whole table as it is (no tuned figure for them).
+On each problem, one after the other in the same session, `gemmtune run` times:
+  - tuned:  the held-out entry's own config (what tuning that shape gave; leave-one-out only);
+  - answer: the lookup's answer (where that is cuBLASLt's pick, timed once as the pick);
   - pick:   cuBLASLt's heuristic pick (what a program without the table would run);
-  - entry:  where the answer was transferred, the nearest entry's own config (what the rule
-            before the transfer ran, unless that config cannot run the shape: "cannot").
-tuned/answer 1.00: the answer is as good as tuning the shape; pick/answer > 1: the table
-helps against having none.
+  - entry:  where the answer was transferred or adapted, the nearest entry's own config (what the
+            rule without that step would run, unless it cannot run the shape: "cannot").
+tuned/answer 1.00: the answer is as good as tuning the shape; pick/answer > 1: the table helps
+against having none. The summary gives both per rule (which step of the lookup served).
 
 Usage: tools/bench_lookup.py --table T.json [--gemmtune build/gemmtune] [--limit 8] [--settle 1]
-Exit status: 0, or 1 when a held-out shape failed (lookup or timing), 2 for a table of fewer than
-two entries.
+         [--shapes 4000x4096x4096,32x4096x4096:bf16] [--device NAME] [--max-distance D]
+         [--decode-max-m M] [--default-family F]
+Exit status: 0; 1 when a problem failed (lookup or timing); 2 for bad input (a table of fewer than
+two entries without --shapes, a bad --shapes item).
 """
 import argparse
 import json
@@ -39,100 +45,165 @@ def gt_json(gt, args):
             j = json.loads(out.stdout)
         except ValueError:
             j = {}
-        why = f"{j.get('status')}: {j.get('message')}" if j.get("status") else out.stderr.strip()[-300:]
+        why = f"{j.get('status')}: {j.get('message')}" if j.get("status") else (out.stderr or out.stdout).strip()[-300:]
         err = CannotImplement if j.get("status") == "cannot_implement" else RuntimeError
         raise err(f"gemmtune {' '.join(args)}: {why}")
     return json.loads(out.stdout)
 
 
-def problem_args(e):
-    return ["--shape", f"{e['m']}x{e['n']}x{e['k']}", "--dtype", e["dtype"], "--out-dtype", e["out_dtype"],
-            "--layout", e["layout"]]
+def shape_of(p):
+    return f"{p['m']}x{p['n']}x{p['k']}"
 
 
-def timed(gt, e, family, config, settle):
+def problem_args(p):
+    return ["--shape", shape_of(p), "--dtype", p["dtype"], "--out-dtype", p["out_dtype"], "--layout", p["layout"]]
+
+
+def parse_shape_item(item, table):
+    """MxNxK[:dtype[:layout]]; the dtype and layout default to the table's first entry's."""
+    first = table["entries"][0] if table["entries"] else {"dtype": "f32", "out_dtype": "f32", "layout": "nn"}
+    parts = item.split(":")
+    dims = parts[0].split("x")
+    if len(parts) > 3 or len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+        raise ValueError(f"--shapes: '{item}' is not MxNxK[:dtype[:layout]] with positive sizes")
+    dtype = parts[1] if len(parts) > 1 else first["dtype"]
+    out = first["out_dtype"] if dtype == first["dtype"] else ("f32" if dtype == "tf32" else dtype)
+    layout = parts[2] if len(parts) > 2 else first["layout"]
+    return {"m": int(dims[0]), "n": int(dims[1]), "k": int(dims[2]), "dtype": dtype, "out_dtype": out, "layout": layout}
+
+
+def cases(table, limit, shapes):
+    """(problem, entries to ask, the held-out entry or None) per problem."""
+    entries = table["entries"]
+    out = []
+    if limit > 0 and len(entries) >= 2:
+        step = max(1, len(entries) // limit)
+        for e in entries[::step][:limit]:
+            out.append((e, [x for x in entries if x is not e], e))
+    for p in shapes:
+        out.append((p, entries, None))
+    return out
+
+
+def timed(gt, p, family, config, settle):
     args = ["run", "--family", family, "--seed", "7", "--settle", str(settle)]
     if config:
-        args += ["--params", config]
-    j = gt_json(gt, args + problem_args(e))
-    return j["time_us"]["value"]
+        args += ["--params", config]  # none: the family's default (cuBLASLt: its heuristic pick, rank 0)
+    return gt_json(gt, args + problem_args(p))["time_us"]["value"]
 
 
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def answer(gt, table, entries, p, lookup_flags):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tf:
+        json.dump(dict(table, entries=entries), tf)
+        path = tf.name
+    try:
+        return gt_json(gt, ["lookup", "--table", path] + lookup_flags + problem_args(p))
+    finally:
+        os.unlink(path)
+
+
+def measure(gt, p, held, ans, settle):
+    """The row's figures: tuned (None without a held-out entry), answer, pick, entry (None: not asked)."""
+    t_pick = timed(gt, p, "cublaslt", "", settle)
+    is_pick = ans["rule"] == "library default"
+    t_ans = t_pick if is_pick else timed(gt, p, ans["family"], ans["config"], settle)
+    t_tuned = timed(gt, p, held["family"], held["config"], settle) if held else None
+    t_entry = None
+    if ans["rule"] in ("transferred", "adapted") and ans.get("entry"):
+        try:
+            t_entry = timed(gt, p, ans["entry"]["family"], ans["entry"]["config"], settle)
+        except CannotImplement:
+            t_entry = float("nan")  # cannot run this shape: the rule without the step passed over it
+    return t_tuned, t_ans, t_pick, t_entry
+
+
+def fmt_us(t):
+    return f"{'-':>9}" if t is None else f"{'cannot':>9}" if math.isnan(t) else f"{t:>9.1f}"
+
+
+def fmt_ratio(a, b):
+    return f"{'-':>9}" if a is None or b is None or math.isnan(a) else f"{a / b:>9.3f}"
+
+
+def summary(rows):
+    """rows: (rule, tuned, answer, pick, entry)."""
+    ta = [t / a for _, t, a, _, _ in rows if t is not None]
+    pa = [p / a for _, _, a, p, _ in rows]
+    if ta:
+        print(f"\ngeomean tuned/answer over {len(ta)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
+    print(f"geomean pick/answer over {len(pa)}: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % slower "
+          f"than the pick: {sum(1 for r in pa if r < 0.98)}")
+    print("by rule:")
+    for rule in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == rule]
+        t = [x[1] / x[2] for x in mine if x[1] is not None]
+        line = f"  {rule:<16} {len(mine):>3}: pick/answer {geomean([x[3] / x[2] for x in mine]):.3f}"
+        if t:
+            line += f", tuned/answer {geomean(t):.3f} (min {min(t):.3f})"
+        print(line)
+    moved = [r for r in rows if r[4] is not None]
+    if moved:
+        ran = [r for r in moved if not math.isnan(r[4])]
+        print(f"transferred or adapted: {len(moved)}; the nearest entry's own config cannot run "
+              f"{len(moved) - len(ran)} of them (the rule without that step would have passed over it)")
+        if ran:
+            print(f"  where it runs ({len(ran)}): entry's own config/answer (time) "
+                  f"{geomean([r[4] / r[2] for r in ran]):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gemmtune", default="build/gemmtune")
     ap.add_argument("--table", required=True)
-    ap.add_argument("--limit", type=int, default=8, help="held-out entries (spread over the table)")
+    ap.add_argument("--limit", type=int, default=8, help="held-out entries (spread over the table; 0: none)")
+    ap.add_argument("--shapes", default="", help="comma-separated MxNxK[:dtype[:layout]] asked of the whole table")
     ap.add_argument("--settle", type=float, default=1, help="gemmtune run --settle, seconds (default 1)")
+    ap.add_argument("--device", help="lookup --device")
+    ap.add_argument("--max-distance", help="lookup --max-distance")
+    ap.add_argument("--decode-max-m", help="lookup --decode-max-m")
+    ap.add_argument("--default-family", help="lookup --default-family")
     a = ap.parse_args()
     with open(a.table) as f:
         table = json.load(f)
-    entries = table["entries"]
-    if len(entries) < 2:
-        print("the table needs at least two entries", file=sys.stderr)
+    try:
+        shapes = [parse_shape_item(s, table) for s in a.shapes.split(",") if s]
+    except ValueError as err:
+        print(err, file=sys.stderr)
         return 2
-    step = max(1, len(entries) // a.limit)
-    held = entries[::step][: a.limit]
-    print(f"{'held-out problem':<24} {'tuned':<9} {'answer':<44} {'tuned us':>9} {'answer us':>9} "
+    if len(table["entries"]) < 2 and not shapes:
+        print("the table needs at least two entries (or give --shapes)", file=sys.stderr)
+        return 2
+    lookup_flags = []
+    for flag in ("device", "max_distance", "decode_max_m", "default_family"):
+        if getattr(a, flag) is not None:
+            lookup_flags += ["--" + flag.replace("_", "-"), getattr(a, flag)]
+
+    todo = cases(table, a.limit, shapes)
+    print(f"{'problem':<24} {'held out':<9} {'rule':<16} {'from':<16} {'family':<9} {'tuned us':>9} {'answer us':>9} "
           f"{'pick us':>9} {'entry us':>9} {'tuned/ans':>9} {'pick/ans':>9}")
-    rows = []
-    failed = 0
-    for e in held:
-        rest = dict(table, entries=[x for x in entries if x is not e])
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tf:
-            json.dump(rest, tf)
-            path = tf.name
-        name = f"{e['m']}x{e['n']}x{e['k']} {e['dtype']}"
+    rows, failed = [], 0
+    for p, entries, held in todo:
+        name = f"{shape_of(p)} {p['dtype']}"
         try:
-            ans = gt_json(a.gemmtune, ["lookup", "--table", path] + problem_args(e))
-            t_tuned = timed(a.gemmtune, e, e["family"], e["config"], a.settle)
-            t_ans = timed(a.gemmtune, e, ans["family"], ans["config"], a.settle)
-            try:
-                t_pick = timed(a.gemmtune, e, "cublaslt", "", a.settle)  # no --params: rank 0, the pick
-            except RuntimeError as err:
-                print(f"{name:<24} cuBLASLt's pick failed: {err}")
-                t_pick = float("nan")
-            t_entry = None
-            if ans.get("transferred") and ans.get("entry"):
-                try:
-                    t_entry = timed(a.gemmtune, e, ans["entry"]["family"], ans["entry"]["config"], a.settle)
-                except CannotImplement:
-                    t_entry = float("nan")  # cannot run this shape: the old rule passed over it
+            ans = answer(a.gemmtune, table, entries, p, lookup_flags)
+            t_tuned, t_ans, t_pick, t_entry = measure(a.gemmtune, p, held, ans, a.settle)
         except RuntimeError as err:
             print(f"{name:<24} failed: {err}")
             failed += 1
             continue
-        finally:
-            os.unlink(path)
-        how = ans["match"]
-        if ans.get("entry"):
-            how += f" of {ans['entry']['m']}x{ans['entry']['n']}x{ans['entry']['k']}"
-        how += f": {ans['family']}" + (" (its pick here)" if ans.get("transferred") else "")
-        rows.append((t_tuned, t_ans, t_pick, t_entry))
-        entry_txt = f"{'-':>9}" if t_entry is None else f"{'cannot':>9}" if math.isnan(t_entry) else f"{t_entry:>9.1f}"
-        print(f"{name:<24} {e['family']:<9} {how:<44} {t_tuned:>9.1f} {t_ans:>9.1f} {t_pick:>9.1f} {entry_txt} "
-              f"{t_tuned / t_ans:>9.3f} {t_pick / t_ans:>9.3f}")
+        frm = shape_of(ans["entry"]) if ans.get("entry") else "-"
+        rows.append((ans["rule"], t_tuned, t_ans, t_pick, t_entry))
+        print(f"{name:<24} {'yes' if held else 'no':<9} {ans['rule']:<16} {frm:<16} {ans['family']:<9} "
+              f"{fmt_us(t_tuned)} {t_ans:>9.1f} {t_pick:>9.1f} {fmt_us(t_entry)} {fmt_ratio(t_tuned, t_ans)} "
+              f"{t_pick / t_ans:>9.3f}")
     if rows:
-        ta = [t / x for t, x, _, _ in rows]
-        pa = [p / x for _, x, p, _ in rows if not math.isnan(p)]
-        print(f"\ngeomean tuned/answer over {len(rows)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
-        if pa:
-            print(f"geomean pick/answer over {len(pa)}: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % "
-                  f"slower than the pick: {sum(1 for r in pa if r < 0.98)}")
-        moved = [(t, x, en) for t, x, _, en in rows if en is not None]
-        if moved:
-            ran = [(t, x, en) for t, x, en in moved if not math.isnan(en)]
-            print(f"transferred answers: {len(moved)}; of these the nearest entry's own config cannot run "
-                  f"{len(moved) - len(ran)} (the rule before would have passed over it)")
-            if ran:
-                print(f"  where it runs ({len(ran)}): tuned/entry's own config {geomean([t / en for t, _, en in ran]):.3f}, "
-                      f"tuned/answer {geomean([t / x for t, x, _ in ran]):.3f}")
+        summary(rows)
     if failed or not rows:
-        print(f"\n{failed} of {len(held)} held-out shapes failed", file=sys.stderr)
+        print(f"\n{failed} of {len(todo)} problems failed", file=sys.stderr)
         return 1
     return 0
 

@@ -65,12 +65,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Per-call overhead of the gemmtune runtime after the first call: host time of Runtime::gemm() minus "
                "the host time of launching the same prepared kernel directly (median over many calls; target < 1 us). Exit "
                "codes: 0 target met, 1 target missed (or a failure), 2 bad input, 3 no GPU."};
-  std::string table, shapes = "64x64x64,256x256x256,512x512x512", dtype = "f32", layout = "nn", plugin_dir, cache_dir;
+  std::string table, shapes = "64x64x64,256x256x256,512x512x512", dtype = "f32", layout = "nn", plugin_dir, cache_dir,
+      default_family;
   int batch = 32, samples = 300, device = 0;
   double max_seconds = 2.0, target_us = 1.0;
   bool dry = false, json = false;
   app.add_option("--table", table, "lookup table (JSON or TOML; default: an empty table, so every shape takes the "
-                                   "default config: cuBLASLt's pick, or naive's default)");
+                                   "default: cuBLASLt's pick, else the --default-family's default config)");
+  app.add_option("--default-family", default_family,
+                 "the runtime's default family, where cuBLASLt's heuristic cannot answer (default: none)");
   app.add_option("--shapes", shapes, "comma-separated MxNxK")->default_str("64x64x64,256x256x256,512x512x512");
   app.add_option("--dtype", dtype, "input type (output: the default for it)")->default_str("f32");
   app.add_option("--layout", layout, "nn|nt|tn|tt")->default_str("nn");
@@ -138,6 +141,7 @@ int main(int argc, char** argv) {
     o.cache_dir = cache_dir;
     o.device = device;
     o.dry_run = dry;
+    o.default_family = default_family;
     if (have_gpu) check(cudaSetDevice(device), "cudaSetDevice");
     gemmtune::Runtime rt(table, o);
     device_text = have_gpu ? fmt::format("GPU {}: {}", device, gt::device_info(device).name)

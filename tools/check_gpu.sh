@@ -3,7 +3,7 @@
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
 # smoke tune with its exported table run through the runtime example, `gemmtune roofs` and a
 # `compare` of the smoke tune's store, and the benchmarks
-# (bench_* binaries, bench_floor on two shapes; bench_lookup.py on three held-out shapes of the committed
+# (bench_* binaries, bench_floor on two shapes; bench_lookup.py on three held-out and three new shapes of the committed
 # table; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
 # of bench_trust; bench_scale only on a host with two GPUs or more).
 # Logs go to LOG_DIR (one file per step, and summary.txt).
@@ -52,10 +52,11 @@ for b in "$build"/tools/bench_*; do
   fi
   step "$(basename "$b")" "$b"
 done
-# The nearest-shape answer against tuning, leave-one-out on the committed H200 table (three shapes
-# here; the results page quotes ten).
+# The table's answer against tuning, leave-one-out on the committed H200 table (three shapes here;
+# the results page quotes ten), and three shapes it was not tuned at (prefill, and misaligned).
 step bench_lookup python3 "$root/tools/bench_lookup.py" --gemmtune "$gt" \
-  --table "$root/docs/results/h200-llm-table.json" --limit 3
+  --table "$root/docs/results/h200-llm-table.json" --limit 3 \
+  --shapes 4000x4096x4096,32x4096x4096,4095x4097x4096:f16
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 for py in bench_trust bench_tune bench_scale; do
   # bench_scale compares one GPU with all of them: on a one-GPU host both runs are the same.

@@ -1,11 +1,13 @@
 /* gemmtune runtime — C API.
  *
  * Load a lookup table that `gemmtune export` wrote (JSON or TOML), and run C = A·B with the
- * config it names for the problem: the exact key, else the nearest tuned shape whose config
- * can run the problem (where that shape's winner was its family's default, such as
- * cuBLASLt's heuristic pick, the family's default for this problem), else a default
- * (cuBLASLt's heuristic pick when the cublaslt plugin is loaded, else the default config of
- * a named family). The first call for a problem picks
+ * config it names for the problem, by the rule `gemmtune lookup` answers with (the same
+ * function; docs/lookup.md): the exact key; else the nearest tuned shape of the problem's
+ * M regime (decode or prefill) within a log-space distance whose config can run the problem
+ * (where that shape's winner was its family's default, such as cuBLASLt's heuristic pick, the
+ * family's default for this problem); else cuBLASLt's heuristic pick; else, only when one is
+ * named, another family's default config. Entries are the device's own, else those of its
+ * architecture, else any device's (unless exact_device). The first call for a problem picks
  * and builds the config (NVRTC through the cubin cache, or the cuBLASLt algorithm re-created
  * from its attributes); every later call for the same problem only launches.
  *
@@ -63,9 +65,12 @@ typedef struct gemmtune_options {
   const char* cache_dir;      /* compiled kernels; NULL: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune */
   int32_t device;             /* CUDA device ordinal; -1: the current device */
   int32_t dry_run;            /* nonzero: everything but the launch (no GPU needed; nothing is computed) */
-  const char* arch;           /* dry run: the architecture to compile for (NULL: sm_90) */
-  const char* device_name;    /* use this device's table entries (NULL: the GPU's name; dry run: every entry) */
-  const char* default_family; /* the fallback when cuBLASLt cannot answer (NULL: "naive") */
+  const char* arch;           /* dry run: the architecture to compile for (NULL: the GPU's, else sm_90) */
+  const char* device_name;    /* use this device's table entries (NULL: the GPU's name; dry run: none named) */
+  const char* default_family; /* where cuBLASLt cannot answer: this family's default config (NULL: none) */
+  int32_t exact_device;       /* nonzero: only the device's own entries, no same-architecture or any-device ones */
+  double max_distance;        /* nearest entries within this log-space distance (default ln 4 = 1.386; INFINITY: any) */
+  int64_t decode_max_m;       /* M <= this is the decode regime (default 16); nearest entries serve their own regime */
 } gemmtune_options;
 
 typedef struct gemmtune_gemm_args {
@@ -98,7 +103,8 @@ gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* ar
  * alignment only) without running it, and says what it chose: `match`, the config's
  * canonical name and how it was found ("exact", "nearest (from 4096x4096x4096)",
  * "default (cuBLASLt's heuristic pick)"). Any output may be NULL; strings are truncated to
- * their capacity and always NUL-terminated. */
+ * their capacity and always NUL-terminated. In a dry run without a GPU the config of
+ * cuBLASLt's pick cannot be named: `config` is "" and `how` says so. */
 gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
                                 size_t config_cap, char* how, size_t how_cap);
 

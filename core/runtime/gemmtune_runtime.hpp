@@ -42,9 +42,12 @@ struct Options {
   std::string cache_dir;                  // empty: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune
   int device = -1;                        // CUDA ordinal; -1: the device current at creation
   bool dry_run = false;                   // everything but the launch; needs no GPU
-  std::string arch;                       // dry run: the architecture compiled for ("": sm_90)
-  std::string device_name;                // whose entries to use ("": the GPU's name; dry run: all)
-  std::string default_family = "naive";   // fallback when cuBLASLt's heuristic cannot answer
+  std::string arch;                       // dry run: the architecture compiled for ("": the GPU's, else sm_90)
+  std::string device_name;                // whose entries to use ("": the GPU's name; dry run: none named)
+  bool exact_device = false;              // only that device's entries (no same-architecture or any-device tier)
+  double max_distance = 1.3862943611198906;  // nearest entries within this log-space distance (ln 4); inf: any
+  int64_t decode_max_m = 16;              // M <= this is the decode regime; a nearest entry serves its own regime
+  std::string default_family;             // where cuBLASLt's heuristic cannot answer: this family's default ("": none)
 };
 
 struct GemmArgs {
@@ -64,8 +67,12 @@ struct GemmArgs {
 struct Choice {
   gemmtune_match match = GEMMTUNE_MATCH_EXACT;
   std::string how;          // "exact", "nearest (from 4096x4096x4096)", "default (...)"
+  std::string rule;         // the step that served it: "exact", "nearest", "transferred", "adapted",
+                            // "library default", "family default" (gt::to_string(gt::Rule))
+  std::string reason;       // a default's: why no entry served
+  std::string unchecked;    // dry run without a GPU: why the config could not be checked (or named)
   std::string family;
-  std::string config;       // canonical name
+  std::string config;       // canonical name ("" for cuBLASLt's pick in a dry run without a GPU)
   std::string params;       // "k=v,..."
   std::string problem;      // the key: "4096x4096x4096 f16>f16 nn a16"
   std::string tuned_key;    // the entry's key ("" for the default)

@@ -87,6 +87,27 @@ gt::Problem problem_of(const GemmArgs& g) {
   return p;
 }
 
+// The lookup policy of these options: the device named, else the GPU's (a dry run names
+// none unless told); its architecture; the limits and the default family as given.
+gt::LookupPolicy policy_of(const Options& o, const std::string& gpu_name, const std::string& arch) {
+  if (!(o.max_distance >= 0))
+    invalid(fmt::format("max_distance {} is not a distance (0 or more; infinity: no limit)", o.max_distance));
+  if (o.decode_max_m < 0) invalid(fmt::format("decode_max_m {} is negative", o.decode_max_m));
+  gt::LookupPolicy policy;
+  if (!o.device_name.empty())
+    policy.device = o.device_name;
+  else if (!gpu_name.empty())
+    policy.device = gpu_name;
+  if (o.exact_device && !policy.device)
+    invalid("exact_device needs a device: a dry run names it with device_name");
+  policy.arch = arch;
+  policy.exact_device = o.exact_device;
+  policy.max_distance = o.max_distance;
+  policy.decode_max_m = o.decode_max_m;
+  policy.default_family = o.default_family;
+  return policy;
+}
+
 Key key_of(const gt::Problem& p) {
   return Key{p.m, p.n, p.k, p.lda, p.ldb, p.ldc, int32_t(p.in), int32_t(p.out), int32_t(p.layout), p.align};
 }
@@ -106,14 +127,10 @@ struct Runtime::Impl {
   gt_device limits{};
   std::string arch;
   std::string gpu_name;
-  std::optional<std::string> device_filter;
+  gt::LookupPolicy policy;  // what gemmtune lookup would be given for this device
   std::string device_filter_text;
   int device = -1;
   std::unique_ptr<gt::CubinCache> cache;
-  gt::CanImplementFn can_implement;
-  gt::DefaultFn fallback;
-  gt::TransferFn transfer;
-  bool broken_entry = false;  // set while preparing (under build_mu)
 
   std::mutex build_mu;           // one preparation at a time
   mutable std::shared_mutex mu;  // the map: shared to find, unique to insert
@@ -195,19 +212,20 @@ void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
 }
 
 const Prepared& Runtime::Impl::prepare(const gt::Problem& p, const Key& k) {
-  // Preparations take turns (the plugins and broken_entry are not shared between them); the
-  // map is locked only to insert, so calls for prepared problems never wait for a compile.
+  // Preparations take turns (the plugins are not shared between them); the map is locked only
+  // to insert, so calls for prepared problems never wait for a compile.
   std::lock_guard turn(build_mu);
   if (const Prepared* done = find(k)) return *done;  // another thread prepared it meanwhile
   auto t0 = std::chrono::steady_clock::now();
   auto pr = std::make_unique<Prepared>();
   pr->problem = p;
   gt::LookupResult r;
-  broken_entry = false;
   try {
-    r = table.lookup(p, device_filter, can_implement, fallback, transfer);
+    r = gt::answer(table, p, reg, limits, policy);  // the same answer as `gemmtune lookup`
+  } catch (const gt::BrokenEntryError& e) {
+    throw Error(GEMMTUNE_ERROR_BAD_TABLE, e.what());
   } catch (const gt::InputError& e) {
-    throw Error(broken_entry ? GEMMTUNE_ERROR_BAD_TABLE : GEMMTUNE_ERROR_NOT_SUPPORTED, e.what());
+    throw Error(GEMMTUNE_ERROR_NOT_SUPPORTED, e.what());
   } catch (const gt::RuntimeFailure& e) {
     throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("looking up {}: {}", p.key(), e.what()));
   }
@@ -216,6 +234,9 @@ const Prepared& Runtime::Impl::prepare(const gt::Problem& p, const Key& k) {
             : r.kind == gt::MatchKind::nearest ? GEMMTUNE_MATCH_NEAREST
                                                : GEMMTUNE_MATCH_DEFAULT;
   c.how = r.how;
+  c.rule = gt::to_string(r.rule);
+  c.reason = r.reason;
+  c.unchecked = r.unchecked;
   c.family = r.family;
   c.problem = p.key();
   c.note = r.device_note;
@@ -256,8 +277,12 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
       im.arch = info.arch();
       im.gpu_name = info.name;
     } else {
-      im.arch = o.arch.empty() ? "sm_90" : o.arch;
-      im.limits = gt::arch_limits(im.arch);
+      // As `gemmtune lookup` sees this machine: the GPU's name and architecture where there is
+      // one (unless named), so that a dry run answers what lookup answers.
+      gt::LookupMachine m = gt::lookup_machine(o.device_name, o.arch, o.device < 0 ? 0 : o.device);
+      im.arch = m.arch;
+      im.limits = m.limits;
+      im.gpu_name = m.device && o.device_name.empty() ? *m.device : "";
     }
   } catch (const Error&) {
     throw;
@@ -268,11 +293,8 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
   } catch (const gt::RuntimeFailure& e) {
     throw Error(GEMMTUNE_ERROR_NO_GPU, e.what());
   }
-  if (!o.device_name.empty())
-    im.device_filter = o.device_name;
-  else if (!im.gpu_name.empty())
-    im.device_filter = im.gpu_name;
-  im.device_filter_text = im.device_filter.value_or("");
+  im.policy = policy_of(o, im.gpu_name, im.arch);
+  im.device_filter_text = im.policy.device.value_or("");
 
   auto dirs = gt::plugin_dirs(o.plugin_dirs);
   im.reg = gt::PluginRegistry::load(dirs);
@@ -289,20 +311,6 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
     cache_dir = env && *env ? std::filesystem::path(env) : gt::default_cache_dir();
   }
   im.cache = std::make_unique<gt::CubinCache>(cache_dir);
-  auto inner = gt::plugin_can_implement(im.reg, im.limits);
-  im.can_implement = [inner, &im](const gt::TableEntry& e, const gt::Problem& p) -> gt::Verdict {
-    try {
-      gt::Verdict v = inner(e, p);
-      // The runtime runs what it answers: a config this process cannot check is passed over.
-      if (v.kind == gt::Verdict::Kind::unchecked) return gt::Verdict::cannot("cannot be checked here: " + v.why);
-      return v;
-    } catch (const gt::InputError&) {
-      im.broken_entry = true;  // the table names a config its family no longer has
-      throw;
-    }
-  };
-  im.fallback = gt::plugin_default(im.reg, im.limits, o.default_family);
-  im.transfer = gt::plugin_transfer(im.reg, im.limits);
 }
 
 Runtime::~Runtime() = default;

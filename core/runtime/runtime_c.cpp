@@ -95,6 +95,8 @@ void gemmtune_options_init(gemmtune_options* o) {
   std::memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
   o->device = -1;
+  o->max_distance = gemmtune::Options{}.max_distance;
+  o->decode_max_m = gemmtune::Options{}.decode_max_m;
 }
 
 gemmtune_status gemmtune_create(const char* table_path, const gemmtune_options* options, gemmtune_runtime** out) {
@@ -117,6 +119,9 @@ gemmtune_status gemmtune_create(const char* table_path, const gemmtune_options* 
     if (o.arch) cpp.arch = o.arch;
     if (o.device_name) cpp.device_name = o.device_name;
     if (o.default_family) cpp.default_family = o.default_family;
+    cpp.exact_device = o.exact_device != 0;
+    cpp.max_distance = o.max_distance;
+    cpp.decode_max_m = o.decode_max_m;
     *out = new gemmtune_runtime(table_path, cpp);
   });
 }

@@ -62,6 +62,34 @@ const char* to_string(MatchKind k) {
   return "?";
 }
 
+const char* to_string(Rule r) {
+  switch (r) {
+    case Rule::exact: return "exact";
+    case Rule::nearest: return "nearest";
+    case Rule::transferred: return "transferred";
+    case Rule::adapted: return "adapted";
+    case Rule::library_default: return "library default";
+    case Rule::family_default: return "family default";
+  }
+  return "?";
+}
+
+const char* to_string(Tier t) {
+  switch (t) {
+    case Tier::device: return "device";
+    case Tier::arch: return "arch";
+    case Tier::any: return "any";
+  }
+  return "?";
+}
+
+bool is_decode(int64_t m, const LookupPolicy& policy) { return m <= policy.decode_max_m; }
+
+std::string regime_text(int64_t m, const LookupPolicy& policy) {
+  return is_decode(m, policy) ? fmt::format("decode (M <= {})", policy.decode_max_m)
+                              : fmt::format("prefill (M > {})", policy.decode_max_m);
+}
+
 std::string TableEntry::shape() const { return fmt::format("{}x{}x{}", key.m, key.n, key.k); }
 std::string TableEntry::text() const { return fmt::format("{} -> {}", key.text(), config); }
 
@@ -724,12 +752,15 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
 }
 
 // The closest tuned shape of the same dtype, out_dtype, layout and align (the exact key when it is
-// there), or nullptr. Ties: the faster entry. Whether the config can run the problem is not checked
-// here, nor whether a cuBLASLt entry was the heuristic's pick at its shape (gemmtune's runtime does
-// both with the plugins, and then answers with the heuristic's pick for the asked shape).
+// there) within max_distance and of the same M regime (M <= decode_max_m is decode, else prefill;
+// 0: one regime), or nullptr: then run the library's own choice (cuBLASLt's heuristic pick). Ties:
+// the faster entry. The defaults are gemmtune's (docs/lookup.md). Whether the config can run the
+// problem is not checked here, nor whether a cuBLASLt entry was the heuristic's pick at its shape,
+// nor can a refused parameter be adapted (gemmtune's runtime does all three with the plugins).
 inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,
                                  std::string_view dtype, std::string_view out_dtype, std::string_view layout,
-                                 std::int64_t align) {
+                                 std::int64_t align, double max_distance = 1.3862943611198906,
+                                 std::int64_t decode_max_m = 16) {
   const Entry* best = nullptr;
   double best_d = 0;
   for (const Entry& e : kEntries) {
@@ -737,6 +768,8 @@ inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::i
         e.layout != layout || e.align != align)
       continue;
     double d = shape_distance(m, n, k, e);
+    bool exact = e.m == m && e.n == n && e.k == k;
+    if (!exact && (d > max_distance || (e.m <= decode_max_m) != (m <= decode_max_m))) continue;
     if (!best || d < best_d || (d == best_d && e.time_us < best->time_us)) {
       best = &e;
       best_d = d;
@@ -830,99 +863,186 @@ void LookupTable::save(const fs::path& file, TableFormat format, const std::stri
 // ---------------------------------------------------------------------------------------
 // Lookup
 
-LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::string>& device,
-                                 const CanImplementFn& can_implement, const DefaultFn& fallback,
-                                 const TransferFn& transfer) const {
-  LookupResult r;
-  const std::string table_name = origin.empty() ? "table" : origin;
-  std::vector<const TableEntry*> pool;
-  if (device) {
-    for (auto& e : entries)
-      if (e.key.device_name == *device) pool.push_back(&e);
-    if (pool.empty() && !entries.empty()) {
-      std::string have;
-      for (auto& d : devices()) have += (have.empty() ? "'" : ", '") + d + "'";
-      r.device_note = fmt::format("the table has no entries for '{}' (it has {}); entries of every device were considered",
-                                  *device, have);
-      for (auto& e : entries) pool.push_back(&e);
-    }
-  } else {
-    for (auto& e : entries) pool.push_back(&e);
-  }
+namespace {
 
-  struct Candidate {
-    const TableEntry* e;
-    double d;
+std::string quoted_list(const std::vector<std::string>& xs) {
+  std::string s;
+  for (auto& x : xs) s += (s.empty() ? "'" : ", '") + x + "'";
+  return s;
+}
+
+// Step 0's first half: whose entries are candidates (see LookupTable::lookup).
+std::vector<const TableEntry*> candidate_pool(const LookupTable& t, const LookupPolicy& policy, LookupResult& r) {
+  std::vector<const TableEntry*> pool;
+  auto take = [&](auto&& keep) {
+    for (auto& e : t.entries)
+      if (keep(e)) pool.push_back(&e);
+    return !pool.empty();
   };
+  if (policy.device) {
+    r.tier = Tier::device;
+    if (take([&](const TableEntry& e) { return e.key.device_name == *policy.device; }) || t.entries.empty())
+      return pool;
+    if (policy.exact_device) {
+      r.device_note = fmt::format("the table has no entries for '{}' (it has {}), and an exact device match was asked "
+                                  "for",
+                                  *policy.device, quoted_list(t.devices()));
+      return pool;
+    }
+  }
+  if (!policy.arch.empty() && take([&](const TableEntry& e) { return e.arch == policy.arch; })) {
+    r.tier = Tier::arch;
+    if (policy.device) {
+      std::set<std::string> from;
+      for (auto* e : pool) from.insert(e->key.device_name);
+      r.device_note = fmt::format("the table has no entries for '{}'; entries measured on the same architecture ({}: "
+                                  "{}) were used",
+                                  *policy.device, policy.arch, quoted_list({from.begin(), from.end()}));
+    }
+    return pool;
+  }
+  r.tier = Tier::any;
+  take([](const TableEntry&) { return true; });
+  if (policy.device)
+    r.device_note = fmt::format("the table has no entries for '{}' (it has {}){}; entries of every device were "
+                                "considered",
+                                *policy.device, quoted_list(t.devices()),
+                                policy.arch.empty() ? "" : fmt::format(", none measured on {}", policy.arch));
+  else if (!policy.arch.empty() && !t.entries.empty())
+    r.device_note = fmt::format("no entry was measured on {}; entries of every architecture were considered",
+                                policy.arch);
+  return pool;
+}
+
+struct Candidate {
+  const TableEntry* e;
+  double d;
+};
+
+// Step 0's second half: the pool's entries of the problem's class, nearest first; at equal
+// distance (mirror-image shapes, or one key on several devices) the faster entry, then the key
+// order: deterministic.
+std::vector<Candidate> candidates_for(const std::vector<const TableEntry*>& pool, const Problem& p) {
   std::vector<Candidate> cands;
   for (const TableEntry* e : pool)
     if (e->key.in == p.in && e->key.out == p.out && e->key.layout == p.layout && e->key.align == p.align)
       cands.push_back({e, shape_distance(p.m, p.n, p.k, e->key.m, e->key.n, e->key.k)});
-  // Nearest first; at equal distance (mirror-image shapes, or one key on several devices)
-  // the faster entry, then the key order: deterministic.
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.d != b.d) return a.d < b.d;
     if (a.e->time_us != b.e->time_us) return a.e->time_us < b.e->time_us;
-    return entry_less(*a.e, *b.e);
+    return std::tie(a.e->key, a.e->family, a.e->config) < std::tie(b.e->key, b.e->family, b.e->config);
   });
+  return cands;
+}
 
+void answer_with(LookupResult& r, const Candidate& c, MatchKind kind, Rule rule) {
+  r.kind = kind;
+  r.rule = rule;
+  r.family = c.e->family;
+  r.config = c.e->config;
+  r.params = c.e->params;
+  r.entry = *c.e;
+  r.distance = c.d;
+}
+
+void answer_with(LookupResult& r, const Candidate& c, Rule rule, const DefaultChoice& d) {
+  answer_with(r, c, MatchKind::nearest, rule);
+  r.family = d.family;
+  r.config = d.config;
+  r.params = d.params;
+  if (!d.unchecked.empty()) r.unchecked = d.unchecked;
+}
+
+// Why a candidate of another regime or beyond the limit cannot serve a nearest answer ("" when it may).
+std::string out_of_reach(const Candidate& c, const Problem& p, const LookupPolicy& policy) {
+  if (is_decode(c.e->key.m, policy) != is_decode(p.m, policy))
+    return fmt::format("an entry of the {} regime, the problem is of the {} regime (decode_max_m)",
+                       regime_text(c.e->key.m, policy), regime_text(p.m, policy));
+  if (!(c.d <= policy.max_distance))
+    return fmt::format("log-space distance {:.3f} is beyond the limit {:.3f} (max_distance)", c.d, policy.max_distance);
+  return {};
+}
+
+}  // namespace
+
+LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, const LookupHooks& hooks) const {
+  LookupResult r;
+  const std::string table_name = origin.empty() ? "table" : origin;
+  if (policy.exact_device && !policy.device)
+    throw InputError("an exact device match needs a device: name one (--device, or the runtime's device_name)");
+  std::vector<Candidate> cands = candidates_for(candidate_pool(*this, policy, r), p);
+
+  size_t unreachable = 0, refused = 0;
   for (const Candidate& c : cands) {
     bool exact = c.e->key.m == p.m && c.e->key.n == p.n && c.e->key.k == p.k;
-    if (!exact && transfer) {
-      if (auto t = transfer(*c.e, p)) {
-        r.kind = MatchKind::nearest;
-        r.how = fmt::format("nearest (from {}, whose winner was {}, so {} for this shape)", c.e->shape(), t->note,
-                            t->note);
-        r.family = t->family;
-        r.config = t->config;
-        r.params = t->params;
-        r.entry = *c.e;
-        r.distance = c.d;
-        r.transferred = t->note;
-        return r;
+    if (!exact) {
+      if (std::string why = out_of_reach(c, p, policy); !why.empty()) {
+        r.passed_over.emplace_back(c.e->text(), why);
+        ++unreachable;
+        continue;
       }
+      if (hooks.transfer)
+        if (auto t = hooks.transfer(*c.e, p)) {
+          answer_with(r, c, Rule::transferred, *t);
+          r.transferred = t->note;
+          r.how = fmt::format("nearest (from {}, whose winner was {}, so {} for this shape)", c.e->shape(), t->note,
+                              t->note);
+          return r;
+        }
     }
     Verdict v;
-    if (can_implement) {
+    if (hooks.can_implement) {
       try {
-        v = can_implement(*c.e, p);
+        v = hooks.can_implement(*c.e, p);
       } catch (const InputError& ex) {
-        throw InputError(fmt::format("{}: entries[{}] ({}): {}", table_name, size_t(c.e - entries.data()),
-                                     c.e->text(), ex.what()));
+        throw BrokenEntryError(fmt::format("{}: entries[{}] ({}): {}", table_name, size_t(c.e - entries.data()),
+                                           c.e->text(), ex.what()));
       }
     }
     if (v.kind == Verdict::Kind::cannot) {
+      if (!exact && hooks.adapt)
+        if (auto a = hooks.adapt(*c.e, p)) {
+          answer_with(r, c, Rule::adapted, *a);
+          r.adapted = fmt::format("{}: {}", a->note, v.why);
+          r.how = fmt::format("nearest (from {}, with {})", c.e->shape(), a->note);
+          return r;
+        }
       r.passed_over.emplace_back(c.e->text(), v.why);
+      ++refused;
       continue;
     }
-    r.kind = exact ? MatchKind::exact : MatchKind::nearest;
+    answer_with(r, c, exact ? MatchKind::exact : MatchKind::nearest, exact ? Rule::exact : Rule::nearest);
     r.how = exact ? std::string("exact")
             : v.kind == Verdict::Kind::unchecked
                 ? fmt::format("nearest (from {}; not checked on this machine)", c.e->shape())
                 : fmt::format("nearest (from {})", c.e->shape());
     if (v.kind == Verdict::Kind::unchecked) r.unchecked = v.why;
-    r.family = c.e->family;
-    r.config = c.e->config;
-    r.params = c.e->params;
-    r.entry = *c.e;
-    r.distance = c.d;
     return r;
   }
 
-  std::string no_entry =
-      cands.empty() ? fmt::format("the table has no entry for {}>{} {} alignment {}", to_string(p.in),
-                                  to_string(p.out), to_string(p.layout), p.align)
-                    : fmt::format("none of its {} entries for {}>{} {} alignment {} can run it", cands.size(),
-                                  to_string(p.in), to_string(p.out), to_string(p.layout), p.align);
+  std::string cls =
+      fmt::format("{}>{} {} alignment {}", to_string(p.in), to_string(p.out), to_string(p.layout), p.align);
+  if (cands.empty())
+    r.reason = fmt::format("the table has no entry for {}", cls);
+  else if (refused == 0)
+    r.reason = fmt::format("none of its {} entries for {} is within reach: the nearest, {}, {}", cands.size(), cls,
+                           cands[0].e->shape(), r.passed_over[0].second);
+  else
+    r.reason = fmt::format("none of its {} entries for {} can serve it ({} out of reach, {} cannot run it)",
+                           cands.size(), cls, unreachable, refused);
+  if (!r.device_note.empty()) r.reason += "; " + r.device_note;
   std::string why_no_default = "no default was given";
-  if (fallback) {
+  if (hooks.fallback) {
     std::string why;
-    if (auto d = fallback(p, &why)) {
+    if (auto d = hooks.fallback(p, &why)) {
       r.kind = MatchKind::fallback;
-      r.how = fmt::format("default ({})", d->note);
+      r.rule = d->library_pick ? Rule::library_default : Rule::family_default;
+      r.how = d->unchecked.empty() ? fmt::format("default ({})", d->note)
+                                   : fmt::format("default ({}; not named on this machine)", d->note);
       r.family = d->family;
       r.config = d->config;
       r.params = d->params;
+      r.unchecked = d->unchecked;
       return r;
     }
     why_no_default = why.empty() ? "the default cannot run it" : why;
@@ -931,8 +1051,18 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
   for (size_t i = 0; i < r.passed_over.size() && i < 5; ++i)
     passed += fmt::format("\n  {}: {}", r.passed_over[i].first, r.passed_over[i].second);
   if (r.passed_over.size() > 5) passed += fmt::format("\n  ... and {} more", r.passed_over.size() - 5);
-  throw InputError(fmt::format("{}: nothing to run for {}: {}{}; and no default: {}", table_name, p.key(), no_entry,
+  throw InputError(fmt::format("{}: nothing to run for {}: {}{}; and no default: {}", table_name, p.key(), r.reason,
                                passed, why_no_default));
+}
+
+LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::string>& device,
+                                 const CanImplementFn& can_implement, const DefaultFn& fallback,
+                                 const TransferFn& transfer) const {
+  LookupPolicy policy;
+  policy.device = device;
+  policy.max_distance = std::numeric_limits<double>::infinity();
+  policy.decode_max_m = 0;
+  return lookup(p, policy, LookupHooks{can_implement, fallback, transfer, {}});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1056,6 +1186,20 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
 // ---------------------------------------------------------------------------------------
 // Plugins
 
+// Whether a family cannot be asked about any problem on this machine: there is no GPU, and it
+// cannot describe even a plain f32 problem (cuBLASLt asks the GPU's library). Then its refusal
+// of one problem says nothing about that problem. (With a GPU, a refusal is the family's
+// answer, another --arch included; the stand-in cuBLASLt answers without one.)
+static bool cannot_be_asked_here(const Family& f, const gt_device& limits) {
+  if (device_count() > 0) return false;
+  try {
+    f.space(Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn), limits);
+    return false;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
 static std::string loaded_list(const PluginRegistry& reg) {
   std::string s;
   for (auto& n : reg.names()) s += (s.empty() ? "" : ", ") + n;
@@ -1076,7 +1220,7 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
       // cannot tell (cuBLASLt describes its spaces by asking the GPU's library); with one, the
       // family refuses the entry's own problem here (another --arch, say), so it cannot run.
       if (exact) return Verdict{};
-      if (device_count() == 0) return Verdict::unchecked(ex.what());
+      if (cannot_be_asked_here(*fam, limits)) return Verdict::unchecked(ex.what());
       return Verdict::cannot(fmt::format("its family cannot describe the entry's own problem here: {}", ex.what()));
     }
     std::string err;
@@ -1127,7 +1271,7 @@ TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
       Space here = fam->space(p, limits);
       Config d = here.default_config();
       if (here.check(d)) return std::nullopt;  // the space's check is the family's can_implement
-      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), default_note(fam->name())};
+      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), default_note(fam->name()), false, ""};
     } catch (const std::exception&) {
       // Cannot be asked here (cuBLASLt without a GPU), or the entry is broken: the entry's
       // config as it is, which the lookup's own check then judges and reports.
@@ -1144,15 +1288,24 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
         Space s = lt->space(p, limits);
         auto picks = lt->suggest(p, limits, 1, s.dims());
         if (!picks.empty() && s.valid(picks[0]))
-          return DefaultChoice{lt->name(), s.name(picks[0]), s.assignments(picks[0]), default_note(lt->name())};
+          return DefaultChoice{lt->name(), s.name(picks[0]), s.assignments(picks[0]), default_note(lt->name()), true,
+                               ""};
         reasons.push_back("cublaslt: its heuristic has no usable pick for this problem");
+      } catch (const RuntimeFailure& ex) {
+        // Without a GPU cuBLASLt cannot be asked: its pick is the default all the same, unnamed
+        // here, as the runtime on a GPU would answer it (or, refused there, fall to the next).
+        if (cannot_be_asked_here(*lt, limits))
+          return DefaultChoice{lt->name(), "", "", default_note(lt->name()), true, ex.what()};
+        reasons.push_back(fmt::format("cublaslt: {}", ex.what()));
       } catch (const std::exception& ex) {
         reasons.push_back(fmt::format("cublaslt: {}", ex.what()));
       }
     } else {
       reasons.push_back("the cublaslt family is not loaded");
     }
-    if (!fallback_family.empty()) {
+    if (fallback_family.empty()) {
+      reasons.push_back("no default family was named (--default-family)");
+    } else {
       if (const Family* f = reg.find(fallback_family)) {
         try {
           Space s = f->space(p, limits);
@@ -1160,7 +1313,7 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
           if (auto w = s.check(c))
             reasons.push_back(fmt::format("{}'s default config cannot run it: {}", fallback_family, *w));
           else
-            return DefaultChoice{f->name(), s.name(c), s.assignments(c), default_note(f->name())};
+            return DefaultChoice{f->name(), s.name(c), s.assignments(c), default_note(f->name()), false, ""};
         } catch (const std::exception& ex) {
           reasons.push_back(fmt::format("{}: {}", fallback_family, ex.what()));
         }
@@ -1175,6 +1328,54 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
     }
     return std::nullopt;
   };
+}
+
+AdaptFn plugin_adapt(const PluginRegistry& reg, const gt_device& limits) {
+  return [&reg, limits](const TableEntry& e, const Problem& p) -> std::optional<DefaultChoice> {
+    const Family* fam = reg.find(e.family);
+    if (!fam) return std::nullopt;
+    try {
+      Space here = fam->space(p, limits);
+      auto c = here.parse(e.config, nullptr);
+      if (!c) return std::nullopt;  // a value this problem's space does not list: more than one parameter away
+      const Config d = here.default_config();
+      for (size_t i = 0; i < here.dims(); ++i) {
+        if ((*c)[i] == d[i]) continue;
+        Config tried = *c;
+        tried[i] = d[i];
+        if (here.check(tried)) continue;
+        const Param& par = here.params()[i];
+        std::string note = fmt::format("{}={} for {}={}", par.name, par.text(*par.index_of(d[i])), par.name,
+                                       par.text(*par.index_of((*c)[i])));
+        return DefaultChoice{fam->name(), here.name(tried), here.assignments(tried), note, false, ""};
+      }
+    } catch (const std::exception&) {
+      // The family cannot describe this problem here: nothing to adapt to.
+    }
+    return std::nullopt;
+  };
+}
+
+LookupMachine lookup_machine(const std::string& device_name, const std::string& arch, int gpu) {
+  LookupMachine m;
+  if (!device_name.empty()) m.device = device_name;
+  if (device_count() > gpu && gpu >= 0) {
+    DeviceInfo d = device_info(gpu);
+    if (!m.device) m.device = d.name;
+    m.arch = arch.empty() ? d.arch() : arch;
+    m.limits = m.arch == d.arch() ? d.limits : arch_limits(m.arch);
+    return m;
+  }
+  m.arch = arch.empty() ? "sm_90" : arch;
+  m.limits = arch_limits(m.arch);
+  return m;
+}
+
+LookupResult answer(const LookupTable& table, const Problem& problem, const PluginRegistry& reg,
+                    const gt_device& limits, const LookupPolicy& policy) {
+  LookupHooks hooks{plugin_can_implement(reg, limits), plugin_default(reg, limits, policy.default_family),
+                    plugin_transfer(reg, limits), plugin_adapt(reg, limits)};
+  return table.lookup(problem, policy, hooks);
 }
 
 ResolvedChoice resolve_choice(const PluginRegistry& reg, const gt_device& limits, const LookupResult& r,

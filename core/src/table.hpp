@@ -7,30 +7,12 @@
 // a header: `gemmtune_table` (the format version, required), `generated_at`, `generator`,
 // `source`.
 //
-// Lookup, in this order:
-//  1. exact: an entry for the problem's key (M, N, K, dtype, out dtype, layout, alignment);
-//  2. nearest: among the entries of the same dtype, out dtype, layout and alignment class
-//     (the alignment in bytes, equal), the closest shape in log space,
-//     d = sqrt(ln²(M/M') + ln²(N/N') + ln²(K/K')), whose config the caller's
-//     can_implement accepts for this problem (at equal distance: the faster entry, then
-//     the key order);
-//     Steps 1 and 2 skip entries the caller's can_implement refuses (listed in passed_over);
-//     an entry it cannot judge here (Verdict::unchecked: cuBLASLt without a GPU) is answered
-//     as the nearest, marked unchecked with the reason, rather than passed over for a farther
-//     one that happens to be checkable;
-//     when the nearest entry's winner is its family's default at its own shape (for
-//     cuBLASLt, the heuristic's pick there), the caller's `transfer` may answer with that
-//     family's default for this problem instead (plugin_transfer, library families: the
-//     tuning found the default best there, and what carries over is the default's choice,
-//     not the concrete algorithm picked for another shape);
-//  3. default: what the caller's DefaultFn picks (plugin_default: the cublaslt family's
-//     heuristic pick when that plugin is loaded and can answer, else the named fallback
-//     family's default config).
-// Device: with a device name, only that device's entries are candidates, unless the table
-// holds none of it; then every entry is (and the result says so). Without one, every
-// entry is; among equally distant ones the faster wins.
+// Lookup: see LookupTable::lookup below, and docs/lookup.md for the rule in prose. Every
+// program that answers from a table (`gemmtune lookup`, the runtime library, its C API) asks
+// answer(), so one table, problem and machine give one answer.
 #pragma once
 
+#include "errors.hpp"
 #include "plugin.hpp"
 #include "problem.hpp"
 #include "store.hpp"
@@ -87,23 +69,67 @@ struct TableInfo {
 enum class MatchKind { exact, nearest, fallback };  // fallback: the default
 const char* to_string(MatchKind k);  // "exact", "nearest", "default"
 
-// A config that is not from the table.
-struct DefaultChoice {
-  std::string family;
-  std::string config;  // canonical name
-  std::string params;
-  std::string note;    // "cuBLASLt's heuristic pick", "naive's default config"
+// Which step of the rule served the answer (LookupTable::lookup); the match kind is implied.
+enum class Rule {
+  exact,            // the entry for exactly this key
+  nearest,          // the nearest usable entry's own config
+  transferred,      // the nearest entry's family default for this problem (its winner was that default there)
+  adapted,          // the nearest entry's config with one parameter set to the family's default here
+  library_default,  // no entry serves: cuBLASLt's heuristic pick for this problem
+  family_default,   // no entry serves and cuBLASLt cannot answer: the named default family's default config
+};
+const char* to_string(Rule r);  // "exact", "nearest", "transferred", "adapted", "library default", "family default"
+
+// Whose entries were candidates: the asked device's, those measured on its architecture (the
+// table has none of the device), or every entry (it has none of either).
+enum class Tier { device, arch, any };
+const char* to_string(Tier t);  // "device", "arch", "any"
+
+// Where an answer may come from. `gemmtune lookup`'s flags and the runtime's options fill it in.
+inline constexpr double kDefaultMaxDistance = 1.3862943611198906;  // ln 4: a factor of 4 along one dimension
+inline constexpr int64_t kDefaultDecodeMaxM = 16;                  // see LookupPolicy::decode_max_m
+struct LookupPolicy {
+  std::optional<std::string> device;  // the device the answer is for ("NVIDIA H200"); nullopt: none named
+  std::string arch;                   // its architecture ("sm_90"): the fallback tier; "": no such tier
+  bool exact_device = false;          // only `device`'s own entries (no architecture or any-device tier)
+  // A nearest entry serves only within this log-space distance (sqrt of the sum of the squared
+  // ln-ratios of M, N and K). Why ln 4: the committed LLM table's neighbours lie 0.58-1.39 apart,
+  // where the nearest answer measured 0.82-1.0 of tuning the shape; at 5.4 (1x64x128 from
+  // 1x4096x4096) a config has little to do with the problem. infinity: no limit.
+  double max_distance = kDefaultMaxDistance;
+  // The M regime: M <= decode_max_m is decode, above it prefill; a nearest entry serves only a
+  // problem of its own regime. Why 16: one m16 tensor-core tile of rows holds the whole of C's
+  // rows, so the time is the read of B; the LLM table's winners at M = 1 and 16 share one kind of
+  // config (cuBLASLt algo 66, cluster 4x1x1, custom 1, tiles 8-32 rows deep, and a wmma decode
+  // kernel), those from M = 64 up do not. 0: one regime.
+  int64_t decode_max_m = kDefaultDecodeMaxM;
+  std::string default_family;  // where cuBLASLt cannot answer: this family's default config ("": none)
 };
 
+// A config that is not the entry's own: a default, a transfer or an adaptation.
+struct DefaultChoice {
+  std::string family;
+  std::string config;  // canonical name ("" when it cannot be named here: cuBLASLt's pick without a GPU)
+  std::string params;
+  std::string note;    // "cuBLASLt's heuristic pick", "naive's default config", "swz=1 for swz=8"
+  bool library_pick = false;  // a library's own choice for the problem (cuBLASLt's heuristic pick)
+  std::string unchecked;      // why this machine could not name or check it ("": it could)
+};
+
+// The answer, structured: which entry (if any), how it matched, which rule served it and why.
 struct LookupResult {
   MatchKind kind = MatchKind::exact;
-  std::string how;     // "exact", "nearest (from 4096x4096x4096)", "default (naive's default config)"
+  Rule rule = Rule::exact;
+  Tier tier = Tier::device;
+  std::string how;     // "exact", "nearest (from 4096x4096x4096)", "default (cuBLASLt's heuristic pick)"
   std::string family, config, params;
   std::optional<TableEntry> entry;  // exact and nearest
   double distance = 0;              // nearest: the log-space distance
-  std::string transferred;          // nearest answered by `transfer`: its note ("cuBLASLt's heuristic pick")
-  std::string unchecked;            // nearest whose config this machine could not check: why
-  std::string device_note;          // set when the device filter was dropped
+  std::string transferred;          // rule transferred: its note ("cuBLASLt's heuristic pick")
+  std::string adapted;              // rule adapted: what changed and why ("swz=1 for swz=8: ...")
+  std::string unchecked;            // a config this machine could not check (or name): why
+  std::string device_note;          // set when the answer came from another tier than the device's
+  std::string reason;               // defaults: why no entry served
   // Entries the lookup looked at and could not use, nearest first, with the reason.
   std::vector<std::pair<std::string, std::string>> passed_over;
 };
@@ -126,14 +152,33 @@ struct Verdict {
   }
 };
 
+// An entry that names a config its family no longer has (the plugin changed since the table
+// was written): the table is broken, not the problem unsupported.
+struct BrokenEntryError : InputError {
+  using InputError::InputError;
+};
+
 // Whether the entry's config can run `problem`. May throw InputError when the entry itself is
-// broken (its config no longer exists); lookup() then names the table file and the entry.
+// broken (its config no longer exists); lookup() then throws BrokenEntryError naming the table
+// file and the entry.
 using CanImplementFn = std::function<Verdict(const TableEntry&, const Problem&)>;
 // The default for a problem no entry serves; nullopt with the reason in *why when none.
 using DefaultFn = std::function<std::optional<DefaultChoice>(const Problem&, std::string* why)>;
 // For a nearest (not exact) entry: the config to run instead of the entry's own, or nullopt
 // to run the entry's config (after can_implement). See plugin_transfer.
 using TransferFn = std::function<std::optional<DefaultChoice>(const TableEntry&, const Problem&)>;
+// For a nearest entry whose config cannot run the problem: a config that differs from it in
+// one parameter and can, or nullopt. See plugin_adapt.
+using AdaptFn = std::function<std::optional<DefaultChoice>(const TableEntry&, const Problem&)>;
+
+// What lookup() asks of the plugins. An empty can_implement accepts every entry; an empty
+// fallback has no default; empty transfer and adapt never answer.
+struct LookupHooks {
+  CanImplementFn can_implement;
+  DefaultFn fallback;
+  TransferFn transfer;
+  AdaptFn adapt;
+};
 
 class LookupTable {
  public:
@@ -154,10 +199,29 @@ class LookupTable {
   void save(const std::filesystem::path& file, TableFormat format,
             const std::string& cpp_namespace = "gemmtune_table") const;
 
-  // See the top of this file. `device`: match this device's entries (nullopt: any).
-  // An empty can_implement accepts every entry; an empty fallback has no default.
-  // InputError when nothing fits (with the reasons), or when an entry is broken (naming
-  // the table file and the entry).
+  // The rule, step by step (docs/lookup.md says the same in prose):
+  //  0. candidates: the policy's device's entries when the table has any; else (unless
+  //     exact_device) those measured on its architecture, else every entry (device_note
+  //     says so). Of these, the entries of the problem's dtype, out dtype, layout and
+  //     alignment (in bytes, equal), nearest first in log space over M, N, K; at equal
+  //     distance the faster entry, then the key order.
+  //  1. exact: the entry for the problem's key, unless can_implement refuses it;
+  //  2. nearest: the first candidate of the problem's M regime (policy.decode_max_m) within
+  //     policy.max_distance that can serve it:
+  //     a. transfer answers for it (a library family's entry whose winner was the family's
+  //        default there: the family's default for this problem), else
+  //     b. its own config, when can_implement accepts it (Verdict::unchecked, such as cuBLASLt
+  //        without a GPU: answered, marked unchecked, with the reason), else
+  //     c. adapt answers for it (its config with one parameter at the family's default here);
+  //     every candidate passed over is listed in passed_over with the reason;
+  //  3. default: the fallback's choice (plugin_default: cuBLASLt's heuristic pick, else the
+  //     named default family's default config), with the reason no entry served.
+  // InputError when nothing serves and there is no default (with the reasons); BrokenEntryError
+  // when an entry it looks at names a config that no longer exists.
+  LookupResult lookup(const Problem& problem, const LookupPolicy& policy, const LookupHooks& hooks) const;
+
+  // The same with the rule as it was before distance limits, regimes and architecture tiers
+  // (no limit, one regime, the device's entries else every entry); for tests of the hooks.
   LookupResult lookup(const Problem& problem, const std::optional<std::string>& device = std::nullopt,
                       const CanImplementFn& can_implement = {}, const DefaultFn& fallback = {},
                       const TransferFn& transfer = {}) const;
@@ -201,17 +265,32 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
 //  - family not loaded: not usable (reason);
 //  - its config does not parse in the family's space for the entry's own key: InputError
 //    (the plugin changed since the table was written; names the versions);
-//  - the family cannot describe its space here (cuBLASLt without a GPU): usable for an
-//    exact key (it was verified there), not for another shape (reason);
+//  - the family cannot describe its space here: for an exact key, usable (it was verified
+//    there); for another shape, Verdict::unchecked without a GPU (cuBLASLt describes its
+//    spaces by asking the GPU's library), else not usable (another --arch, say);
 //  - else the family's can_implement for the problem decides.
 // `reg` must outlive the returned function (it is held by reference).
 CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& limits);
 
 // The default: cuBLASLt's heuristic pick (rank 0) when the cublaslt family is loaded and
-// can answer for the problem, else `fallback_family`'s default config when it can
-// implement the problem.
+// can answer for the problem (without a GPU it cannot be asked: the pick is answered
+// unnamed, marked unchecked); else `fallback_family`'s default config when it is named and
+// can implement the problem. Never a hand-written family's default unless named: naive's
+// runs about 100x slower than cuBLASLt's pick.
 // `reg` must outlive the returned function.
-DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std::string fallback_family = "naive");
+DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std::string fallback_family = "");
+
+// A nearest entry whose config its family refuses for the problem, where setting one
+// parameter to the value of the family's default config for the problem makes it valid:
+// that config (the first such parameter in the space's order), noting the change
+// ("swz=1 for swz=8"). Why: a parameter that does nothing at the asked shape (register_tile's
+// swz on a grid one block high, occ=2 where it is occ=1's kernel, a workspace budget the
+// algorithm does not need) is refused there so that a space spells each kernel once; that
+// says nothing against the rest of the tuned config. The family's refusal does not say
+// whether the parameter does nothing or matters, so the answer names the change and the
+// refusal. nullopt when the family cannot describe the problem's space here.
+// `reg` must outlive the returned function.
+AdaptFn plugin_adapt(const PluginRegistry& reg, const gt_device& limits);
 
 // A nearest entry of a library family (cuBLASLt) whose config is the family's default at the
 // entry's own shape (cuBLASLt: the heuristic's rank 0 there) transfers as the family's default
@@ -226,6 +305,28 @@ DefaultFn plugin_default(const PluginRegistry& reg, const gt_device& limits, std
 // ran 17 % slower than the entry's config (docs/results-h200.md, nearest-shape lookup).
 // `reg` must outlive the returned function.
 TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits);
+
+// The answer for `problem` from `table` on this machine: lookup() with the policy and the
+// plugins' hooks (plugin_can_implement, plugin_default with policy.default_family,
+// plugin_transfer, plugin_adapt). `gemmtune lookup`, the runtime library and its C API all
+// answer through this function. Throws as lookup() does.
+LookupResult answer(const LookupTable& table, const Problem& problem, const PluginRegistry& reg,
+                    const gt_device& limits, const LookupPolicy& policy);
+
+// The machine a lookup answers for: the device named, else GPU `gpu`'s name when there is a
+// GPU (else none); the architecture named, else that GPU's, else sm_90; and its limits (the
+// GPU's own where the architecture is the GPU's). `gemmtune lookup` and the runtime's dry run
+// both start from it.
+struct LookupMachine {
+  std::optional<std::string> device;
+  std::string arch;
+  gt_device limits{};
+};
+LookupMachine lookup_machine(const std::string& device_name, const std::string& arch, int gpu = 0);
+
+// M regime of a problem under a policy: "decode (M <= 16)" or "prefill (M > 16)".
+bool is_decode(int64_t m, const LookupPolicy& policy);
+std::string regime_text(int64_t m, const LookupPolicy& policy);
 
 // The family and config a lookup chose, resolved for `problem`. InputError when the
 // family is not loaded or the config is not in its space for the problem.

@@ -5,6 +5,8 @@
 #include "session.hpp"
 #include "table.hpp"
 
+#include <cmath>
+
 namespace gt::cli {
 
 static Command add_lookup(CLI::App& app, Globals& g);
@@ -50,26 +52,42 @@ static Command add_lookup(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("lookup", "the config to run for a problem from an exported table (TOML or JSON), "
                                            "and whether it was an exact match, a nearest shape or the default; "
                                            "without --shape, the table's entries (no GPU)");
-  static std::string table, device, arch, default_family = "naive";
+  static std::string table, device, arch, default_family;
   static int align = 0;
+  static bool exact_device = false;
+  static double max_distance = kDefaultMaxDistance;
+  static int64_t decode_max_m = kDefaultDecodeMaxM;
   static ProblemArgs pa;
   sub->add_option("--table", table, "the table (TOML or JSON, as `gemmtune export` writes it)")->required();
   sub->add_option("--device", device,
-                  "use this device's entries (default: the first GPU's name when there is one, else every entry; "
-                  "without --shape, every entry)");
+                  "use this device's entries; where the table has none, those measured on its architecture, else "
+                  "every entry (default: the first GPU's name when there is one, else none: the architecture's "
+                  "entries, else every entry; without --shape, every entry)");
   sub->add_option("--align", align,
                   "alignment of the operands in bytes (1, 2, 4, 8, 16): the largest power of two dividing every "
                   "base pointer and leading dimension times the element size (default: from the tight leading "
                   "dimensions, pointers from cudaMalloc)");
   sub->add_option("--arch", arch, "architecture whose limits decide what a config can run (default: the GPU's, else "
                                   "sm_90)");
+  sub->add_flag("--exact-device", exact_device,
+                "only the device's own entries (default: else those measured on its architecture, else any "
+                "device's, and the answer says so)");
+  sub->add_option("--max-distance", max_distance,
+                  "a nearest entry serves only within this log-space distance, sqrt(ln²(M/M') + ln²(N/N') + "
+                  "ln²(K/K')); 0: exact keys only; inf: no limit")
+      ->default_str("1.386 (ln 4)");
+  sub->add_option("--decode-max-m", decode_max_m,
+                  "M at most this is the decode regime, above it prefill; a nearest entry serves only its own "
+                  "regime (0: one regime)")
+      ->default_str("16");
   sub->add_option("--default-family", default_family,
-                  "family whose default config runs what no entry serves when cuBLASLt's heuristic cannot answer")
-      ->default_str("naive");
+                  "family whose default config runs what no entry serves where cuBLASLt's heuristic cannot answer "
+                  "(default: none; never a hand-written family unless named)");
   add_problem_options(sub, pa);
   return {sub, [&g, sub] {
             if (!pa.given() && sub->count("--shape") == 0) {
-              for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family"})
+              for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
+                                       "--exact-device", "--max-distance", "--decode-max-m"})
                 if (sub->count(flag) > 0)
                   throw InputError(fmt::format("{} is about a problem: give --shape too (without it lookup lists "
                                                "the table)", flag));
@@ -88,17 +106,26 @@ static Command add_lookup(CLI::App& app, Globals& g) {
                                              align, p.shape(), p.align));
               p.align = align;
             }
+            if (!(max_distance >= 0))
+              throw InputError(fmt::format("--max-distance: {} is not a distance (0 or more; inf: no limit)",
+                                           max_distance));
+            if (decode_max_m < 0) throw InputError(fmt::format("--decode-max-m: {} is negative", decode_max_m));
             LookupTable t = LookupTable::load(table);
-            std::optional<std::string> dev;
-            if (!device.empty())
-              dev = device;
-            else if (device_count() > 0)
-              dev = device_info(0).name;
-            std::string arch_used;
-            gt_device lim = limits_for(arch, &arch_used);
+            LookupMachine machine = lookup_machine(device, arch);
+            LookupPolicy policy;
+            policy.device = machine.device;
+            if (exact_device && !policy.device)
+              throw InputError("--exact-device: there is no GPU here, so name the device with --device");
+            const std::string& arch_used = machine.arch;
+            const gt_device& lim = machine.limits;
+            policy.arch = arch_used;
+            policy.exact_device = exact_device;
+            policy.max_distance = max_distance;
+            policy.decode_max_m = decode_max_m;
+            policy.default_family = default_family;
             const PluginRegistry& reg = g.plugins();
-            LookupResult r = t.lookup(p, dev, plugin_can_implement(reg, lim), plugin_default(reg, lim, default_family),
-                                      plugin_transfer(reg, lim));
+            LookupResult r = answer(t, p, reg, lim, policy);  // what the runtime library answers, too
+            const std::optional<std::string>& dev = policy.device;
 
             std::vector<std::string> notes;
             if (!r.device_note.empty()) notes.push_back(r.device_note);
@@ -126,12 +153,22 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               j["device"] = dev ? nlohmann::json(*dev) : nlohmann::json();
               j["arch"] = arch_used;
               j["match"] = to_string(r.kind);
+              j["rule"] = to_string(r.rule);
+              j["tier"] = to_string(r.tier);
               j["how"] = r.how;
+              j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
               j["family"] = r.family;
               j["config"] = r.config;
               j["params"] = params;
               j["distance"] = r.distance;
               j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
+              j["adapted"] = r.adapted.empty() ? nlohmann::json() : nlohmann::json(r.adapted);
+              j["policy"] = {{"exact_device", policy.exact_device},
+                             {"max_distance", std::isfinite(policy.max_distance) ? nlohmann::json(policy.max_distance)
+                                                                                 : nlohmann::json("inf")},
+                             {"decode_max_m", policy.decode_max_m},
+                             {"default_family", policy.default_family.empty() ? nlohmann::json()
+                                                                              : nlohmann::json(policy.default_family)}};
               j["unchecked"] = r.unchecked.empty() ? nlohmann::json() : nlohmann::json(r.unchecked);
               j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
               nlohmann::json passed = nlohmann::json::array();
@@ -142,11 +179,18 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               print_json(j);
               return 0;
             }
-            fmt::print("{}\n", r.config);
+            if (r.config.empty())
+              fmt::print("({}'s own choice, named only where {} can be asked)\n", r.family, r.family);
+            else
+              fmt::print("{}\n", r.config);
             fmt::print("  family: {}{}\n", r.family, params.empty() ? "" : "  (" + params + ")");
             fmt::print("  match:  {}", r.how);
-            if (r.kind == MatchKind::nearest) fmt::print(", log-space distance {:.3f}", r.distance);
+            if (r.kind == MatchKind::nearest)
+              fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
+                         regime_text(p.m, policy));
             fmt::print("  for {}{}\n", p.key(), dev ? " on " + *dev : "");
+            if (!r.reason.empty()) fmt::print("  why:    {}\n", r.reason);
+            if (!r.adapted.empty()) fmt::print("  adapted: {}\n", r.adapted);
             if (r.entry) {
               const TableEntry& e = *r.entry;
               fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
@@ -165,10 +209,13 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               if (!prov.empty()) fmt::print("          ({})\n", prov);
             }
             if (!r.unchecked.empty())
-              fmt::print("  note: whether this config can run {} was not checked: {} (on a machine with a GPU the "
-                         "lookup checks it{})\n",
+              fmt::print("  note: {} {} was not checked: {} (on a machine with a GPU the lookup checks it{})\n",
+                         r.kind == MatchKind::fallback ? "which config is cuBLASLt's pick for"
+                                                       : "whether this config can run",
                          p.key(), r.unchecked,
-                         r.family == "cublaslt" ? ", and may answer with cuBLASLt's pick for this shape instead" : "");
+                         r.kind == MatchKind::fallback ? " and names it"
+                         : r.family == "cublaslt"      ? ", and may answer with cuBLASLt's pick for this shape instead"
+                                                       : "");
             for (auto& n : notes) fmt::print("  note: {}\n", n);
             if (!r.passed_over.empty()) {
               fmt::print("  passed over ({} entr{}, nearest first):\n", r.passed_over.size(),

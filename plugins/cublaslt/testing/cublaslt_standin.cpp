@@ -9,7 +9,10 @@
 // alignment, a cluster shape the kernel lacks); a heuristic whose order changes with the
 // shape (split-K first from K = 4096 on) and whose first pick below that (for 16-byte
 // aligned problems) cannot be re-created from its attributes, as a pick with hidden state
-// would be. It stands in for behaviour, not for performance or for cuBLASLt's real lists.
+// would be. It stands in for behaviour, not for performance or for cuBLASLt's real lists,
+// with one exception: for 16-bit inputs, algorithm 66 takes the tiles, custom options and
+// split-K of the H200 table in docs/results/ (as the real one does), so that the lookup tests
+// can ask the committed table with this stand-in where a GPU would be needed.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -43,10 +46,15 @@ struct Algo {
   uint32_t reduction, swizzle, custom;
   uint16_t inner, cluster;
 };
+// An algorithm as AlgoInit makes it: its capabilities depend on the types it was made for.
+struct InitAlgo {
+  Algo algo;
+  uint16_t half;  // 16-bit inputs
+};
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
 static_assert(sizeof(Pref) <= sizeof(cublasLtMatmulPreferenceOpaque_t));
-static_assert(sizeof(Algo) <= sizeof(cublasLtMatmulAlgo_t));
+static_assert(sizeof(InitAlgo) <= sizeof(cublasLtMatmulAlgo_t));
 
 template <class T, class O>
 T* as(O* o) {
@@ -78,7 +86,64 @@ const AlgoModel kAlgos[] = {
      {CUBLASLT_MATMUL_STAGES_64xAUTO, CUBLASLT_MATMUL_STAGES_128xAUTO},
      false, 0, false, 0, 16, 1024},
 };
-const AlgoModel* model(int32_t id) {
+// Algorithm 66 for f16 and bf16 inputs: the tiles, stages, custom options and split-K the H200
+// table's winners use (docs/results/h200-llm-table.toml), so that each of them is in this
+// stand-in's space at its key. Its workspace follows the same table: without split-K it needs
+// one where C has more than two waves of 132 tiles (its winners with up to 230 tiles took
+// workspace 0, those with 384 or more 32 MiB). For these types algorithms 6 and 21 take fewer
+// stages, which keeps the space's raw product under the plugin's cap (a larger one would trim
+// the custom options).
+struct HalfTile {
+  uint32_t id, rows, cols;  // cuBLASLt's tile of C^T: rows along our N, columns along our M
+};
+const HalfTile kHalfTiles[] = {
+    {CUBLASLT_MATMUL_TILE_128x8, 128, 8},     {CUBLASLT_MATMUL_TILE_64x16, 64, 16},
+    {CUBLASLT_MATMUL_TILE_192x16, 192, 16},   {CUBLASLT_MATMUL_TILE_192x24, 192, 24},
+    {CUBLASLT_MATMUL_TILE_64x32, 64, 32},     {CUBLASLT_MATMUL_TILE_320x32, 320, 32},
+    {CUBLASLT_MATMUL_TILE_64x64, 64, 64},     {CUBLASLT_MATMUL_TILE_96x64, 96, 64},
+    {CUBLASLT_MATMUL_TILE_128x64, 128, 64},   {CUBLASLT_MATMUL_TILE_192x64, 192, 64},
+    {CUBLASLT_MATMUL_TILE_128x128, 128, 128}, {CUBLASLT_MATMUL_TILE_192x128, 192, 128},
+    {CUBLASLT_MATMUL_TILE_256x128, 256, 128}, {CUBLASLT_MATMUL_TILE_320x128, 320, 128},
+    {CUBLASLT_MATMUL_TILE_192x192, 192, 192}, {CUBLASLT_MATMUL_TILE_128x256, 128, 256},
+};
+constexpr uint64_t kHalfWorkspaceTiles = 2 * 132;
+const AlgoModel kAlgo66Half = [] {
+  AlgoModel m{66, {}, {CUBLASLT_MATMUL_STAGES_64xAUTO, CUBLASLT_MATMUL_STAGES_128xAUTO}, true,
+              CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, false, 7, 16, 0};
+  for (auto& t : kHalfTiles) m.tiles.push_back(t.id);
+  return m;
+}();
+// The workspace algorithm 66 needs for 16-bit inputs without split-K, for C of rows x cols.
+uint64_t half66_workspace(uint32_t tile, uint64_t rows, uint64_t cols) {
+  for (auto& t : kHalfTiles) {
+    if (t.id != tile) continue;
+    uint64_t tiles = (rows + t.rows - 1) / t.rows * ((cols + t.cols - 1) / t.cols);
+    return tiles > kHalfWorkspaceTiles ? 1024 : 0;
+  }
+  return 0;
+}
+const std::vector<uint32_t> kHalfStages = {CUBLASLT_MATMUL_STAGES_32x3, CUBLASLT_MATMUL_STAGES_64x3};
+
+bool is_half(cudaDataType_t t) { return t == CUDA_R_16F || t == CUDA_R_16BF; }
+// The models for 16-bit inputs.
+const std::vector<AlgoModel>& half_models() {
+  static const std::vector<AlgoModel> models = [] {
+    std::vector<AlgoModel> v(std::begin(kAlgos), std::end(kAlgos));
+    for (auto& m : v) {
+      if (m.id == 66) m = kAlgo66Half;
+      else if (!m.stages.empty()) m.stages = kHalfStages;
+    }
+    return v;
+  }();
+  return models;
+}
+// The model of an algorithm, for 16-bit inputs (`half`) or others.
+const AlgoModel* model(int32_t id, bool half) {
+  if (half) {
+    for (auto& a : half_models())
+      if (a.id == id) return &a;
+    return nullptr;
+  }
   for (auto& a : kAlgos)
     if (a.id == id) return &a;
   return nullptr;
@@ -222,15 +287,15 @@ cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t, cublasComputeType_t co
 cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t, cublasComputeType_t compute, cudaDataType_t, cudaDataType_t a,
                                       cudaDataType_t, cudaDataType_t c, cudaDataType_t, int id,
                                       cublasLtMatmulAlgo_t* algo) {
-  if (!model(id) || !types_supported(compute, a, c)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!model(id, is_half(a)) || !types_supported(compute, a, c)) return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(algo, 0, sizeof(*algo));
-  *as<Algo>(algo) = Algo{id, 0, 0, 1, 0, 0, 0, 0, 0};
+  *as<InitAlgo>(algo) = InitAlgo{Algo{id, 0, 0, 1, 0, 0, 0, 0, 0}, uint16_t(is_half(a))};
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t* algo,
                                                  cublasLtMatmulAlgoCapAttributes_t attr, void* buf, size_t size,
                                                  size_t* written) {
-  const AlgoModel* m = model(as<const Algo>(algo)->id);
+  const AlgoModel* m = model(as<const Algo>(algo)->id, as<const InitAlgo>(algo)->half != 0);
   if (!m) return CUBLAS_STATUS_INVALID_VALUE;
   auto list = [&](const std::vector<uint32_t>& v) {
     size_t bytes = v.size() * sizeof(uint32_t);
@@ -314,7 +379,7 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t de
   const Desc* d = as<Desc>(desc);
   const Layout *a = as<Layout>(A), *b = as<Layout>(B), *c = as<Layout>(C);
   const Algo* al = as<const Algo>(algo);
-  const AlgoModel* m = model(al->id);
+  const AlgoModel* m = model(al->id, is_half(a->type));
   if (!m || !types_supported(d->compute, a->type, c->type) || b->type != a->type) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (std::memcmp(C, D, sizeof(Layout)) != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
   const uint64_t k = d->transa == CUBLAS_OP_N ? a->cols : a->rows;
@@ -339,7 +404,7 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t de
   result->algo = *algo;
   result->state = CUBLAS_STATUS_SUCCESS;
   result->wavesCount = 1.0f;
-  result->workspaceSize = m->workspace;
+  result->workspaceSize = m == model(66, true) ? half66_workspace(al->tile, c->rows, c->cols) : m->workspace;
   if (al->split_k > 1) {
     uint64_t part = c->rows * c->cols * uint64_t(al->split_k);
     result->workspaceSize = al->reduction == CUBLASLT_REDUCTION_SCHEME_INPLACE ? 4096
@@ -379,7 +444,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   *returned = 0;
   for (const Algo& pick : order) {
     if (*returned == requested) break;
-    const AlgoModel* m = model(pick.id);
+    const AlgoModel* m = model(pick.id, is_half(as<Layout>(A)->type));
     uint32_t min_align = std::min(std::min(p->align[0], p->align[1]), std::min(p->align[2], p->align[3]));
     if (m->align > min_align) continue;
     Algo checked = pick;
