@@ -98,6 +98,9 @@ class Runtime {
   bool dry_run() const;
   const std::string& device_name() const;  // "" in a dry run without Options::device_name
   const std::string& arch() const;
+  int device() const;  // the CUDA ordinal it runs on; -1 in a dry run
+  // The loaded table as JSON (see gemmtune_table_json in gemmtune_runtime.h).
+  std::string table_json() const;
 
  private:
   struct Impl;
