@@ -6,11 +6,12 @@
 #     C++ program on the shared library and one on the archive; each loads the committed
 #     LLM table, looks up an entry's own key (exact) and, on a GPU, runs it once;
 #  3. the same C program builds with pkg-config (shared), the C++ one with gemmtune-static;
-#  4. the Python package finds the installed library through the installed CLI on PATH;
+#  4. the Python package, installed with pip (nothing compiled), finds the installed library
+#     through the installed CLI on PATH;
 #  5. the prefix moved elsewhere still works (nothing in it names where it was installed).
-# Usage: test_install.sh BUILD_DIR SOURCE_DIR WORK_DIR EXPECTED_PLUGINS_FILE CUDA_LIB_DIR
+# Usage: test_install.sh BUILD_DIR SOURCE_DIR WORK_DIR EXPECTED_PLUGINS_FILE CUDA_LIB_DIR [PYTHON]
 set -euo pipefail
-build=$1 src=$2 work=$3 expected=$4 cuda_lib=$5
+build=$1 src=$2 work=$3 expected=$4 cuda_lib=$5 py=${6:-python3}
 rm -rf "$work"
 mkdir -p "$work"
 unset GEMMTUNE_PLUGIN_PATH GEMMTUNE_DB GEMMTUNE_CACHE_DIR GEMMTUNE_LIBRARY GEMMTUNE_CLI
@@ -34,7 +35,7 @@ echo "installed files present"
 
 check_cli() {  # the CLI at $1 loads exactly the expected plugins, all from $2
   "$1" list --json > "$work/list.json"
-  python3 - "$work/list.json" "$expected" "$2" <<'PY'
+  "$py" - "$work/list.json" "$expected" "$2" <<'PY'
 import json, os, sys
 listed = json.load(open(sys.argv[1]))
 want = sorted(open(sys.argv[2]).read().split())
@@ -79,11 +80,16 @@ c++ -O1 -std=c++17 -o "$work/consumer_pc_static" "$src/tests/consumer/consumer.c
 "$work/consumer_pc_static" "$table" "${shape[@]}" | grep -q "^match=0 config=$config" || fail "pkg-config consumer (static)"
 echo "built and ran with pkg-config gemmtune and gemmtune-static"
 
-step "Python finds the installed library through the installed CLI on PATH"
-PATH="$prefix/bin:$PATH" PYTHONPATH="$src/python" PYTHONDONTWRITEBYTECODE=1 python3 - "$table" "$prefix" "$config" <<'PY'
+step "pip install ./python; it finds the installed library through the installed CLI on PATH"
+# From a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
+cp -r "$src/python" "$work/python-src"
+"$py" -m pip install --quiet --no-deps --no-build-isolation --no-index --root-user-action=ignore \
+      --target "$work/site" "$work/python-src" || fail "pip install ./python"
+(cd "$work" && PATH="$prefix/bin:$PATH" PYTHONPATH="$work/site" PYTHONDONTWRITEBYTECODE=1 "$py" - "$table" "$prefix" "$config" "$work/site") <<'PY'
 import os, sys
 import gemmtune
-table, prefix, config = sys.argv[1:]
+table, prefix, config, site = sys.argv[1:]
+assert gemmtune.__file__.startswith(site), gemmtune.__file__
 lib = gemmtune.library_path()
 assert os.path.realpath(lib).startswith(os.path.realpath(prefix)), lib
 t = gemmtune.Table.load(table)
