@@ -59,7 +59,9 @@ typedef enum gemmtune_match {
 
 typedef struct gemmtune_options {
   uint32_t struct_size;       /* sizeof(gemmtune_options); set by gemmtune_options_init */
-  const char* plugin_dirs;    /* colon-separated; NULL: GEMMTUNE_PLUGIN_PATH, else "plugins" beside the program */
+  const char* plugin_dirs;    /* colon-separated; NULL: GEMMTUNE_PLUGIN_PATH, else the library's own: the
+                                 install's lib/gemmtune/plugins, or "plugins" beside it in a build (linked
+                                 statically: beside the program, or ../lib/gemmtune/plugins from its bin/) */
   const char* cache_dir;      /* compiled kernels; NULL: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune */
   int32_t device;             /* CUDA device ordinal; -1: the current device */
   int32_t dry_run;            /* nonzero: everything but the launch (no GPU needed; nothing is computed) */
