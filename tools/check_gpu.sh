@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU check, from a build carried to the GPU machine (tools/pack_for_gpu.sh):
 # every [gpu] test, `gemmtune devices`, a verified `gemmtune run` of the naive family, a
-# smoke tune with its exported table run through the runtime example, `gemmtune roofs` and a
+# smoke tune with its exported table (and TunableOp file) run through the runtime example, the
+# Python package's GPU tests (where python3 has pytest), `gemmtune roofs` and a
 # `compare` of the smoke tune's store, and the benchmarks
 # (bench_* binaries, bench_floor on two shapes; bench_lookup.py on three held-out and three new shapes of the committed
 # table; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
@@ -34,6 +35,13 @@ step gpu_tests      "$build/tests/gemmtune_tests" "[gpu]" --durations yes
 step run_naive      "$gt" run --family naive --shape 4096x4096x4096 --dtype f32
 step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive --family cublaslt --budget 12
 step export_smoke   "$gt" export -o "$work/smoke.json"
+# The smoke tune's cuBLASLt winner as a TunableOp file (the version only fills its validator).
+step export_tunableop "$gt" export --format tunableop --torch-version 2.15.0 -o "$work/tunableop_results0.csv"
+# The Python package's GPU tests on the build's library, where the interpreter has pytest.
+step python_gpu bash -c 'python3 -c "import pytest" 2>/dev/null || { echo "skipped: python3 has no pytest"; exit 0; }
+                         GEMMTUNE_LIBRARY="$1/libgemmtune_runtime.so" GEMMTUNE_CLI="$2" PYTHONPATH="$3/python" \
+                         PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -p no:cacheprovider -rsx -q "$3/python/tests" -m gpu' \
+                    _ "$build" "$gt" "$root"
 step roofs          "$gt" roofs --seconds 0.3 --candidates 2
 # compare on the smoke tune's store: its rows must carry % of the roofline just measured.
 step compare_smoke  bash -c 'out=$("$1" compare --shape 1024x1024x1024 --dtype f16 --family naive --no-tune --rounds 3) ||

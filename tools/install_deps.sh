@@ -3,7 +3,9 @@
 # toolkit (nvcc, NVRTC, cuBLASLt) is expected under /usr/local/cuda.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-dev libtomlplusplus-dev catch2 libcli11-dev libfmt-dev
-      nlohmann-json3-dev libsqlite3-dev libxxhash-dev libeigen3-dev python3-matplotlib)
+      nlohmann-json3-dev libsqlite3-dev libxxhash-dev libeigen3-dev python3-matplotlib
+      python3-pytest python3-pip python3-setuptools python3-wheel
+      pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,7 @@ out=$root/carry/build
 rm -rf "$root/carry/build"
 mkdir -p "$out/tests" "$out/tools"
 cp "$build/gemmtune" "$out/"
+cp -P "$build"/libgemmtune_runtime.so* "$out/"  # the Python package's library (symlinks kept)
 cp -r "$build/plugins" "$out/"
 cp "$build/tests/gemmtune_tests" "$out/tests/"
 for h in store_writer fake_worker; do [ -x "$build/tests/$h" ] && cp "$build/tests/$h" "$out/tests/"; done

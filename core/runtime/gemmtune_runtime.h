@@ -61,7 +61,9 @@ typedef enum gemmtune_match {
 
 typedef struct gemmtune_options {
   uint32_t struct_size;       /* sizeof(gemmtune_options); set by gemmtune_options_init */
-  const char* plugin_dirs;    /* colon-separated; NULL: GEMMTUNE_PLUGIN_PATH, else "plugins" beside the program */
+  const char* plugin_dirs;    /* colon-separated; NULL: GEMMTUNE_PLUGIN_PATH, else the library's own: the
+                                 install's lib/gemmtune/plugins, or "plugins" beside it in a build (linked
+                                 statically: beside the program, or ../lib/gemmtune/plugins from its bin/) */
   const char* cache_dir;      /* compiled kernels; NULL: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune */
   int32_t device;             /* CUDA device ordinal; -1: the current device */
   int32_t dry_run;            /* nonzero: everything but the launch (no GPU needed; nothing is computed) */
@@ -107,6 +109,20 @@ gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* ar
  * cuBLASLt's pick cannot be named: `config` is "" and `how` says so. */
 gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
                                 size_t config_cap, char* how, size_t how_cap);
+
+/* What the handle runs on: the CUDA device ordinal (-1 in a dry run), whether it is a dry
+ * run, the architecture it builds for ("sm_90") and the device whose entries it uses (""
+ * for every entry). Any output may be NULL; strings as for gemmtune_choice. */
+gemmtune_status gemmtune_runtime_info(gemmtune_runtime* rt, int32_t* device, int32_t* dry_run, char* arch,
+                                      size_t arch_cap, char* device_name, size_t device_name_cap);
+
+/* The table the handle loaded, as JSON: {"table": its path, "generated_at", "generator",
+ * "source", "entries": [...]}, each entry with the fields of an entry of a JSON table.
+ * *json stays valid until gemmtune_destroy(rt). */
+gemmtune_status gemmtune_table_json(gemmtune_runtime* rt, const char** json);
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* gemmtune_version(void);
 
 /* The message of the last failure on this thread ("" after a success). Valid until the next
  * gemmtune call on this thread. */

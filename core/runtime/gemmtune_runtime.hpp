@@ -1,6 +1,6 @@
 // gemmtune runtime — C++ API. What it does, and what a problem is: see gemmtune_runtime.h.
 //
-//   gemmtune::Runtime rt("table.json");           // plugins from GEMMTUNE_PLUGIN_PATH
+//   gemmtune::Runtime rt("table.json");           // plugins: GEMMTUNE_PLUGIN_PATH, else the library's own
 //   gemmtune::GemmArgs g{m, n, k, GEMMTUNE_F16, GEMMTUNE_F16, GEMMTUNE_NN, dA, k, dB, n, dC, n};
 //   rt.gemm(g, stream);                            // first call: pick + build; then: launch only
 //
@@ -38,7 +38,7 @@ class Error : public std::runtime_error {
 };
 
 struct Options {
-  std::vector<std::string> plugin_dirs;   // empty: GEMMTUNE_PLUGIN_PATH, else "plugins" beside the program
+  std::vector<std::string> plugin_dirs;   // empty: GEMMTUNE_PLUGIN_PATH, else the library's own (gemmtune_runtime.h)
   std::string cache_dir;                  // empty: GEMMTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gemmtune
   int device = -1;                        // CUDA ordinal; -1: the device current at creation
   bool dry_run = false;                   // everything but the launch; needs no GPU
@@ -105,6 +105,9 @@ class Runtime {
   bool dry_run() const;
   const std::string& device_name() const;  // "" in a dry run without Options::device_name
   const std::string& arch() const;
+  int device() const;  // the CUDA ordinal it runs on; -1 in a dry run
+  // The loaded table as JSON (see gemmtune_table_json in gemmtune_runtime.h).
+  std::string table_json() const;
 
  private:
   struct Impl;

@@ -10,6 +10,7 @@
 #include "table.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -352,5 +353,17 @@ size_t Runtime::compiles() const { return impl_->compiles.load(); }
 bool Runtime::dry_run() const { return impl_->opt.dry_run; }
 const std::string& Runtime::device_name() const { return impl_->device_filter_text; }
 const std::string& Runtime::arch() const { return impl_->arch; }
+int Runtime::device() const { return impl_->device; }
+
+std::string Runtime::table_json() const {
+  const gt::LookupTable& t = impl_->table;
+  nlohmann::json j;
+  j["table"] = t.origin;
+  j["generated_at"] = t.info.generated_at;
+  j["generator"] = t.info.generator;
+  j["source"] = t.info.source;
+  j["entries"] = t.entries;
+  return j.dump();
+}
 
 }  // namespace gemmtune

@@ -3,8 +3,11 @@
 #include "gemmtune_runtime.h"
 #include "gemmtune_runtime.hpp"
 
+#include "provenance.hpp"
+
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -12,6 +15,8 @@
 struct gemmtune_runtime {
   explicit gemmtune_runtime(const std::string& table, const gemmtune::Options& o) : rt(table, o) {}
   gemmtune::Runtime rt;
+  std::once_flag json_once;  // table_json is made on first request and kept for the handle's life
+  std::string table_json;
 };
 
 namespace {
@@ -145,6 +150,29 @@ gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* 
     copy_out(how, how_cap, c.how);
   });
 }
+
+gemmtune_status gemmtune_runtime_info(gemmtune_runtime* rt, int32_t* device, int32_t* dry_run, char* arch,
+                                      size_t arch_cap, char* device_name, size_t device_name_cap) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    if (device) *device = rt->rt.device();
+    if (dry_run) *dry_run = rt->rt.dry_run() ? 1 : 0;
+    copy_out(arch, arch_cap, rt->rt.arch());
+    copy_out(device_name, device_name_cap, rt->rt.device_name());
+  });
+}
+
+gemmtune_status gemmtune_table_json(gemmtune_runtime* rt, const char** json) {
+  if (json) *json = nullptr;
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    if (!json) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "json is NULL");
+    std::call_once(rt->json_once, [rt] { rt->table_json = rt->rt.table_json(); });
+    *json = rt->table_json.c_str();
+  });
+}
+
+const char* gemmtune_version(void) { return gt::kGemmtuneVersion; }
 
 const char* gemmtune_last_error(void) { return g_last_error.c_str(); }
 

@@ -7,6 +7,8 @@
 #include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -417,8 +419,32 @@ std::vector<fs::path> plugin_dirs(const std::vector<std::string>& flags) {
       }
     }
   }
-  if (dirs.empty()) dirs.push_back(executable_dir() / "plugins");
+  if (dirs.empty()) dirs.push_back(default_plugin_dir());
   return dirs;
+}
+
+// The binary this code is linked into: the executable, or libgemmtune_runtime.so inside a
+// program that loaded it (a Python process, say), whose plugins are not beside the program.
+static fs::path module_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&module_dir), &info) != 0 && info.dli_fname && info.dli_fname[0] != '\0') {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(info.dli_fname, ec), ec);  // through symlinks
+    if (!ec && fs::is_regular_file(p, ec)) return p.parent_path();
+  }
+  return executable_dir();
+}
+
+fs::path default_plugin_dir() {
+  // An install keeps its plugins under lib/gemmtune/plugins: GEMMTUNE_PLUGINS_FROM_BIN and
+  // _FROM_LIB are the relative paths to it from the CLI's and the library's folders
+  // (core/CMakeLists.txt). A build keeps them in the plugins folder beside the binaries.
+  const fs::path here = module_dir();
+  for (const char* rel : {GEMMTUNE_PLUGINS_FROM_BIN, GEMMTUNE_PLUGINS_FROM_LIB}) {
+    std::error_code ec;
+    if (fs::path p = (here / rel).lexically_normal(); fs::is_directory(p, ec)) return p;
+  }
+  return here / "plugins";
 }
 
 }  // namespace gt

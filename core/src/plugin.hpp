@@ -141,9 +141,12 @@ class PluginRegistry {
   std::vector<SkippedPlugin> skipped_;
 };
 
-// Plugin directories from --plugin-dir flags, then GEMMTUNE_PLUGIN_PATH, else the plugins
-// folder beside the running executable.
+// Plugin directories from --plugin-dir flags, then GEMMTUNE_PLUGIN_PATH, else
+// default_plugin_dir().
 std::vector<std::filesystem::path> plugin_dirs(const std::vector<std::string>& flags);
+// Where the binary running this code (the CLI, or libgemmtune_runtime.so) keeps its plugins:
+// the install's lib/gemmtune/plugins when it is installed, else the plugins folder beside it.
+std::filesystem::path default_plugin_dir();
 std::filesystem::path executable_dir();
 
 }  // namespace gt

@@ -838,7 +838,10 @@ std::string LookupTable::serialize(TableFormat format, const std::string& cpp_na
 }
 
 void LookupTable::save(const fs::path& file, TableFormat format, const std::string& cpp_namespace) const {
-  std::string text = serialize(format, cpp_namespace);
+  write_file_atomically(file, serialize(format, cpp_namespace));
+}
+
+void write_file_atomically(const fs::path& file, std::string_view text) {
   std::error_code ec;
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
   fs::path tmp = file;

@@ -234,6 +234,10 @@ class LookupTable {
   void sort();
 };
 
+// Writes `text` to a temporary file beside `file` and renames it over `file`: a reader sees
+// the old file or the new one, never half of one.
+void write_file_atomically(const std::filesystem::path& file, std::string_view text);
+
 // The log-space distance between two shapes.
 double shape_distance(int64_t m, int64_t n, int64_t k, int64_t m2, int64_t n2, int64_t k2);
 

@@ -1,10 +1,12 @@
 // gemmtune export: the lookup table of winners from the results store, as TOML, JSON, CSV
-// or a self-contained C++ header; or, with --recording, one tune's measurements as a replay
+// or a self-contained C++ header; PyTorch TunableOp's results file of the cuBLASLt winners
+// (--format tunableop); or, with --recording, one tune's measurements as a replay
 // recording. Needs no GPU.
 #include "cli.hpp"
 #include "replay_measurer.hpp"
 #include "store.hpp"
 #include "table.hpp"
+#include "tunableop.hpp"
 
 #include <cstdio>
 #include <map>
@@ -62,14 +64,98 @@ static int export_recording(Globals& g, const std::string& tune_id, const std::s
   return 0;
 }
 
+// The store that export reads; InputError when there is none, or when -o names it (export
+// never overwrites what it reads).
+static Store open_store(Globals& g, const std::string& output) {
+  fs::path db = g.db_path();
+  std::error_code ec;
+  if (!fs::exists(db, ec))
+    throw InputError(fmt::format("--db: there is no results store at {} (tune first, or name one with --db)",
+                                 db.string()));
+  if (!output.empty() && output != "-" && fs::equivalent(db, output, ec))
+    throw InputError(fmt::format("-o: {} is the results store being exported; name another file", output));
+  return Store::open_readonly(db);
+}
+
+// The best cuBLASLt row per key: its recorded family winner, else its fastest ok row (as
+// the table's entries are chosen, for the one family PyTorch can run).
+static std::vector<StoredRow> cublaslt_rows(const Store& store, const std::string& device, bool include_replay) {
+  std::optional<std::string> dev;
+  if (!device.empty()) dev = device;
+  std::map<ResultKey, StoredRow> best;
+  for (const Winner& w : store.winners(dev)) {
+    if (w.family != "cublaslt") continue;
+    auto r = store.get(w.row_id);
+    if (r && (include_replay || !r->replay)) best.emplace(w.key, *r);
+  }
+  RowFilter f;
+  f.family = "cublaslt";
+  f.device_name = dev;
+  for (bool replay : {false, true}) {
+    if (replay && !include_replay) break;
+    f.replay = replay;
+    for (StoredRow& r : store.best(f, true)) best.emplace(r.key(), std::move(r));
+  }
+  std::vector<StoredRow> rows;
+  for (auto& [k, r] : best) rows.push_back(std::move(r));
+  return rows;
+}
+
+static int export_tunableop(Globals& g, const std::string& output, const std::string& device, bool include_replay,
+                            const std::string& torch_version, const std::string& cublaslt_version) {
+  std::vector<std::string> notes;
+  TunableOpOptions o;
+  std::string note;
+  if (torch_version.empty())
+    throw InputError("--torch-version: --format tunableop needs the version of the PyTorch that reads the file "
+                     "(python -c 'import torch; print(torch.__version__)'); PyTorch ignores a file of another version");
+  o.torch_version = tunableop_torch_version(torch_version, &note);
+  if (!note.empty()) notes.push_back(note);
+  if (!cublaslt_version.empty() && cublaslt_version.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError(fmt::format("--cublaslt-version: '{}' is not a number such as 130100 (cublasLtGetVersion())",
+                                 cublaslt_version));
+  o.cublaslt_version = cublaslt_version;
+  Store store = open_store(g, output);
+  TunableOpFile f = tunableop_file(cublaslt_rows(store, device, include_replay), o);
+  notes.insert(notes.end(), f.notes.begin(), f.notes.end());
+  bool to_stdout = output.empty() || output == "-";
+  if (to_stdout) {
+    fmt::print("{}", f.text);
+    std::fflush(stdout);
+  } else {
+    write_file_atomically(output, f.text);
+  }
+  if (g.json && !to_stdout) {
+    nlohmann::json j;
+    j["file"] = output;
+    j["format"] = "tunableop";
+    j["results"] = f.lines;
+    j["notes"] = notes;
+    j["store"] = store.path().string();
+    print_json(j);
+  } else {
+    fmt::print(stderr, "exported {} cuBLASLt result{} from {} as a TunableOp file to {}\n", f.lines,
+               f.lines == 1 ? "" : "s", store.path().string(), to_stdout ? std::string("standard output") : output);
+    for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
+  }
+  return 0;
+}
+
 static Command add_export(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand(
       "export", "writes the lookup table of winners from the store: TOML, JSON, CSV or a self-contained C++ header "
                 "(no GPU)");
-  static std::string format, output, device, ns = "gemmtune_table", recording;
+  static std::string format, output, device, ns = "gemmtune_table", recording, torch_version, cublaslt_version;
   static bool include_replay = false;
   sub->add_option("--format", format,
-                  "toml|json|csv|cpp (default: from the extension of -o, else json with --json, else toml)");
+                  "toml|json|csv|cpp, or tunableop: PyTorch TunableOp's results file of the cuBLASLt winners "
+                  "(default: from the extension of -o, else json with --json, else toml)");
+  sub->add_option("--torch-version", torch_version,
+                  "tunableop: the PyTorch version that reads the file (its PT_VERSION validator, e.g. 2.15.0; 2.14 "
+                  "or later)");
+  sub->add_option("--cublaslt-version", cublaslt_version,
+                  "tunableop: the CUBLASLT_VERSION validator, cublasLtGetVersion() of the PyTorch process (default: "
+                  "the version the results were tuned with)");
   sub->add_option("-o,--output", output, "file to write (replaced atomically; default: standard output)");
   sub->add_option("--device", device, "only the results of this device (its name as `gemmtune devices` prints it)");
   sub->add_flag("--include-replay", include_replay,
@@ -78,21 +164,28 @@ static Command add_export(CLI::App& app, Globals& g) {
   sub->add_option("--recording", recording,
                   "instead of a table: the measurements of this tune (its tune_id, as `tune --json` prints it) as a "
                   "replay recording (JSON, for `tune --replay` and bench_search); source families only");
-  return {sub, [&g] {
+  return {sub, [&g, sub] {
             if (!recording.empty()) return export_recording(g, recording, output);
+            if (format == "tunableop") {
+              if (sub->count("--namespace") > 0) throw InputError("--namespace is for --format cpp");
+              return export_tunableop(g, output, device, include_replay, torch_version, cublaslt_version);
+            }
+            for (const char* flag : {"--torch-version", "--cublaslt-version"})
+              if (sub->count(flag) > 0) throw InputError(fmt::format("{} is for --format tunableop", flag));
             TableFormat f = TableFormat::toml;
             if (!format.empty())
-              f = parse_table_format(format, "--format");
+              try {
+                f = parse_table_format(format, "--format");
+              } catch (const InputError&) {
+                throw InputError(fmt::format("--format: unknown format '{}' (expected toml, json, csv, cpp or tunableop)",
+                                             format));
+              }
             else if (auto e = output.empty() ? std::nullopt : format_of_extension(output))
               f = *e;
             else if (g.json)
               f = TableFormat::json;
-            fs::path db = g.db_path();
-            std::error_code ec;
-            if (!fs::exists(db, ec))
-              throw InputError(fmt::format("--db: there is no results store at {} (tune first, or name one with --db)",
-                                           db.string()));
-            Store store = Store::open_readonly(db);
+            Store store = open_store(g, output);
+            fs::path db = store.path();
             ExportOptions o;
             if (!device.empty()) o.device = device;
             o.include_replay = include_replay;

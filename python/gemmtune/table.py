@@ -1,0 +1,240 @@
+"""A tuned lookup table at run time: what to run for a problem, and running it.
+
+Every answer comes from the C API (gemmtune_choice, gemmtune_gemm), so it is the runtime
+library's answer: the one a C or C++ program gets from the same table.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from . import _capi
+from .errors import InvalidArgumentError, NoGpuError
+
+DTYPES = {"f32": 0, "tf32": 1, "f16": 2, "bf16": 3}
+LAYOUTS = {"nn": 0, "nt": 1, "tn": 2, "tt": 3}
+MATCHES = {0: "exact", 1: "nearest", 2: "default"}
+ELEMENT_BYTES = {"f32": 4, "tf32": 4, "f16": 2, "bf16": 2}
+
+_TEXT_CAP = 1024  # config names and "how" texts are far shorter
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the table answers for a problem: match is "exact", "nearest" or "default" (as
+    `gemmtune lookup` says), config the canonical name of the config, how the way it was
+    found ("nearest (from 4096x4096x4096)")."""
+
+    match: str
+    config: str
+    how: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of the table, with the fields of an entry of an exported table."""
+
+    device: str = ""
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    dtype: str = ""
+    out_dtype: str = ""
+    layout: str = ""
+    align: int = 0
+    family: str = ""
+    config: str = ""
+    params: str = ""
+    time_us: float = 0.0
+    tflops: float = 0.0
+    family_version: str = ""
+    source_hash: str = ""
+    measured_at: str = ""
+    arch: str = ""
+    driver: str = ""
+    cuda_runtime: str = ""
+    nvrtc: str = ""
+    library: str = ""
+    gemmtune_version: str = ""
+    row_uuid: str = ""
+    origin: str = ""
+    replay: bool = False
+    extra: Dict[str, Any] = field(default_factory=dict, compare=False)  # fields newer than this package
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Entry":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in d.items() if k in known}, extra={k: v for k, v in d.items() if k not in known})
+
+    @property
+    def shape(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+
+def _enum(value: str, table: Dict[str, int], what: str) -> int:
+    if value not in table:
+        raise InvalidArgumentError(f"{what}: '{value}' is not one of {', '.join(table)}")
+    return table[value]
+
+
+def _problem(m: int, n: int, k: int, dtype: str, out_dtype: Optional[str], layout: str,
+             lda: Optional[int], ldb: Optional[int], ldc: Optional[int]) -> _capi.GemmArgs:
+    """The C API's arguments; leading dimensions default to tight ones."""
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise InvalidArgumentError(f"{name}: {v!r} is not an int")
+    g = _capi.GemmArgs()
+    g.m, g.n, g.k = m, n, k
+    g.in_dtype = _enum(dtype, DTYPES, "dtype")
+    out = out_dtype if out_dtype is not None else ("f32" if dtype == "tf32" else dtype)
+    g.out_dtype = _enum(out, DTYPES, "out_dtype")
+    g.layout = _enum(layout, LAYOUTS, "layout")
+    a_t, b_t = layout[0] == "t", layout[1] == "t"
+    g.lda = lda if lda is not None else (m if a_t else k)
+    g.ldb = ldb if ldb is not None else (k if b_t else n)
+    g.ldc = ldc if ldc is not None else n
+    return g
+
+
+class Table:
+    """A table that `gemmtune export` wrote (TOML or JSON), loaded by the runtime library.
+
+    Table.load(path) uses the current GPU; where there is none it loads the table as a dry
+    run (lookups work, gemm() raises NoGpuError) and says why in no_gpu_reason.
+    """
+
+    def __init__(self, handle: int, path: str, no_gpu_reason: str = ""):
+        self._handle = ctypes.c_void_p(handle)
+        self.path = path
+        self.no_gpu_reason = no_gpu_reason
+        lib = _capi.load()
+        device, dry = ctypes.c_int32(), ctypes.c_int32()
+        arch, name = ctypes.create_string_buffer(64), ctypes.create_string_buffer(_TEXT_CAP)
+        _capi.check(lib.gemmtune_runtime_info(self._handle, ctypes.byref(device), ctypes.byref(dry), arch,
+                                              len(arch), name, len(name)))
+        self.dry_run = bool(dry.value)
+        self.device: Optional[int] = None if self.dry_run else device.value  # the CUDA ordinal
+        self.arch = arch.value.decode()
+        self.device_name = name.value.decode()  # whose entries it uses ("": every entry)
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"], *, device: Optional[int] = None,
+             dry_run: Optional[bool] = None, arch: Optional[str] = None, device_name: Optional[str] = None,
+             plugin_dirs: Optional[Sequence[str]] = None, cache_dir: Optional[str] = None,
+             default_family: Optional[str] = None) -> "Table":
+        """Loads the table and the plugins.
+
+        device: the CUDA ordinal (default: the current device). dry_run: True looks up and
+        builds without a GPU; False needs one; None (default) uses the GPU when there is one.
+        arch: the architecture a dry run builds for (sm_90). device_name: whose entries to
+        use (default: the GPU's name; a dry run: every entry). plugin_dirs, cache_dir,
+        default_family: as gemmtune_options (defaults: the library's plugins, the user's
+        cache, naive).
+        """
+        lib = _capi.load()
+        o = _capi.Options()
+        lib.gemmtune_options_init(ctypes.byref(o))
+        keep = []  # the encoded strings must outlive the call
+
+        def text(v: Optional[str]) -> Optional[bytes]:
+            if v is None:
+                return None
+            b = os.fsencode(v)
+            keep.append(b)
+            return b
+
+        if device is not None:
+            o.device = device
+        o.arch = text(arch)
+        o.device_name = text(device_name)
+        o.plugin_dirs = text(":".join(os.fspath(d) for d in plugin_dirs)) if plugin_dirs else None
+        o.cache_dir = text(cache_dir)
+        o.default_family = text(default_family)
+        path = os.fspath(path)
+        handle = ctypes.c_void_p()
+        reason = ""
+        o.dry_run = 1 if dry_run else 0
+        status = lib.gemmtune_create(os.fsencode(path), ctypes.byref(o), ctypes.byref(handle))
+        if status == NoGpuError.status and dry_run is None:
+            reason = lib.gemmtune_last_error().decode("utf-8", "replace")
+            o.dry_run = 1
+            status = lib.gemmtune_create(os.fsencode(path), ctypes.byref(o), ctypes.byref(handle))
+        _capi.check(status)
+        return cls(handle.value, path, reason)
+
+    def close(self) -> None:
+        """Frees the handle (also when the object is collected)."""
+        if self._handle.value:
+            _capi.load().gemmtune_destroy(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __enter__(self) -> "Table":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _live(self) -> ctypes.c_void_p:
+        if not self._handle.value:
+            raise InvalidArgumentError(f"the table {self.path} was closed")
+        return self._handle
+
+    def lookup(self, m: int, n: int, k: int, *, dtype: str = "f32", out_dtype: Optional[str] = None,
+               layout: str = "nn", align: Optional[int] = None, lda: Optional[int] = None,
+               ldb: Optional[int] = None, ldc: Optional[int] = None) -> Choice:
+        """The config the table answers for C = A·B (M×N, reduction over K): the answer of
+        `gemmtune lookup --table PATH --shape MxNxK --dtype ... --layout ...`.
+
+        dtype: f32, tf32, f16, bf16; out_dtype: default the input type (f32 for tf32);
+        layout: nn, nt, tn, tt as on the command line. align: the alignment of the operands
+        in bytes (default: what the leading dimensions allow, as for cudaMalloc'ed buffers).
+        The first lookup of a problem also builds its config (NVRTC, through the cache).
+        """
+        g = _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
+        if align is not None:
+            if align not in (1, 2, 4, 8, 16):
+                raise InvalidArgumentError(f"align: {align!r} is not 1, 2, 4, 8 or 16")
+            # The C API takes the alignment from the pointers: pointers at that alignment.
+            g.a = g.b = g.c = align
+        match = ctypes.c_int32()
+        config, how = ctypes.create_string_buffer(_TEXT_CAP), ctypes.create_string_buffer(_TEXT_CAP)
+        lib = _capi.load()
+        _capi.check(lib.gemmtune_choice(self._live(), ctypes.byref(g), ctypes.byref(match), config, len(config),
+                                        how, len(how)))
+        return Choice(MATCHES.get(match.value, str(match.value)), config.value.decode(), how.value.decode())
+
+    def entries(self) -> List[Entry]:
+        """The table's entries, in its order."""
+        out = ctypes.c_char_p()
+        _capi.check(_capi.load().gemmtune_table_json(self._live(), ctypes.byref(out)))
+        return [Entry.from_json(e) for e in json.loads(out.value.decode())["entries"]]
+
+    def gemm(self, m: int, n: int, k: int, a: int, b: int, c: int, *, dtype: str = "f32",
+             out_dtype: Optional[str] = None, layout: str = "nn", lda: Optional[int] = None,
+             ldb: Optional[int] = None, ldc: Optional[int] = None, stream: int = 0) -> None:
+        """C = A·B on device pointers a, b, c (ints) and a cudaStream_t (int; 0: the default
+        stream), asynchronous like a kernel launch. Leading dimensions in elements, default
+        tight. The table's GPU must be the current device."""
+        if self.dry_run:
+            raise NoGpuError(f"the table {self.path} was loaded as a dry run"
+                             + (f" ({self.no_gpu_reason})" if self.no_gpu_reason else "") + ": gemm needs a GPU")
+        g = _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
+        for name, p in (("a", a), ("b", b), ("c", c)):
+            if not isinstance(p, int) or p <= 0:
+                raise InvalidArgumentError(f"{name}: {p!r} is not a device pointer (a positive int)")
+        g.a, g.b, g.c = a, b, c
+        _capi.check(_capi.load().gemmtune_gemm(self._live(), ctypes.byref(g), ctypes.c_void_p(stream or None)))
+
+    def __repr__(self) -> str:
+        where = "dry run" if self.dry_run else f"GPU {self.device}"
+        return f"gemmtune.Table({self.path!r}, {where}, {self.arch})"
