@@ -35,6 +35,9 @@ class Options(ctypes.Structure):
         ("arch", ctypes.c_char_p),
         ("device_name", ctypes.c_char_p),
         ("default_family", ctypes.c_char_p),
+        ("exact_device", ctypes.c_int32),
+        ("max_distance", ctypes.c_double),
+        ("decode_max_m", ctypes.c_int64),
     ]
 
 

@@ -22,14 +22,10 @@ NEAREST_AND_DEFAULT = [
     (2048, 2048, 2048, "f32", "nn"),
     (1, 4096, 4096, "bf16", "nn"),      # an entry, for good measure
 ]
-# Where they differ today: without a GPU, `lookup` answers the nearest cuBLASLt entry
-# ("not checked on this machine"), while the runtime passes over every cuBLASLt entry it
-# cannot check and answers a farther one it can. Issue 27 makes lookup and the runtime one
-# answering path; then these pass, and strict xfail fails here until the marks go.
-ISSUE_27 = pytest.mark.xfail(strict=True, reason="issue 27: lookup and the runtime answer unchecked cuBLASLt "
-                                                 "entries differently without a GPU")
-DISAGREE_WITHOUT_GPU = [(4000, 4096, 4096, "bf16", "nn"), (32, 4096, 4096, "bf16", "nn"),
-                        (8, 4096, 4096, "bf16", "nn"), (1, 64, 128, "bf16", "nn")]
+# Nearest cuBLASLt entries that the lookup cannot check without a GPU: lookup and the runtime
+# answer them through the one answering path (issue 27), so they agree there too.
+NEAREST_UNCHECKED = [(4000, 4096, 4096, "bf16", "nn"), (32, 4096, 4096, "bf16", "nn"),
+                     (8, 4096, 4096, "bf16", "nn"), (1, 64, 128, "bf16", "nn")]
 
 
 def cli_lookup(cli: str, m: int, n: int, k: int, dtype: str, layout: str) -> dict:
@@ -58,8 +54,6 @@ def test_shapes_no_entry_has_as_the_cli_answers_them(llm_table, cli, m, n, k, dt
     assert c.match in ("exact", "nearest", "default")
 
 
-@pytest.mark.parametrize("m,n,k,dtype,layout", DISAGREE_WITHOUT_GPU)
-def test_nearest_cublaslt_entries_as_the_cli_answers_them(llm_table, cli, m, n, k, dtype, layout, request):
-    if llm_table.dry_run:
-        request.applymarker(ISSUE_27)
+@pytest.mark.parametrize("m,n,k,dtype,layout", NEAREST_UNCHECKED)
+def test_nearest_cublaslt_entries_as_the_cli_answers_them(llm_table, cli, m, n, k, dtype, layout):
     check_parity(llm_table, cli, m, n, k, dtype, layout)
