@@ -287,6 +287,34 @@ const std::vector<std::pair<std::string, std::string>>& result_columns() {
   return cols;
 }
 
+// The decision columns of `winners` (schema v3), in order. D is Decision or const Decision.
+template <class IO, class D>
+void decision_fields(IO& io, D& d) {
+  io.boolean("tie", d.tie);
+  io.text("tie_with", d.tie_with);
+  io.text("runner_up", d.runner_up);
+  io.real("margin", d.margin);
+}
+
+const std::vector<std::pair<std::string, std::string>>& decision_columns() {
+  static const auto cols = [] {
+    Namer n;
+    Decision d;
+    decision_fields(n, d);
+    return n.cols;
+  }();
+  return cols;
+}
+
+// The decision columns to SELECT from a store of schema `version`: before v3 a winner's decision
+// reads as no tie, no runner-up, an unknown margin.
+std::string decision_list(int version = kStoreSchemaVersion, const char* prefix = "w.") {
+  if (version < 3) return "0 AS tie, '' AS tie_with, '' AS runner_up, NULL AS margin";
+  std::string s;
+  for (auto& [name, type] : decision_columns()) s += (s.empty() ? "" : ", ") + std::string(prefix) + name;
+  return s;
+}
+
 // The columns to SELECT from a store of schema `version`: a v1 store (read-only: a writable
 // one is upgraded on opening) has no time_center, and every v1 figure was the median.
 std::string column_list(int version = kStoreSchemaVersion) {
@@ -436,10 +464,9 @@ struct Store::Impl {
     return rows.front();
   }
   std::vector<Winner> query_winners(const std::string& cond, const Where& w) const {
-    Stmt st(db, std::string("SELECT w.device_name, w.m, w.n, w.k, w.in_dtype, w.out_dtype, w.layout, w.align, "
-                            "w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id "
-                            "FROM winners w JOIN results r ON r.row_uuid = w.row_uuid") +
-                    cond);
+    Stmt st(db, "SELECT w.device_name, w.m, w.n, w.k, w.in_dtype, w.out_dtype, w.layout, w.align, "
+                "w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id, " +
+                    decision_list(version) + " FROM winners w JOIN results r ON r.row_uuid = w.row_uuid" + cond);
     w.bind(st.get());
     std::vector<Winner> out;
     while (st.step()) {
@@ -454,6 +481,7 @@ struct Store::Impl {
       rd.text("time_utc", x.time_utc);
       rd.real("time_unix", x.time_unix);
       rd.integer("id", x.row_id);
+      decision_fields(rd, x.decision);
       out.push_back(std::move(x));
     }
     std::sort(out.begin(), out.end(), [](const Winner& a, const Winner& b) {
@@ -475,7 +503,8 @@ struct Store::Impl {
   void put_winner(const Winner& x) {
     Stmt st(db,
             "INSERT OR REPLACE INTO winners (device_name, m, n, k, in_dtype, out_dtype, layout, align, family, "
-            "config_name, row_uuid, note, time_utc, time_unix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "config_name, row_uuid, note, time_utc, time_unix, " + decision_list(kStoreSchemaVersion, "") +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     bind_key(st.get(), 1, x.key);
     Binder b{st.get(), 9};
     b.text("family", x.family);
@@ -484,6 +513,7 @@ struct Store::Impl {
     b.text("note", x.note);
     b.text("time_utc", x.time_utc);
     b.real("time_unix", x.time_unix);
+    decision_fields(b, x.decision);
     st.step();
   }
 };
@@ -583,6 +613,13 @@ const char* kRoofsDdl =
     "  time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
     "  PRIMARY KEY (device_name, name)\n)";
 
+// The decision columns of `winners` as DDL lines ("  tie INTEGER NOT NULL ...,\n" ...).
+std::string decisions_ddl() {
+  std::string s;
+  for (auto& [name, type] : decision_columns()) s += fmt::format("  {} {},\n", name, type);
+  return s;
+}
+
 void create_schema(sqlite3* db) {
   exec(db, fmt::format("PRAGMA application_id = {}", kApplicationId));
   exec(db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
@@ -597,8 +634,9 @@ void create_schema(sqlite3* db) {
                        "  config_name TEXT NOT NULL,\n"
                        "  row_uuid TEXT NOT NULL REFERENCES results (row_uuid),\n"
                        "  note TEXT NOT NULL, time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
+                       "{}"
                        "  PRIMARY KEY ({}, family)\n)",
-                       kKeyCols));
+                       decisions_ddl(), kKeyCols));
   exec(db, kRoofsDdl);
   auto [now, unix_now] = utc_now();
   (void)unix_now;
@@ -624,6 +662,59 @@ void exec_retrying(sqlite3* db, const std::string& sql) {
     if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > until)
       throw RuntimeFailure(fmt::format("SQLite: {} (in: {})", msg, sql));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// The schema's upgrades, in order: step `to` turns a store of schema to - 1 into one of schema
+// `to`, in place, keeping every row and winner. A new schema version is one more step here.
+struct Migration {
+  int to;
+  void (*apply)(sqlite3* db);
+};
+
+// v1 -> v2: the figure's statistic (time_center); every v1 figure was the median.
+void add_time_center(sqlite3* db) {
+  for (auto& [name, type] : result_columns())
+    if (name == "time_center") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+}
+
+// v2 -> v3: the winners' decisions as columns. A v2 store said a decision's tie only in its
+// note, which v2 wrote in two fixed forms ("tie with CONFIG (...", "tie between F1 and F2..."):
+// read once, here, into the columns. Its runner-up (beyond a tie) and margin were not kept:
+// '' and NULL (unknown).
+void add_decision_columns(sqlite3* db) {
+  for (auto& [name, type] : decision_columns()) {
+    const bool not_null = type.find("NOT NULL") != std::string::npos;
+    const char* fill = !not_null ? "" : type.rfind("TEXT", 0) == 0 ? " DEFAULT ''" : " DEFAULT 0";
+    exec(db, fmt::format("ALTER TABLE winners ADD COLUMN {} {}{}", name, type, fill));
+  }
+  exec(db, "UPDATE winners SET tie = 1, tie_with = substr(note, 10, instr(note, ' (') - 10) "
+           "WHERE note LIKE 'tie with % (%'");
+  exec(db, "UPDATE winners SET tie = 1, tie_with = rtrim(substr(note, instr(note, ' and ') + 5, "
+           "CASE WHEN instr(note, ':') > 0 THEN instr(note, ':') - instr(note, ' and ') - 5 ELSE length(note) END)) "
+           "WHERE note LIKE 'tie between % and %'");
+  exec(db, "UPDATE winners SET runner_up = tie_with WHERE tie = 1");
+}
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}};
+  return steps;
+}
+
+// Brings a writable store to kStoreSchemaVersion, one step per transaction; several processes
+// may open the store at once: each step is taken by the first to hold the write lock, the
+// others find it done.
+void migrate(sqlite3* db, const fs::path& file, int& version) {
+  for (const Migration& m : migrations()) {
+    if (version >= m.to) continue;
+    Transaction t(db);
+    classify(db, file, &version);
+    if (version < m.to) {
+      m.apply(db);
+      exec(db, fmt::format("UPDATE meta SET value = '{}' WHERE key = 'schema_version'", m.to));
+      version = m.to;
+    }
+    t.commit();
   }
 }
 
@@ -672,19 +763,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     t.commit();
     classify(impl->db, file, &impl->version);
   }
-  if (impl->version < 2) {
-    // v1 -> v2: the figure's statistic (time_center); every v1 figure was the median. One
-    // process upgrades; the others find it done.
-    Transaction t(impl->db);
-    classify(impl->db, file, &impl->version);
-    if (impl->version < 2) {
-      for (auto& [name, type] : result_columns())
-        if (name == "time_center") exec(impl->db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
-      exec(impl->db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
-    }
-    t.commit();
-    impl->version = 2;
-  }
+  migrate(impl->db, file, impl->version);
   exec(impl->db, kRoofsDdl);
   return impl;
 }
@@ -853,7 +932,7 @@ int64_t Store::count_stale(const Problem& p, const std::string& device_name, con
 // Winners
 
 void Store::set_winner(const ResultKey& key, const std::string& family, const std::string& config_name,
-                       int64_t row_id, const std::string& note) {
+                       int64_t row_id, const std::string& note, const Decision& decision) {
   if (impl_->readonly) throw RuntimeFailure(fmt::format("{}: the store is open read-only", impl_->path.string()));
   std::lock_guard lock(impl_->mu);
   Transaction t(impl_->db);
@@ -875,6 +954,7 @@ void Store::set_winner(const ResultKey& key, const std::string& family, const st
   w.config_name = config_name;
   w.row_id = row_id;
   w.row_uuid = row->row_uuid;
+  w.decision = decision;
   w.note = note;
   std::tie(w.time_utc, w.time_unix) = utc_now();
   impl_->put_winner(w);
@@ -1165,9 +1245,12 @@ void from_json(const nlohmann::json& j, StoredRow& r) {
 }
 
 void to_json(nlohmann::json& j, const Winner& w) {
+  const Decision& d = w.decision;
   j = {{"key", w.key},           {"family", w.family},     {"config_name", w.config_name},
        {"row_id", w.row_id},     {"row_uuid", w.row_uuid}, {"note", w.note},
-       {"time_utc", w.time_utc}, {"time_unix", w.time_unix}};
+       {"time_utc", w.time_utc}, {"time_unix", w.time_unix},
+       {"tie", d.tie},           {"tie_with", d.tie_with}, {"runner_up", d.runner_up},
+       {"margin", std::isfinite(d.margin) ? nlohmann::json(d.margin) : nlohmann::json()}};
 }
 
 void from_json(const nlohmann::json& j, Winner& w) {
@@ -1179,6 +1262,11 @@ void from_json(const nlohmann::json& j, Winner& w) {
   w.note = j.value("note", "");
   w.time_utc = j.value("time_utc", "");
   w.time_unix = j.value("time_unix", 0.0);
+  w.decision.tie = j.value("tie", false);
+  w.decision.tie_with = j.value("tie_with", "");
+  w.decision.runner_up = j.value("runner_up", "");
+  auto m = j.find("margin");
+  w.decision.margin = m != j.end() && m->is_number() ? m->get<double>() : kNaN;
 }
 
 }  // namespace gt
