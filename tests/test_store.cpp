@@ -123,6 +123,19 @@ void raw_sql(const fs::path& db, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
+// The schema version a store's meta table states, read with SQLite alone.
+std::string schema_version(const fs::path& db) {
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  std::string v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
 // The contents of a store, independent of its local row ids: rows by uuid, winners.
 json snapshot(const Store& s) {
   json rows = json::object();
@@ -585,14 +598,7 @@ TEST_CASE("store: decisions are columns, and a v2 store is migrated to them in p
   auto all = Store::open_readonly(merged).winner(k, kAllFamilies);
   REQUIRE(all);
   CHECK(all->decision.tie_with == "fam_b");
-  sqlite3* h = nullptr;
-  REQUIRE(sqlite3_open(p.c_str(), &h) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == std::to_string(kStoreSchemaVersion));
-  sqlite3_finalize(st);
-  sqlite3_close(h);
+  CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
 }
 
 TEST_CASE("store: files that are not stores are refused and left unchanged", "[store]") {
@@ -661,14 +667,7 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       require_same_row(rows[0], r);
       CHECK(rows[1].m.time.center == Center::mean);
     }
-    sqlite3* h = nullptr;
-    REQUIRE(sqlite3_open(p.c_str(), &h) == SQLITE_OK);
-    sqlite3_stmt* st = nullptr;
-    REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == std::to_string(kStoreSchemaVersion));
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
   }
   SECTION("a store of a newer schema") {
     fs::path p = tmp.path / "newer.db";

@@ -277,13 +277,17 @@ void row_fields(IO& io, R& r) {
   io.text("host", r.prov.host);
 }
 
+// The (name, SQL type) of each column a list of fields names, in order.
+template <class T, class Fields>
+std::vector<std::pair<std::string, std::string>> columns_of(Fields fields) {
+  Namer n;
+  T t;
+  fields(n, t);
+  return n.cols;
+}
+
 const std::vector<std::pair<std::string, std::string>>& result_columns() {
-  static const auto cols = [] {
-    Namer n;
-    StoredRow r;
-    row_fields(n, r);
-    return n.cols;
-  }();
+  static const auto cols = columns_of<StoredRow>([](Namer& n, StoredRow& r) { row_fields(n, r); });
   return cols;
 }
 
@@ -297,12 +301,7 @@ void decision_fields(IO& io, D& d) {
 }
 
 const std::vector<std::pair<std::string, std::string>>& decision_columns() {
-  static const auto cols = [] {
-    Namer n;
-    Decision d;
-    decision_fields(n, d);
-    return n.cols;
-  }();
+  static const auto cols = columns_of<Decision>([](Namer& n, Decision& d) { decision_fields(n, d); });
   return cols;
 }
 
