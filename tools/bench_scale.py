@@ -6,9 +6,11 @@ store and sharing one compile cache:
   0. `--devices all` to fill the compile cache (not timed: both timed runs start warm, so the
      comparison is of measuring, which is what more GPUs share out);
   1. `--devices 0`  (the single-GPU path);
-  2. `--devices all` (one worker per GPU, finalists re-timed on GPU 0).
-Prints the wall time of each, the speed-up, and per problem the winning family / config and
-its time from both runs (the winners are decided on GPU 0 in both).
+  2. `--devices all` (one worker per GPU; each problem explored, re-timed and decided on the GPU
+     that took it).
+Prints the wall time of each, the speed-up, per problem the winning family / config and its
+time from both runs (with the GPU that decided it in the second), and the second run's
+cross-GPU check: the same winners timed on every GPU.
 
 Usage: tools/bench_scale.py [--gemmtune build/gemmtune] [--budget 40] [--problems 8]
 Needs a GPU; with one GPU both runs are the same path and the speed-up is about 1.
@@ -79,6 +81,12 @@ def main():
     print(f"{'cache fill (--devices all)':<34} {warm_wall:>7.1f}s {'':>9}")
     print(f"{'--devices 0':<34} {one_wall:>7.1f}s {1.0:>8.2f}x")
     print(f"{'--devices all':<34} {all_wall:>7.1f}s {one_wall / all_wall:>8.2f}x")
+    for c in ja.get("consistency", []):
+        per = ", ".join(f"GPU {g['gpu']} {g['time_us']['value']:.1f} us" if g["status"] == "ok" else f"GPU {g['gpu']} {g['status']}"
+                        for g in c["per_gpu"])
+        spread = c.get("spread")
+        print(f"cross-GPU check: {c['problem']} {c['family']} (decided on GPU {c['decided_on']}): {per}"
+              + (f"; {100 * spread:.1f} % apart" if spread is not None else ""))
     w1, wa = winners(j1), winners(ja)
     print(f"\n{'problem':<34} {'winner (--devices 0)':<36} {'us':>9}   {'winner (--devices all)':<36} {'us':>9} {'ratio':>6}")
     same = 0
