@@ -219,15 +219,19 @@ Recording recording_from_store(const Store& store, const std::string& tune_id,
       Space s = space_of(r.family, r.problem);
       rs = &rec.space_for(dev, r.problem, r.family, r.prov.family_version, s.params(), r.time_utc);
     }
+    // A replayed row's times and re-timings are the simulation's, not measurements: a
+    // recording of a replay keeps only what the replay was given, the exploration figures.
     auto known = rs->recorded(r.config);
     if (!known) {
       RecordedResult x;
       x.explored = Outcome{r.m.status, r.m.status == Status::ok ? r.m.time_us() : kNaN, r.m.message};
       x.quick = r.m.quick;
-      x.compile_s = r.m.compiled_from_cache ? 0.0 : r.m.compile_s;
-      x.measure_s = r.m.measure_s;
+      if (!r.replay) {
+        x.compile_s = r.m.compiled_from_cache ? 0.0 : r.m.compile_s;
+        x.measure_s = r.m.measure_s;
+      }
       rs->record(r.config, x);
-    } else if (!known->retimed && r.m.status == Status::ok && known->explored.status == Status::ok) {
+    } else if (!r.replay && !known->retimed && r.m.status == Status::ok && known->explored.status == Status::ok) {
       known->retimed = r.m.time;  // the config's second row: the finalists' re-timing
       rs->record(r.config, *known);
     }

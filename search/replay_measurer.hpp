@@ -81,7 +81,8 @@ Provenance replay_provenance(const Recording& rec, const std::string& family, co
 // What a tune run (tune_id) measured, as a recording: one space per (problem, family), per
 // config its exploration outcome (the config's first row of the run) with its compile and
 // measure seconds, and its finalists' re-timing (the config's second row of the run, where
-// there is one); the devices' roofs from the store; the run's compile threads.
+// there is one); the devices' roofs from the store; the run's compile threads. Of replayed
+// rows only the exploration outcome (their times and re-timings were simulated).
 Recording recording_from_store(const Store& store, const std::string& tune_id,
                                const std::function<Space(const std::string&, const Problem&)>& space_of,
                                unsigned compile_threads = 0);

@@ -727,3 +727,65 @@ TEST_CASE("compare --config honours the job's per-family budgets", "[replay][cli
   CHECK(explored("") == 20);
   CHECK(explored("[tune.budget.wmma]\nevaluations = 7\n") == 7);
 }
+
+// `tune --record` (recording_from_store): per config its first row of the run as the
+// exploration, with its compile and measure seconds, its second as the finalists' re-timing;
+// the store's roofs of the device. Replayed rows give their exploration figure only.
+TEST_CASE("a run's rows become a recording with re-timings, times and roofs", "[replay][store]") {
+  test::TempDir tmp;
+  Store store = Store::open(tmp.path / "r.db");
+  RecordedSpace rs = small_space();
+  Space space = rs.space();
+  const Problem p = rs.problem();
+  Provenance prov;
+  prov.device_name = kDevice.name;
+  prov.device_uuid = kDevice.uuid;
+  prov.arch = kDevice.arch;
+  prov.family = "register_tile";
+  prov.family_version = "1.0";
+  auto row = [&](const Config& c, Status st, double us, bool quick, bool replay) {
+    Measurement m;
+    m.status = st;
+    m.quick = quick;
+    if (st == Status::ok) m.time = summarize({us, us, us});
+    m.compile_s = 1.5;
+    m.measure_s = 0.25;
+    store.insert(measured_row(p, space, c, m, prov, replay ? "replayed" : "run", replay));
+  };
+  row({64, 0}, Status::ok, 800, true, false);
+  row({64, 1}, Status::ok, 640, true, false);
+  row({64, 0}, Status::ok, 830, false, false);  // its finalists' re-timing
+  row({128, 0}, Status::verify_failed, 12, true, false);
+  row({64, 1}, Status::ok, 650, true, true);
+  RoofRow roof;
+  roof.device_name = kDevice.name;
+  roof.name = "fp32_fma";
+  roof.value = 6e13;
+  roof.unit = "FLOP/s";
+  roof.how = "test";
+  store.put_roof(roof);
+  auto space_of = [&](const std::string&, const Problem&) { return space; };
+  Recording rec = recording_from_store(store, "run", space_of, 12);
+  CHECK(rec.compile_threads == 12);
+  REQUIRE(rec.roofs().size() == 1);
+  CHECK(rec.roofs()[0].value == 6e13);
+  REQUIRE(rec.spaces().size() == 1);
+  const RecordedSpace& s = rec.spaces()[0];
+  CHECK(s.size() == 3);
+  auto a = s.recorded({64, 0});
+  REQUIRE(a);
+  CHECK(a->explored.median_us == 800);
+  CHECK(a->quick);
+  CHECK(a->compile_s == 1.5);
+  CHECK(a->measure_s == 0.25);
+  REQUIRE(a->retimed);
+  CHECK(a->retimed->value() == 830);
+  CHECK_FALSE(s.recorded({64, 1})->retimed);
+  CHECK(s.recorded({128, 0})->explored.status == Status::verify_failed);
+  // A replay's own rows: the figure it was given, no times.
+  Recording again = recording_from_store(store, "replayed", space_of);
+  auto b = again.spaces().at(0).recorded({64, 1});
+  REQUIRE(b);
+  CHECK(b->explored.median_us == 650);
+  CHECK(std::isnan(b->measure_s));
+}

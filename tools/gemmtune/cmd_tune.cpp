@@ -315,6 +315,10 @@ int run_tune(Globals& g, TuneArgs& a) {
   if (!a.record.empty()) {
     search::Recording out = search::recording_from_store(session.store(), o.tune_id, session.spaces(),
                                                          session.pool() ? session.pool()->threads() : 0);
+    if (const search::Recording* src = session.recording()) {  // a replay's: the roofs it was given
+      out.roofs() = src->roofs();
+      out.compile_threads = src->compile_threads;
+    }
     out.save(a.record);
     if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
   }
