@@ -80,8 +80,9 @@ struct JobPlan {
   std::vector<int> devices;             // GPU indices (empty with all_devices: every GPU)
   bool all_devices = false;
   bool devices_flag = false;            // the GPUs came from --devices (for messages)
-  // Problems whose winners are timed on every GPU of a multi-GPU run (run.hpp).
-  size_t consistency_sample = 4;
+  // Problems whose winners are timed on every GPU of a multi-GPU run (run.hpp); unset: one
+  // per GPU (the first each decided).
+  std::optional<size_t> consistency_sample;
 };
 
 // Resolves and checks the plan; InputError naming the flag, or the job's file, line and key.

@@ -51,7 +51,7 @@ RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const R
     }
   });
   res.stopped = stopped();
-  if (gpus.size() > 1 && plan.consistency_sample > 0 && !res.stopped)
+  if (gpus.size() > 1 && plan.consistency_sample.value_or(gpus.size()) > 0 && !res.stopped)
     res.consistency = check_consistency(plan, gpus, ctx, res);
   return res;
 }
@@ -63,9 +63,10 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
   // The sample: the first problem each GPU decided (by the plan's order), then the next ones,
   // up to the plan's sample size; each its problem's winner.
   std::vector<ConsistencySample> sample;
-  for (size_t round = 0; sample.size() < plan.consistency_sample; ++round) {
+  const size_t want = plan.consistency_sample.value_or(gpus.size());
+  for (size_t round = 0; sample.size() < want; ++round) {
     bool any = false;
-    for (size_t g = 0; g < gpus.size() && sample.size() < plan.consistency_sample; ++g) {
+    for (size_t g = 0; g < gpus.size() && sample.size() < want; ++g) {
       size_t seen = 0;
       for (size_t i = 0; i < done.outcomes.size(); ++i) {
         if (done.gpu_of[i] != int(g) || !done.outcomes[i] || done.outcomes[i]->winner < 0) continue;

@@ -2,8 +2,8 @@
 // one GPU (ratios are taken within a GPU, never across two), and the problems are handed out
 // as the GPUs free up: a GPU that finishes a problem takes the next one not yet started. No
 // GPU waits for another. Afterwards, with more than one GPU, cross-GPU consistency is checked
-// on a sample: the winners of a few problems (the first each GPU decided) are timed on every
-// GPU, and the spread is reported.
+// on a sample: the winners of a few problems (by default the first each GPU decided) are timed
+// on every GPU, and the spread is reported.
 #pragma once
 
 #include "plan.hpp"

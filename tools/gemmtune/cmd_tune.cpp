@@ -71,7 +71,7 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                   "decided on one GPU, problems handed out as GPUs free up)");
   sub->add_option("--consistency", a.consistency,
                   "with several GPUs: time this many problems' winners on every GPU afterwards and report the spread "
-                  "(default 4; 0: none)");
+                  "(default: one per GPU, the first it decided; 0: none)");
   sub->add_option("--shard", a.shard,
                   "I/N: tune only the problems whose index in the job is I modulo N (else from SLURM_ARRAY_TASK_ID, "
                   "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID); combine the shards' stores with `gemmtune merge`");
@@ -323,8 +323,11 @@ int run_tune(Globals& g, TuneArgs& a) {
     if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
   }
   nlohmann::json problems = nlohmann::json::array();
-  for (auto& po : res.outcomes)
-    if (po) problems.push_back(problem_json(*po, session.replay()));
+  for (size_t i = 0; i < res.outcomes.size(); ++i)
+    if (res.outcomes[i]) {
+      problems.push_back(problem_json(*res.outcomes[i], session.replay()));
+      problems.back()["gpu"] = session.measurer(size_t(res.gpu_of[i])).device().index;  // the GPU that decided it
+    }
   if (!g.json)
     fmt::print("\n{} of {} problem(s) in {}{}{}\n", problems.size(), plan.mine.size(), human_seconds(total),
                g_stop ? " (interrupted: stopped after the measurement in flight)" : "", label);
