@@ -326,7 +326,8 @@ int run_tune(Globals& g, TuneArgs& a) {
   for (size_t i = 0; i < res.outcomes.size(); ++i)
     if (res.outcomes[i]) {
       problems.push_back(problem_json(*res.outcomes[i], session.replay()));
-      problems.back()["gpu"] = session.measurer(size_t(res.gpu_of[i])).device().index;  // the GPU that decided it
+      const int gpu = session.measurer(size_t(res.gpu_of[i])).device().index;  // the GPU that decided it
+      problems.back()["gpu"] = session.replay() ? nlohmann::json() : nlohmann::json(gpu);
     }
   if (!g.json)
     fmt::print("\n{} of {} problem(s) in {}{}{}\n", problems.size(), plan.mine.size(), human_seconds(total),
