@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace gt::search {
@@ -16,6 +17,25 @@ std::string Budget::reason(const Progress& p) const {
     return fmt::format("{:g} % of the valid space", 100 * max_fraction);
   if (p.since_improvement >= patience) return fmt::format("no improvement in {} evaluations", patience);
   return "";
+}
+
+uint64_t Budget::remaining(const Progress& p, uint64_t in_flight) const {
+  const uint64_t used = p.evaluations + in_flight;
+  uint64_t r = std::numeric_limits<uint64_t>::max();
+  if (max_evaluations < r) r = max_evaluations > used ? max_evaluations - used : 0;
+  if (max_fraction < 1.0 && p.valid_space) {
+    const auto cap = uint64_t(std::ceil(max_fraction * double(p.valid_space)));
+    r = std::min(r, cap > used ? cap - used : 0);
+  }
+  return r;
+}
+
+uint64_t Budget::planned(uint64_t valid_space) const {
+  uint64_t n = valid_space;
+  if (max_evaluations < std::numeric_limits<uint64_t>::max()) n = n ? std::min(n, max_evaluations) : max_evaluations;
+  if (max_fraction < 1.0 && valid_space)
+    n = std::min<uint64_t>(n, uint64_t(std::ceil(max_fraction * double(valid_space))));
+  return n;
 }
 
 std::string Budget::describe() const {

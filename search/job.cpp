@@ -112,6 +112,49 @@ struct Ctx {
   }
 };
 
+// [tune]: how the job's problems are searched.
+void parse_tune(const Ctx& ctx, const toml::node& tn, Job& job) {
+  const toml::table* t = tn.as_table();
+  if (!t) ctx.fail(tn, "[tune] must be a table");
+  ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "min_gain", "dist",
+                         "families", "budget"},
+                "[tune]");
+  JobSettings& s = job.settings;
+  s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
+  if (s.strategy) job.where.emplace("strategy", ctx.at(*t->get("strategy")));
+  static_cast<JobBudget&>(s) = ctx.budget(*t);
+  if (const toml::node* bn = t->get("budget")) {
+    const toml::table* bt = bn->as_table();
+    if (!bt) ctx.fail(*bn, "[tune.budget] must be a table of family tables ([tune.budget.FAMILY])");
+    for (auto& [fam, node] : *bt) {
+      const toml::table* ft = node.as_table();
+      if (!ft) ctx.fail(node, fmt::format("tune.budget.{} must be a table ([tune.budget.{}])", fam.str(), fam.str()));
+      std::string where = fmt::format("[tune.budget.{}]", fam.str());
+      ctx.only_keys(*ft, {"evaluations", "seconds", "fraction", "patience"}, where);
+      JobBudget b = ctx.budget(*ft);
+      if (!b.evaluations && !b.seconds && !b.fraction && !b.patience)
+        ctx.fail(node, fmt::format("{} sets nothing (give evaluations, seconds, fraction or patience)", where));
+      s.family_budgets[std::string(fam.str())] = b;
+      job.where.emplace("budget:" + std::string(fam.str()), ctx.at(node));
+    }
+  }
+  s.seed = ctx.get<uint64_t>(*t, "seed", "a whole number");
+  s.quick = ctx.get<bool>(*t, "quick", "true or false");
+  s.finalists = ctx.get<int>(*t, "finalists", "a whole number");
+  s.min_gain = ctx.get<double>(*t, "min_gain", "a number (percent)");
+  if (s.min_gain && !(*s.min_gain >= 0 && *s.min_gain <= 99))
+    ctx.fail(*t->get("min_gain"), "'min_gain' must be a percentage from 0 to 99");
+  s.dist = ctx.get<std::string>(*t, "dist", "a string");
+  if (s.dist) {
+    try {
+      parse_distribution(s.dist->c_str());
+    } catch (const InputError& e) {
+      ctx.fail(*t->get("dist"), e.what());
+    }
+  }
+  s.families = ctx.strings(*t, "families");
+}
+
 }  // namespace
 
 Job parse_job(std::string_view text, const std::string& source_name) {
@@ -129,47 +172,7 @@ Job parse_job(std::string_view text, const std::string& source_name) {
   ctx.only_keys(root, {"name", "description", "tune", "problems"}, "the job");
   job.name = ctx.get<std::string>(root, "name", "a string").value_or(std::filesystem::path(source_name).stem().string());
   job.description = ctx.get<std::string>(root, "description", "a string").value_or("");
-  if (const toml::node* tn = root.get("tune")) {
-    const toml::table* t = tn->as_table();
-    if (!t) ctx.fail(*tn, "[tune] must be a table");
-    ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "min_gain", "dist",
-                           "families", "budget"},
-                  "[tune]");
-    JobSettings& s = job.settings;
-    s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
-    if (s.strategy) job.where.emplace("strategy", ctx.at(*t->get("strategy")));
-    static_cast<JobBudget&>(s) = ctx.budget(*t);
-    if (const toml::node* bn = t->get("budget")) {
-      const toml::table* bt = bn->as_table();
-      if (!bt) ctx.fail(*bn, "[tune.budget] must be a table of family tables ([tune.budget.FAMILY])");
-      for (auto& [fam, node] : *bt) {
-        const toml::table* ft = node.as_table();
-        if (!ft) ctx.fail(node, fmt::format("tune.budget.{} must be a table ([tune.budget.{}])", fam.str(), fam.str()));
-        std::string where = fmt::format("[tune.budget.{}]", fam.str());
-        ctx.only_keys(*ft, {"evaluations", "seconds", "fraction", "patience"}, where);
-        JobBudget b = ctx.budget(*ft);
-        if (!b.evaluations && !b.seconds && !b.fraction && !b.patience)
-          ctx.fail(node, fmt::format("{} sets nothing (give evaluations, seconds, fraction or patience)", where));
-        s.family_budgets[std::string(fam.str())] = b;
-        job.where.emplace("budget:" + std::string(fam.str()), ctx.at(node));
-      }
-    }
-    s.seed = ctx.get<uint64_t>(*t, "seed", "a whole number");
-    s.quick = ctx.get<bool>(*t, "quick", "true or false");
-    s.finalists = ctx.get<int>(*t, "finalists", "a whole number");
-    s.min_gain = ctx.get<double>(*t, "min_gain", "a number (percent)");
-    if (s.min_gain && !(*s.min_gain >= 0 && *s.min_gain <= 99))
-      ctx.fail(*t->get("min_gain"), "'min_gain' must be a percentage from 0 to 99");
-    s.dist = ctx.get<std::string>(*t, "dist", "a string");
-    if (s.dist) {
-      try {
-        parse_distribution(s.dist->c_str());
-      } catch (const InputError& e) {
-        ctx.fail(*t->get("dist"), e.what());
-      }
-    }
-    s.families = ctx.strings(*t, "families");
-  }
+  if (const toml::node* tn = root.get("tune")) parse_tune(ctx, *tn, job);
   const toml::node* pn = root.get("problems");
   if (!pn) throw InputError(fmt::format("{}: no [[problems]]: a job needs at least one problem set", source_name));
   const toml::array* arr = pn->as_array();

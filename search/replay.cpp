@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -17,7 +18,7 @@ namespace gt::search {
 using nlohmann::json;
 
 struct RecordedSpace::Results {
-  std::map<uint64_t, std::pair<Config, Outcome>> by_index;
+  std::map<uint64_t, std::pair<Config, RecordedResult>> by_index;
 };
 
 namespace {
@@ -162,6 +163,50 @@ struct Reader {
     if (j.contains("message")) o.message = str(j, where, "message");
     return o;
   }
+
+  double seconds(const json& j, const std::string& where, const char* key) const {
+    if (!j.contains(key)) return kNaN;
+    const json& v = j.at(key);
+    if (!v.is_number() || !(v.get<double>() >= 0))
+      fail(sub(where, key), fmt::format("expected a number of seconds, got {}", v.dump()));
+    return v.get<double>();
+  }
+
+  // A result of version 2: the exploration outcome and what else was recorded of it.
+  RecordedResult result(const json& j, const std::string& where) const {
+    RecordedResult r;
+    r.explored = outcome(j, where);
+    if (j.contains("quick")) {
+      if (!j.at("quick").is_boolean()) fail(sub(where, "quick"), "expected true or false");
+      r.quick = j.at("quick").get<bool>();
+    }
+    r.compile_s = seconds(j, where, "compile_s");
+    r.measure_s = seconds(j, where, "measure_s");
+    if (j.contains("retimed")) {
+      Stats st;
+      try {
+        st = j.at("retimed").get<Stats>();
+      } catch (const std::exception& e) {
+        fail(sub(where, "retimed"), fmt::format("not a timing's statistics: {}", e.what()));
+      }
+      if (!(st.value() > 0 && std::isfinite(st.value())))
+        fail(sub(where, "retimed"), "a re-timing needs a positive figure");
+      r.retimed = st;
+    }
+    return r;
+  }
+
+  RoofRow roof(const json& j, const std::string& where) const {
+    RoofRow r;
+    r.device_name = str(j, where, "device");
+    r.name = str(j, where, "name");
+    const json& v = at(j, where, "value");
+    if (!v.is_number() || !(v.get<double>() > 0)) fail(sub(where, "value"), "expected a positive number");
+    r.value = v.get<double>();
+    r.unit = str(j, where, "unit");
+    if (j.contains("how")) r.how = str(j, where, "how");
+    return r;
+  }
 };
 
 json param_json(const Param& p) {
@@ -232,7 +277,7 @@ Space RecordedSpace::space() const {
     auto idx = index_in(params, c);
     auto it = idx ? results->by_index.find(*idx) : results->by_index.end();
     if (it == results->by_index.end()) return fmt::format("not recorded on {} for {}", device, key);
-    const Outcome& o = it->second.second;
+    const Outcome& o = it->second.second.explored;
     if (refused(o.status))
       return fmt::format("recorded as {} on {}: {}", to_string(o.status), device,
                          o.message.empty() ? "(no message)" : o.message);
@@ -242,11 +287,28 @@ Space RecordedSpace::space() const {
 }
 
 std::optional<Outcome> RecordedSpace::lookup(const Config& c) const {
+  auto r = recorded(c);
+  if (!r) return std::nullopt;
+  return r->explored;
+}
+
+std::optional<RecordedResult> RecordedSpace::recorded(const Config& c) const {
   auto idx = index_in(params_, c);
   if (!idx) return std::nullopt;
   auto it = results_->by_index.find(*idx);
   if (it == results_->by_index.end()) return std::nullopt;
   return it->second.second;
+}
+
+std::optional<double> RecordedSpace::retime_ratio() const {
+  std::vector<double> ratios;
+  for (auto& [idx, r] : results_->by_index) {
+    const RecordedResult& x = r.second;
+    if (x.retimed && x.explored.status == Status::ok) ratios.push_back(x.retimed->value() / x.explored.median_us);
+  }
+  if (ratios.empty()) return std::nullopt;
+  std::nth_element(ratios.begin(), ratios.begin() + std::ptrdiff_t(ratios.size() / 2), ratios.end());
+  return ratios[ratios.size() / 2];
 }
 
 Objective RecordedSpace::objective() const {
@@ -255,22 +317,35 @@ Objective RecordedSpace::objective() const {
     auto idx = index_in(params, c);
     auto it = idx ? results->by_index.find(*idx) : results->by_index.end();
     if (it == results->by_index.end()) return {Status::cannot_implement, kNaN, "not recorded on " + device};
-    return it->second.second;
+    return it->second.second.explored;
   };
 }
 
-void RecordedSpace::add(const Config& c, Outcome o) { results_->by_index[index_of(c)] = {c, std::move(o)}; }
+void RecordedSpace::add(const Config& c, Outcome o) {
+  RecordedResult r;
+  r.explored = std::move(o);
+  record(c, std::move(r));
+}
+
+void RecordedSpace::record(const Config& c, RecordedResult r) { results_->by_index[index_of(c)] = {c, std::move(r)}; }
 
 size_t RecordedSpace::size() const { return results_->by_index.size(); }
 
 size_t RecordedSpace::valid_count() const {
   size_t n = 0;
-  for (auto& [idx, r] : results_->by_index) n += !refused(r.second.status);
+  for (auto& [idx, r] : results_->by_index) n += !refused(r.second.explored.status);
   return n;
 }
 
 std::vector<std::pair<Config, Outcome>> RecordedSpace::results() const {
   std::vector<std::pair<Config, Outcome>> out;
+  out.reserve(results_->by_index.size());
+  for (auto& [idx, r] : results_->by_index) out.emplace_back(r.first, r.second.explored);
+  return out;
+}
+
+std::vector<std::pair<Config, RecordedResult>> RecordedSpace::recorded_results() const {
+  std::vector<std::pair<Config, RecordedResult>> out;
   out.reserve(results_->by_index.size());
   for (auto& [idx, r] : results_->by_index) out.push_back(r);
   return out;
@@ -294,9 +369,16 @@ Recording Recording::from_json(const json& j, const std::string& source) {
   Reader r{source};
   if (!j.is_object()) r.fail("top level", fmt::format("expected an object, got {}", type_name(j)));
   std::string format = r.str(j, "top level", "format");
-  if (format != kReplayFormat)
-    r.fail("format", fmt::format("'{}' is not a format this build reads ('{}')", format, kReplayFormat));
+  if (format != kReplayFormat && format != kReplayFormatV1)
+    r.fail("format", fmt::format("'{}' is not a format this build reads ('{}' or '{}')", format, kReplayFormat,
+                                 kReplayFormatV1));
   Recording rec;
+  rec.format = format;
+  if (j.contains("compile_threads")) rec.compile_threads = unsigned(std::max<int64_t>(0, r.integer(j, "top level", "compile_threads")));
+  if (j.contains("roofs")) {
+    const json& roofs = r.array(j, "top level", "roofs");
+    for (size_t i = 0; i < roofs.size(); ++i) rec.roofs_.push_back(r.roof(roofs[i], fmt::format("roofs[{}]", i)));
+  }
   const json& spaces = r.array(j, "top level", "spaces");
   for (size_t si = 0; si < spaces.size(); ++si) {
     std::string w = fmt::format("spaces[{}]", si);
@@ -329,7 +411,7 @@ Recording Recording::from_json(const json& j, const std::string& source) {
         if (!params[k].index_of(c[k]))
           r.fail(fmt::format("{}.config[{}]", rw, k), fmt::format("{}={} is not one of its values", params[k].name, c[k]));
       // A config measured twice keeps its later result (a re-measurement).
-      space.add(c, r.outcome(results[ri], rw));
+      space.record(c, r.result(results[ri], rw));
     }
     rec.spaces_.push_back(std::move(space));
   }
@@ -342,11 +424,18 @@ json Recording::to_json() const {
     json params = json::array();
     for (auto& p : s.params()) params.push_back(param_json(p));
     json results = json::array();
-    for (auto& [c, o] : s.results())
-      results.push_back({{"config", c},
-                         {"status", to_string(o.status)},
-                         {"median_us", std::isfinite(o.median_us) ? json(o.median_us) : json(nullptr)},
-                         {"message", o.message}});
+    for (auto& [c, x] : s.recorded_results()) {
+      const Outcome& o = x.explored;
+      json rj = {{"config", c},
+                 {"status", to_string(o.status)},
+                 {"median_us", std::isfinite(o.median_us) ? json(o.median_us) : json(nullptr)},
+                 {"message", o.message},
+                 {"quick", x.quick}};
+      if (std::isfinite(x.compile_s)) rj["compile_s"] = x.compile_s;
+      if (std::isfinite(x.measure_s)) rj["measure_s"] = x.measure_s;
+      if (x.retimed) rj["retimed"] = *x.retimed;
+      results.push_back(std::move(rj));
+    }
     spaces.push_back({{"recorded", s.recorded()},
                       {"device", {{"name", s.device().name}, {"uuid", s.device().uuid}, {"arch", s.device().arch}}},
                       {"problem", problem_json(s.problem())},
@@ -355,7 +444,12 @@ json Recording::to_json() const {
                       {"params", std::move(params)},
                       {"results", std::move(results)}});
   }
-  return {{"format", kReplayFormat}, {"spaces", std::move(spaces)}};
+  json roofs = json::array();
+  for (auto& r : roofs_)
+    roofs.push_back({{"device", r.device_name}, {"name", r.name}, {"value", r.value}, {"unit", r.unit}, {"how", r.how}});
+  json out = {{"format", kReplayFormat}, {"roofs", std::move(roofs)}, {"spaces", std::move(spaces)}};
+  if (compile_threads) out["compile_threads"] = compile_threads;
+  return out;
 }
 
 void Recording::save(const std::filesystem::path& file) const {
@@ -414,8 +508,24 @@ void Recording::merge(const Recording& other) {
     if (!same_params(s->params(), o.params()))
       throw InputError(fmt::format("cannot merge {} {} {} on {}: the two recordings have other parameter lists",
                                    o.family(), o.family_version(), o.problem().key(), o.device().name));
-    for (auto& [c, r] : o.results()) s->add(c, r);
+    for (auto& [c, r] : o.recorded_results()) s->record(c, r);
   }
+  for (auto& theirs : other.roofs_) {
+    auto mine = std::find_if(roofs_.begin(), roofs_.end(), [&](const RoofRow& r) {
+      return r.device_name == theirs.device_name && r.name == theirs.name;
+    });
+    if (mine != roofs_.end()) *mine = theirs;
+    else roofs_.push_back(theirs);
+  }
+  if (!compile_threads) compile_threads = other.compile_threads;
+}
+
+std::vector<Problem> Recording::problems() const {
+  std::vector<Problem> out;
+  for (auto& s : spaces_)
+    if (std::none_of(out.begin(), out.end(), [&](const Problem& p) { return p.key() == s.problem().key(); }))
+      out.push_back(s.problem());
+  return out;
 }
 
 std::string iso_time_now() {

@@ -1,22 +1,35 @@
 // Replay: recorded measurements stand in for the GPU. A recording holds, per (device,
 // problem, family), the family's parameters and the outcome of every config measured; the
-// tuner and bench_search use it as the objective, with no GPU.
+// tuner (through ReplayMeasurer, a simulation of the recorded run) and bench_search use it
+// with no GPU.
 //
-// File format (JSON):
-//   {"format":"gemmtune-replay/1", "spaces":[ {"recorded":"<ISO time>",
+// File format (JSON), version 2:
+//   {"format":"gemmtune-replay/2",
+//    "compile_threads": 16,                       (optional: the recording run's compile pool)
+//    "roofs":[{"device":"NVIDIA H200","name":"tensor_f16","value":6.88e14,"unit":"FLOP/s",
+//              "how":"..."}, ...],                 (optional: the device's measured roofs)
+//    "spaces":[ {"recorded":"<ISO time>",
 //     "device":{"name":"NVIDIA H200","uuid":"GPU-...","arch":"sm_90"},
 //     "problem":{"m":4096,"n":4096,"k":4096,"in":"f32","out":"f32","layout":"nn","align":16},
 //     "family":"register_tile","family_version":"1.0",
 //     "params":[{"name":"bm","help":"...","values":[64,128],"labels":[],"default":1}, ...],
-//     "results":[{"config":[128,...],"status":"ok","median_us":123.4,"message":""}, ...] } ] }
-// status: to_string(Status); median_us: the measurement's figure (the median, or the mean for a
-// row timed at the power cap: docs/measurement.md), null when there is no time. "problem" may also
+//     "results":[{"config":[128,...],"status":"ok","median_us":123.4,"message":"",
+//                 "quick":true, "compile_s":1.8, "measure_s":0.06,
+//                 "retimed":{Stats as JSON}}, ...] } ] }
+// status: to_string(Status); median_us: the exploration measurement's figure (the median, or
+// the mean for a row timed at the power cap: docs/measurement.md), null when there is no time;
+// quick: whether that was a quick timing; compile_s: what its compile cost the run (0 from the
+// cache); measure_s: the GPU's seconds verifying and timing it; retimed: the finalists'
+// re-timing, where the config was a finalist. Those four are optional. "problem" may also
 // carry "lda", "ldb", "ldc" (default: tight).
+// Version 1 ("gemmtune-replay/1") is version 2 without the optional keys: it still loads, and
+// its figures are exploration timings with no times recorded.
 #pragma once
 
 #include "driver.hpp"
 #include "problem.hpp"
 #include "space.hpp"
+#include "store.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -29,7 +42,17 @@
 
 namespace gt::search {
 
-inline constexpr const char* kReplayFormat = "gemmtune-replay/1";
+inline constexpr const char* kReplayFormat = "gemmtune-replay/2";
+inline constexpr const char* kReplayFormatV1 = "gemmtune-replay/1";
+
+// One config as recorded.
+struct RecordedResult {
+  Outcome explored;              // the exploration measurement
+  bool quick = true;             // timed quickly (version 1: assumed, the default of a tune)
+  std::optional<Stats> retimed;  // the finalists' re-timing, where it was a finalist
+  double compile_s = kNaN;       // seconds its compile cost the run (0: from the cache; NaN: not recorded)
+  double measure_s = kNaN;       // the GPU's seconds verifying and timing it (NaN: not recorded)
+};
 
 struct RecordedDevice {
   std::string name;  // "NVIDIA H200"
@@ -61,18 +84,27 @@ class RecordedSpace {
   // this object is gone and sees results added later.
   Space space() const;
 
-  // The recorded outcome of a config (nullopt: not recorded).
+  // The recorded exploration outcome of a config (nullopt: not recorded).
   std::optional<Outcome> lookup(const Config& c) const;
+  // Everything recorded of a config (nullopt: not recorded).
+  std::optional<RecordedResult> recorded(const Config& c) const;
+  // The median of re-timed / explored figure over the configs recorded with both: how much
+  // slower the finalists' re-timing read than their exploration (e.g. at the sustained clock
+  // against the boost clock). nullopt when no config has both.
+  std::optional<double> retime_ratio() const;
   // lookup() as an objective: an unrecorded config is cannot_implement ("not recorded").
   Objective objective() const;
 
   // Records (or replaces) the outcome of a config. InputError when the config is not in
   // the parameter lists.
   void add(const Config& c, Outcome o);
+  // Records (or replaces) everything recorded of a config (add: its exploration outcome alone).
+  void record(const Config& c, RecordedResult r);
   size_t size() const;         // configs recorded
   size_t valid_count() const;  // of those, not cannot_implement / resources
-  // Every recorded (config, outcome), in raw index order.
+  // Every recorded (config, exploration outcome), in raw index order.
   std::vector<std::pair<Config, Outcome>> results() const;
+  std::vector<std::pair<Config, RecordedResult>> recorded_results() const;
 
  private:
   struct Results;
@@ -98,6 +130,16 @@ class Recording {
 
   std::vector<RecordedSpace>& spaces() { return spaces_; }
   const std::vector<RecordedSpace>& spaces() const { return spaces_; }
+  // The recording devices' measured roofs (`gemmtune roofs`; RoofRow::device_name names the
+  // device): the simulation never reports a figure above them.
+  std::vector<RoofRow>& roofs() { return roofs_; }
+  const std::vector<RoofRow>& roofs() const { return roofs_; }
+  // The recording run's compile threads (0: not recorded): a replay compiles ahead with as many.
+  unsigned compile_threads = 0;
+  // The format it was read from (kReplayFormat when made here).
+  std::string format = kReplayFormat;
+  // The distinct problems recorded, in the recording's order.
+  std::vector<Problem> problems() const;
 
   // The space recorded for a problem key (Problem::key()) and family; with a device uuid,
   // only on that device. The first match, or nullptr.
@@ -111,11 +153,13 @@ class Recording {
                            const std::string& family_version, const std::vector<Param>& params,
                            const std::string& recorded = "");
   // Adds every result of `other`: into the matching space (same device uuid, problem key,
-  // family and version; other's outcome wins per config), or as a new space.
+  // family and version; other's outcome wins per config), or as a new space; and its roofs
+  // (other's win per device and name).
   void merge(const Recording& other);
 
  private:
   std::vector<RecordedSpace> spaces_;
+  std::vector<RoofRow> roofs_;
 };
 
 // Now as an ISO 8601 UTC time ("2026-11-29T10:43:00Z"), for RecordedSpace::recorded.

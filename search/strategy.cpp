@@ -8,9 +8,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace gt::search {
 
 std::vector<std::string> strategy_names() { return {"exhaustive", "random", "anneal", "genetic", "bayes"}; }
+
+static std::string known_strategies() {
+  std::string known;
+  for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
+  return known;
+}
 
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const Space& space, uint64_t seed,
                                         std::vector<Config> first) {
@@ -19,9 +27,13 @@ std::unique_ptr<Strategy> make_strategy(std::string_view name, const Space& spac
   if (name == "anneal") return std::make_unique<Annealing>(space, seed, std::move(first));
   if (name == "genetic") return std::make_unique<Genetic>(space, seed, std::move(first));
   if (name == "bayes") return std::make_unique<BayesOpt>(space, seed, std::move(first));
-  std::string known;
-  for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError(fmt::format("--strategy: unknown strategy '{}' (known: {})", name, known));
+  throw InputError(fmt::format("--strategy: unknown strategy '{}' (known: {})", name, known_strategies()));
+}
+
+void require_strategy(const std::string& name, const std::string& where) {
+  auto names = strategy_names();
+  if (name == "auto" || std::find(names.begin(), names.end(), name) != names.end()) return;
+  throw InputError(fmt::format("{}: unknown strategy '{}' (known: auto, {})", where, name, known_strategies()));
 }
 
 }  // namespace gt::search

@@ -37,5 +37,8 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const Space& space, uint64_t seed,
                                         std::vector<Config> first = {});
 std::vector<std::string> strategy_names();
+// InputError "WHERE: unknown strategy 'NAME' (known: auto, exhaustive, ...)" unless NAME is
+// "auto" or one of strategy_names().
+void require_strategy(const std::string& name, const std::string& where);
 
 }  // namespace gt::search

@@ -244,11 +244,48 @@ void BayesOpt::fit(const MatrixXd& x, const VectorXd& y, const VectorXd& extra_n
   log_sn2_ = best_theta[d + 1];
 }
 
-std::vector<Config> BayesOpt::model_proposals(size_t want) {
-  // The model's target is the normal score of each time's rank among the successes, not
-  // the time itself: GEMM times have a long tail of slow configs that would otherwise set
-  // the scale and drown the few-percent differences near the optimum. A failure scores as
-  // the slowest success (less trusted).
+namespace {
+// The batch: each pick the candidate of highest expected improvement, then the kriging
+// believer's variance update for the candidates left.
+std::vector<Config> pick_batch(const std::vector<Config>& cands, const VectorXd& mu, VectorXd var, const MatrixXd& xc,
+                               const MatrixXd& vmat, double sf2, double sn2, double best, size_t want) {
+  const Eigen::Index nc = Eigen::Index(cands.size());
+  std::vector<Config> out;
+  std::vector<char> chosen(size_t(nc), 0);
+  std::vector<VectorXd> updates;  // rank-one variance updates of the batch chosen so far
+  while (out.size() < want) {
+    Eigen::Index pick = -1;
+    double best_ei = -1;
+    for (Eigen::Index j = 0; j < nc; ++j) {
+      if (chosen[size_t(j)]) continue;
+      double ei = expected_improvement(best, mu[j], var[j] + sn2);
+      if (ei > best_ei || (ei == best_ei && mu[j] < mu[pick])) {
+        best_ei = ei;
+        pick = j;
+      }
+    }
+    if (pick < 0) break;
+    chosen[size_t(pick)] = 1;
+    out.push_back(cands[size_t(pick)]);
+    if (out.size() == want) break;
+    // Condition on the picked config observed at its mean: the posterior covariance with
+    // it, minus the earlier picks' share, shrinks every candidate's variance.
+    VectorXd cov = kernel(xc, xc.row(pick), sf2) - vmat.transpose() * vmat.col(pick);
+    for (auto& u : updates) cov -= u * u[pick];
+    VectorXd u = cov / std::sqrt(var[pick] + sn2);
+    var = (var - u.cwiseAbs2()).cwiseMax(1e-12);
+    updates.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace
+
+// The model's target is the normal score of each time's rank among the successes, not the
+// time itself: GEMM times have a long tail of slow configs that would otherwise set the scale
+// and drown the few-percent differences near the optimum. A failure scores as the slowest
+// success (less trusted). *best: the best score.
+std::vector<double> BayesOpt::scores(double* best) const {
   std::vector<size_t> ranked;
   for (size_t i = 0; i < observed_.size(); ++i)
     if (observed_[i].ok) ranked.push_back(i);
@@ -257,11 +294,15 @@ std::vector<Config> BayesOpt::model_proposals(size_t want) {
   std::vector<double> ys(observed_.size());
   const double n_ok = double(ranked.size());
   for (size_t r = 0; r < ranked.size(); ++r) ys[ranked[r]] = norm_quantile((double(r) + 0.5) / n_ok);
-  const double best = ys[ranked.front()], worst = ys[ranked.back()];
+  *best = ys[ranked.front()];
+  const double worst = ys[ranked.back()];
   for (size_t i = 0; i < observed_.size(); ++i)
     if (!observed_[i].ok) ys[i] = worst;
+  return ys;
+}
 
-  // Training set: everything, or the best half of the cap plus a random draw of the rest.
+// Training set: everything, or the best half of the cap plus a random draw of the rest.
+std::vector<size_t> BayesOpt::training_set(const std::vector<double>& ys) {
   std::vector<size_t> order(observed_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -277,6 +318,13 @@ std::vector<Config> BayesOpt::model_proposals(size_t want) {
     std::shuffle(rest.begin(), rest.end(), rng_);
     train.insert(train.end(), rest.begin(), rest.begin() + (kMaxTrain - kMaxTrain / 2));
   }
+  return train;
+}
+
+std::vector<Config> BayesOpt::model_proposals(size_t want) {
+  double best = 0;
+  const std::vector<double> ys = scores(&best);
+  const std::vector<size_t> train = training_set(ys);
   const Eigen::Index n = Eigen::Index(train.size()), d = Eigen::Index(dims_.size());
   auto gather = [&](const std::vector<size_t>& idx, MatrixXd* x, VectorXd* y, VectorXd* e) {
     x->resize(Eigen::Index(idx.size()), d);
@@ -348,33 +396,7 @@ std::vector<Config> BayesOpt::model_proposals(size_t want) {
   MatrixXd vmat = llt_all.matrixL().solve(kc);
   VectorXd var = (VectorXd::Constant(nc, sf2) - vmat.colwise().squaredNorm().transpose()).cwiseMax(1e-12);
 
-  std::vector<Config> out;
-  std::vector<char> chosen(size_t(nc), 0);
-  std::vector<VectorXd> updates;  // rank-one variance updates of the batch chosen so far
-  while (out.size() < want) {
-    Eigen::Index pick = -1;
-    double best_ei = -1;
-    for (Eigen::Index j = 0; j < nc; ++j) {
-      if (chosen[size_t(j)]) continue;
-      double ei = expected_improvement(best, mu[j], var[j] + sn2);
-      if (ei > best_ei || (ei == best_ei && mu[j] < mu[pick])) {
-        best_ei = ei;
-        pick = j;
-      }
-    }
-    if (pick < 0) break;
-    chosen[size_t(pick)] = 1;
-    out.push_back(cands[size_t(pick)]);
-    if (out.size() == want) break;
-    // Condition on the picked config observed at its mean: the posterior covariance with
-    // it, minus the earlier picks' share, shrinks every candidate's variance.
-    VectorXd cov = kernel(xc, xc.row(pick), sf2) - vmat.transpose() * vmat.col(pick);
-    for (auto& u : updates) cov -= u * u[pick];
-    VectorXd u = cov / std::sqrt(var[pick] + sn2);
-    var = (var - u.cwiseAbs2()).cwiseMax(1e-12);
-    updates.push_back(std::move(u));
-  }
-  return out;
+  return pick_batch(cands, mu, var, xc, vmat, sf2, sn2, best, want);
 }
 
 }  // namespace gt::search

@@ -48,6 +48,8 @@ class BayesOpt : public Strategy {
   std::vector<Config> candidates();
   void fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::VectorXd& extra_noise);
   std::vector<Config> model_proposals(size_t want);
+  std::vector<double> scores(double* best) const;
+  std::vector<size_t> training_set(const std::vector<double>& ys);
 
   const Space& space_;
   std::mt19937_64 rng_;

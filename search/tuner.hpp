@@ -1,13 +1,19 @@
-// The tune loop: for one problem and each family,
-//   strategy proposes -> store answers what it already knows -> NVRTC compiles ahead on a
-//   thread pool -> the measurer verifies and times (in a shuffled order per round) -> the
-//   store records every outcome -> the strategy learns -> budget says when to stop;
-// then the family's finalists are re-timed interleaved, and the families' winners against
-// each other, and the winners are recorded.
+// The tune of one problem, as named phases. For each family:
+//   plan      the space, the strategy, the baseline and the budget (plan_family);
+//   explore   the one search loop (driver.hpp): the store answers what it already knows, NVRTC
+//             compiles ahead on a thread pool, the measurer verifies and times in a shuffled
+//             order per batch, every outcome is stored, the strategy learns (explore);
+//   finalists the fastest distinct configs and the baseline, re-timed interleaved (finalists);
+//   decide    the decision rule (decide.hpp): the baseline stays unless beaten measurably and
+//             by the margin, confirmed against the baseline alone (decide_family).
+// Then the families' winners are re-timed against each other and decided by the same rule,
+// with cuBLASLt as the reference (decide_problem). Everything of one problem runs on the one
+// measurer (GPU) the tuner holds: ratios are taken within a GPU, never across two.
 #pragma once
 
 #include "budget.hpp"
 #include "compiler.hpp"
+#include "decide.hpp"
 #include "measurer.hpp"
 #include "provenance.hpp"
 #include "store.hpp"
@@ -17,7 +23,6 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,16 +77,16 @@ struct FamilyOutcome {
   std::string best_name, best_description;
   Measurement best_m;  // the best's measurement; time = its re-timed statistics
   int64_t best_row = 0;  // its row in the store (0: not stored)
-  bool tie = false;    // the best could not be told apart from the runner-up
-  std::string runner_up;
-  std::string note;    // the winner's note in the store: a tie, or a baseline kept for the margin
+  Decision decision;     // how the rule chose it: a tie (with whom), the runner-up, the margin
+  std::string note;      // the winner's note in the store: a tie, or a baseline kept for the margin
+  std::string figure_note;  // how the measurer had the best's figure, where it says (replay)
 };
 
 struct ProblemOutcome {
   Problem problem;
   std::vector<FamilyOutcome> families;
   int winner = -1;  // index into families, -1 when nothing passed
-  bool tie = false;
+  Decision decision;
   std::string note;
   double seconds = 0;
 };
@@ -96,17 +101,6 @@ struct TuneEvent {
   double elapsed_s, left_s;  // left_s: NaN when unknown
 };
 
-// With several GPUs, finalists of every problem are re-timed on one reference GPU, so that
-// board-to-board variation cannot pick the winner. Tuners on other GPUs share it.
-struct ReferenceGpu {
-  Measurer* measurer = nullptr;
-  std::mutex mu;
-  std::optional<std::string> prepared;  // the problem its buffers hold
-  // When it last finished a measurement: a GPU busy until a moment ago is still in its
-  // sustained clock state and needs no settling before re-timing another GPU's finalists.
-  std::chrono::steady_clock::time_point last_busy{};
-};
-
 // Where the parameter space of a family comes from (a plugin, or a recording in replay).
 using SpaceSource = std::function<Space(const std::string& family, const Problem& p)>;
 // The provenance of measuring a family now (device, toolchain, plugin source, inputs, mode).
@@ -118,28 +112,53 @@ class Tuner {
   // is null in replay.
   Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
         ProvenanceSource provenance, TuneOptions o);
+  ~Tuner();
   // `fixed`: families that measure exactly these configs instead of searching.
   ProblemOutcome tune(const Problem& p, const std::vector<std::string>& families,
                       const std::map<std::string, std::vector<Config>>& fixed = {});
-  // Re-time finalists on this GPU instead of the tuner's own (several GPUs).
-  void set_reference(ReferenceGpu* ref) { reference_ = ref; }
+  // The run's clock: seconds since this tuner began, on the wall clock, or in replay the
+  // seconds the recorded GPU would have spent (Measurer::simulated_seconds).
+  double now() const;
   std::function<void(const TuneEvent&)> on_progress;
   std::function<void(const std::string&)> on_note;  // one-line notes (skips, restarts, stale rows)
 
  private:
+  struct Result;      // a config that passed, with its measurement and row
+  struct FamilyPlan;  // what plan_family settled for one family
+  struct Finalists;   // the configs re-timed at the end, and how
+  class Explorer;     // the search loop's evaluator: store, compile ahead, measure, record
+
   FamilyOutcome tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed);
-  bool is_reference() const;
-  std::unique_lock<std::mutex> hold_measurer();
-  void ensure_problem(const Problem& p);  // the caller holds hold_measurer()
-  void mark_busy();                       // after a measurement on the reference GPU
-  // Re-times candidates on the reference GPU (or this tuner's own).
-  Retimed retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
-  int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
+  // False when the family is skipped (out.skipped says why). The plan's strategy holds its space:
+  // a plan is filled in place, never moved.
+  bool plan_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed, FamilyPlan& plan,
+                   FamilyOutcome& out);
+  std::vector<Result> explore(const Problem& p, FamilyPlan& plan, FamilyOutcome& out);
+  Finalists finalists(const Problem& p, const FamilyPlan& plan, std::vector<Result> ok, FamilyOutcome& out);
+  void decide_family(const Problem& p, const FamilyPlan& plan, Finalists& fin, FamilyOutcome& out);
+  // The confirmation of a family's leader against its baseline alone; nullopt when it stands.
+  std::optional<std::pair<Verdict, std::string>> confirm(const Problem& p, const FamilyPlan& plan, Result& leader,
+                                                         Result& baseline);
+  void decide_problem(ProblemOutcome& po);
+  bool reuse_problem_winner(ProblemOutcome& po, const std::vector<size_t>& idx);
+  void retime_family_winners(ProblemOutcome& po, const std::vector<size_t>& idx);
+
+  // The one question to the store while exploring: a stored measurement of the same build that
+  // stands in for measuring config `c` again (a warm re-tune), or nullopt; *stale_build says
+  // whether one of another build (a host-code change) was passed over.
+  std::optional<StoredRow> reusable(const Problem& p, const FamilyPlan& plan, const Config& c,
+                                    bool* stale_build = nullptr) const;
   // The config's build hash (Family::build_hash) on this tune's device; 0 without a plugin.
   uint64_t build_hash_of(const Problem& p, const std::string& family, const Config& c) const;
-  int64_t record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m, Provenance prov,
+  void ensure_problem(const Problem& p);
+  // Measures one candidate; the first one of a problem that works settles the clock first.
+  Measurement measure_settled(const Candidate& c);
+  Retimed retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
+  int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
+  int64_t record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m, const Provenance& prov,
                          const std::string& what);
   const Family* plugin(const std::string& family) const;
+  bool stopping() const { return o_.stop && o_.stop->load(); }
 
   const PluginRegistry* plugins_;
   Measurer& measurer_;
@@ -148,11 +167,15 @@ class Tuner {
   SpaceSource spaces_;
   ProvenanceSource provenance_;
   TuneOptions o_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::optional<std::string> prepared_;  // key of the problem the measurer holds
   bool settled_ = false;
-  ReferenceGpu* reference_ = nullptr;
 };
 
 std::string describe(const TuneOptions& o);
+
+// A measurement of a config as a row of the store, with the provenance it was made under.
+StoredRow measured_row(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov,
+                       const std::string& tune_id, bool replay);
 
 }  // namespace gt::search

@@ -76,13 +76,13 @@ nlohmann::json read_json(const std::string& file) {
   return nlohmann::json::parse(f);
 }
 
-// Exploration rows (not the finalists' re-timings) per config, of final outcomes: a
-// runtime fault or a timeout may be transient and is measured once more on resume.
+// Exploration rows (quick: not the finalists' and confirmations' full re-timings) per config,
+// of final outcomes: a runtime fault or a timeout may be transient and is measured once more
+// on resume.
 std::map<std::string, int> explored(const Store& s) {
   std::map<std::string, int> n;
   for (auto& r : s.rows())
-    if (r.m.message.rfind("finalist", 0) != 0 && r.m.status != Status::runtime_fault && r.m.status != Status::timeout)
-      ++n[r.config_hash];
+    if (r.m.quick && r.m.status != Status::runtime_fault && r.m.status != Status::timeout) ++n[r.config_hash];
   return n;
 }
 

@@ -2,6 +2,7 @@
 // decides. The family's own first choice (its default here) is always re-timed beside the
 // fastest explored configs, so a config that only looked faster cannot beat it.
 #include "replay_measurer.hpp"
+#include "run.hpp"
 #include "store.hpp"
 #include "test_util.hpp"
 #include "tuner.hpp"
@@ -9,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 
 using namespace gt;
 using namespace gt::search;
@@ -126,12 +128,12 @@ TEST_CASE("a tie goes to the baseline: another config wins only when measurably 
   FamilyOutcome tied = winner(100.0, 0.02);
   REQUIRE(tied.best);
   CHECK(*tied.best == Config{5});
-  CHECK(tied.tie);
+  CHECK(tied.decision.tie);
   // The same medians with +-0.1 % intervals: x=0 is measurably faster and wins.
   FamilyOutcome apart = winner(100.0, 0.001);
   REQUIRE(apart.best);
   CHECK(*apart.best == Config{0});
-  CHECK_FALSE(apart.tie);
+  CHECK_FALSE(apart.decision.tie);
   // Tied configs other than the baseline are still broken by median.
   FamilyOutcome faster = winner(90.0, 0.02);
   REQUIRE(faster.best);
@@ -186,7 +188,7 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
   // 100 vs 101 us with +-2 % intervals: a tie, and the reference family stays.
   ProblemOutcome tied = outcome(100.0, 0.02, "lib");
   CHECK(tied.families[size_t(tied.winner)].family == "lib");
-  CHECK(tied.tie);
+  CHECK(tied.decision.tie);
   CHECK_THAT(tied.note, Catch::Contains("lib kept"));
   // Without a reference family the same tie is broken by median.
   ProblemOutcome by_median = outcome(100.0, 0.02, "");
@@ -195,12 +197,12 @@ TEST_CASE("a tie between families goes to the reference family (cuBLASLt): anoth
   // Measurably faster (+-0.1 %): the hand-written family wins.
   ProblemOutcome apart = outcome(100.0, 0.001, "lib");
   CHECK(apart.families[size_t(apart.winner)].family == "hand");
-  CHECK_FALSE(apart.tie);
+  CHECK_FALSE(apart.decision.tie);
   // With a 2 % margin, 1 % measurably faster is not enough: the reference family stays, and
   // the note says why; 5 % is.
   ProblemOutcome small = outcome(100.0, 0.001, "lib", 0.02);
   CHECK(small.families[size_t(small.winner)].family == "lib");
-  CHECK_FALSE(small.tie);
+  CHECK_FALSE(small.decision.tie);
   CHECK_THAT(small.note, Catch::Contains("hand +1.0 % against lib (switching needs 2 %): lib kept"));
   ProblemOutcome large = outcome(96.0, 0.001, "lib", 0.02);
   CHECK(large.families[size_t(large.winner)].family == "hand");
@@ -245,8 +247,8 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
   CHECK(n_kept == 2);
   CHECK(*kept.best == Config{5});
   CHECK(kept.best_m.time.median == Approx(101.0));  // the confirmation's figure
-  CHECK(kept.runner_up == "toy_x0");
-  CHECK_FALSE(kept.tie);
+  CHECK(kept.decision.runner_up == "toy_x0");
+  CHECK_FALSE(kept.decision.tie);
   CHECK_THAT(kept.note, Catch::Contains("toy_x0 +1.0 % against the baseline in the confirmation (switching needs 2 %)"));
   auto w = store.winner(ResultKey::of("Test GPU", p), "toy");
   REQUIRE(w);
@@ -260,7 +262,7 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
   CHECK(n_warm == 0);
   CHECK(*warm.best == Config{5});
   CHECK(warm.note == kept.note);
-  CHECK_FALSE(warm.tie);
+  CHECK_FALSE(warm.decision.tie);
   // Ahead by 4 % alone (5 % among the finalists): it replaces the baseline, with the
   // confirmation's figure and row.
   test::TempDir tmp2;
@@ -283,7 +285,7 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
   // Overlapping intervals in the confirmation: a tie, the baseline kept.
   auto [tied, n_tied] = tune(96.0, 100.95, 0.02);
   CHECK(*tied.best == Config{5});
-  CHECK(tied.tie);
+  CHECK(tied.decision.tie);
   CHECK_THAT(tied.note, Catch::StartsWith("tie with toy_x0 (overlapping intervals in the confirmation"));
   // No margin: measurably faster among the finalists decides, without a confirmation.
   auto [plain, n_plain] = tune(96.0, 100.0, 0.0);
@@ -291,53 +293,63 @@ TEST_CASE("a config replaces the baseline only by the margin, confirmed against 
   CHECK(*plain.best == Config{0});
 }
 
-TEST_CASE("with several GPUs the reference GPU re-times every finalist; a busy reference is not settled again",
-          "[tune][scale]") {
+TEST_CASE("with several GPUs each problem is explored, re-timed and decided on the GPU that took it", "[tune][scale]") {
   const Problem pa = k512;
   const Problem pb = Problem::make(1024, 512, 512, DType::f32, DType::f32, Layout::nn);
   Toys toys({pa, pb}, {"toy"});
-  // Board 0 (the reference) finds x=2 fastest side by side; board 1 would pick x=0.
-  Board ref(toys.rec, [](const Config& c) { return c[0] == 2 ? 80.0 : 100.0 + double(c[0]); });
-  Board other(toys.rec, [](const Config& c) { return c[0] == 0 ? 40.0 : 100.0 + double(c[0]); });
-  ReferenceGpu reference;
-  reference.measurer = &ref;
-
-  TuneOptions o;
-  o.strategy = "exhaustive";
-  o.finalists = 3;
-  o.tune_id = "test";
-  Tuner t0(nullptr, ref, nullptr, nullptr, toys.spaces(), toys.prov(), o),
-      t1(nullptr, other, nullptr, nullptr, toys.spaces(), toys.prov(), o);
-  t0.set_reference(&reference);
-  t1.set_reference(&reference);
-
-  ProblemOutcome ob = t0.tune(pb, {"toy"});
-  CHECK(ref.settles == 1);  // its own new problem
-  REQUIRE(ob.families.size() == 1);
-  REQUIRE(ob.families[0].best);
-  CHECK(*ob.families[0].best == Config{2});
-
-  SECTION("a reference idle since long is settled before re-timing") {
-    reference.last_busy = {};
-    ProblemOutcome oa = t1.tune(pa, {"toy"});
-    CHECK(other.retimes == 0);
-    CHECK(ref.retimes == 4);  // per problem the finalists and the confirmation against the baseline
-    CHECK(ref.settles == 2);
-    REQUIRE(oa.families[0].best);
-    CHECK(*oa.families[0].best == Config{2});  // decided by the reference, not by board 1
-    CHECK(oa.families[0].best_m.time.median == Approx(80.0));
+  // Board 0 finds x=2 fastest side by side, board 1 x=0: which config wins a problem says which
+  // board re-timed it.
+  Board b0(toys.rec, [](const Config& c) { return c[0] == 2 ? 80.0 : 100.0 + double(c[0]); });
+  Board b1(toys.rec, [](const Config& c) { return c[0] == 0 ? 40.0 : 100.0 + double(c[0]); });
+  test::TempDir tmp;
+  Store store = Store::open(tmp.path / "r.db");
+  auto prov_of = [&](const std::string& uuid) -> ProvenanceSource {
+    return [&, uuid](const std::string& fam, bool quick) {
+      Provenance p = replay_provenance(toys.rec, fam, "normal", quick);
+      p.device_uuid = uuid;
+      return p;
+    };
+  };
+  JobPlan plan;
+  plan.problems = {{pa, {"toy"}, {}}, {pb, {"toy"}, {}}};
+  plan.mine = {0, 1};
+  plan.options.strategy = "exhaustive";
+  plan.options.finalists = 3;
+  plan.options.settle_s = 0;
+  plan.options.tune_id = "multi";
+  plan.consistency_sample = 2;
+  std::vector<RunGpu> gpus = {{&b0, toys.spaces(), prov_of("GPU-b0")}, {&b1, toys.spaces(), prov_of("GPU-b1")}};
+  RunContext ctx;
+  ctx.store = &store;
+  RunResult res = run_plan(plan, gpus, ctx);
+  const Config truth[2] = {Config{2}, Config{0}};
+  for (size_t i = 0; i < 2; ++i) {
+    REQUIRE(res.outcomes[i]);
+    REQUIRE(res.gpu_of[i] >= 0);
+    const size_t g = size_t(res.gpu_of[i]);
+    INFO("problem " << i << " on GPU " << g);
+    REQUIRE(res.outcomes[i]->families[0].best);
+    CHECK(*res.outcomes[i]->families[0].best == truth[g]);  // re-timed on its own GPU
+    // Every row of the tune of this problem (exploration, finalists, confirmation) is its GPU's.
+    RowFilter f = RowFilter::of(ResultKey::of("Test GPU", plan.problems[i].problem));
+    f.tune_id = "multi";
+    auto rows = store.rows(f);
+    CHECK(rows.size() > 8);
+    for (auto& r : rows) CHECK(r.prov.device_uuid == (g == 0 ? "GPU-b0" : "GPU-b1"));
   }
-  SECTION("a reference that measured a moment ago is re-timed on at once, and goes back to its problem unsettled") {
-    reference.last_busy = std::chrono::steady_clock::now();
-    ProblemOutcome oa = t1.tune(pa, {"toy"});
-    CHECK(other.retimes == 0);
-    CHECK(ref.settles == 1);
-    REQUIRE(oa.families[0].best);
-    CHECK(*oa.families[0].best == Config{2});
-    const int set_before = ref.problems_set;
-    t0.tune(pb, {"toy"});  // back to its own problem: prepared again, not settled again
-    CHECK(ref.problems_set == set_before + 1);
-    CHECK(ref.settles == 1);
+  CHECK(b0.retimes + b1.retimes >= 2);
+  // The cross-GPU check: each problem's winner timed once on each GPU, and stored.
+  REQUIRE(res.consistency.size() >= 1);
+  for (auto& s : res.consistency) {
+    REQUIRE(s.per_gpu.size() == 2);
+    CHECK(s.per_gpu[0].status == Status::ok);
+    CHECK(s.per_gpu[1].status == Status::ok);
+    CHECK(std::isfinite(s.spread));
+    RowFilter f = RowFilter::of(ResultKey::of("Test GPU", s.problem));
+    f.tune_id = consistency_tune_id("multi");
+    std::set<std::string> uuids;
+    for (auto& r : store.rows(f)) uuids.insert(r.prov.device_uuid);
+    CHECK(uuids == std::set<std::string>{"GPU-b0", "GPU-b1"});
   }
 }
 
@@ -420,8 +432,8 @@ TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows rea
     REQUIRE(po.families.size() == 1);
     REQUIRE(po.families[0].best);
     CHECK(*po.families[0].best == Config{0});
-    CHECK(po.families[0].tie);
-    CHECK(po.families[0].runner_up == "toy_x1");
+    CHECK(po.families[0].decision.tie);
+    CHECK(po.families[0].decision.runner_up == "toy_x1");
     CHECK(meas.retimes == 2);  // the finalists, then x=0 against the baseline alone
   }
   // Warm: x=0's reused row (150 us) is slower than x=2's and x=3's exploration rows.
@@ -436,6 +448,39 @@ TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows rea
   CHECK(*f.best == Config{0});
   CHECK(f.best_m.time.median == Approx(150.0));
   // The tie is the one the cold re-timing called, not one against an unre-timed row.
-  CHECK(f.tie);
-  CHECK(f.runner_up == "toy_x1");
+  CHECK(f.decision.tie);
+  CHECK(f.decision.runner_up == "toy_x1");
+}
+
+// The one decision rule (search/decide.hpp), on its own: the fastest leads; the reference stays
+// unless beaten measurably and by the margin; the runner-up, tie and margin are data.
+TEST_CASE("the decision rule: a reference stays unless beaten measurably and by the margin", "[tune]") {
+  auto c = [](const std::string& name, double us, double ci) { return Contender{name, flat(us, ci, 8)}; };
+  // No reference: the fastest wins; equal figures by name.
+  Verdict v = decide({c("b", 100, 0.001), c("a", 100, 0.001), c("c", 90, 0.001)}, std::nullopt, 0.02);
+  CHECK(v.winner == 2);
+  CHECK(v.kept == Kept::no);
+  CHECK(v.decision.runner_up == "a");
+  CHECK(v.decision.margin == Approx(100.0 / 90 - 1));
+  CHECK_FALSE(v.decision.tie);
+  // A reference tied with the leader stays; the decision says with whom.
+  v = decide({c("ref", 101, 0.02), c("x", 100, 0.02)}, size_t(0), 0.0);
+  CHECK(v.winner == 0);
+  CHECK(v.kept == Kept::tie);
+  CHECK(v.decision.tie);
+  CHECK(v.decision.tie_with == "x");
+  CHECK(v.decision.margin < 0);
+  // Measurably faster, but below the margin: the reference stays; above it, the leader wins.
+  v = decide({c("ref", 101, 0.001), c("x", 100, 0.001)}, size_t(0), 0.02);
+  CHECK(v.kept == Kept::margin);
+  CHECK(v.winner == 0);
+  CHECK(v.lead == Approx(0.01));
+  CHECK(family_note(v, {c("ref", 101, 0.001), c("x", 100, 0.001)}, 0.02, false) ==
+        "x +1.0 % against the baseline (switching needs 2 %); the baseline kept");
+  v = decide({c("ref", 105, 0.001), c("x", 100, 0.001)}, size_t(0), 0.02);
+  CHECK(v.kept == Kept::no);
+  CHECK(v.winner == 1);
+  CHECK(v.decision.runner_up == "ref");
+  CHECK(v.decision.margin == Approx(0.05));
+  CHECK(problem_note(v, {c("ref", 105, 0.001), c("x", 100, 0.001)}, 0.02).empty());
 }

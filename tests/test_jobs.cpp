@@ -3,6 +3,7 @@
 #include "device.hpp"
 #include "errors.hpp"
 #include "job.hpp"
+#include "plan.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -173,4 +174,69 @@ TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
              Catch::Contains("unknown distribution"));
   CHECK_THAT(error_of("[[problems]]\nshapes = [\"4x4x4\"]\nout_dtype = \"tf32\"\n"), Catch::Contains("not a storage type"));
   CHECK_THROWS_WITH(load_job("/nonexistent/job.toml"), Catch::Contains("cannot read '/nonexistent/job.toml'"));
+}
+
+// The one resolution of a run (search/plan.hpp) that tune, compare and report share: a flag
+// over the job's family budget over its [tune] over the command's default; families from
+// --family, the problem set, [tune], else the command's default; all checked up front.
+TEST_CASE("a job plan resolves flags over per-family budgets over [tune] over the command's default", "[jobs]") {
+  test::TempDir tmp;
+  auto job = tmp.path / "plan.toml";
+  std::ofstream(job) << "[tune]\nstrategy = \"random\"\nevaluations = 30\nseed = 4\nmin_gain = 5\n"
+                        "families = [\"a\", \"b\"]\n"
+                        "[tune.budget.b]\nevaluations = 7\n"
+                        "[[problems]]\nshapes = [\"64x64x64\"]\n"
+                        "[[problems]]\nshapes = [\"128x64x64\"]\nfamilies = [\"c\"]\n";
+  Catalog cat;
+  cat.families = {"a", "b", "c"};
+  PlanRequest r;
+  r.config = job.string();
+  r.shard = "0/1";
+  r.base.budget.max_evaluations = 60;  // compare's default
+  JobPlan plan = resolve_plan(r, cat);
+  CHECK(plan.options.strategy == "random");
+  CHECK(plan.options.seed == 4);
+  CHECK(plan.options.min_gain == Approx(0.05));
+  CHECK(plan.options.budget_for("a").max_evaluations == 30);
+  CHECK(plan.options.budget_for("b").max_evaluations == 7);
+  REQUIRE(plan.problems.size() == 2);
+  CHECK(plan.problems[0].families == std::vector<std::string>{"a", "b"});
+  CHECK(plan.problems[1].families == std::vector<std::string>{"c"});
+  CHECK(plan.mine == std::vector<size_t>{0, 1});
+
+  r.evaluations = 3;  // --budget replaces both
+  r.families = {"c"};
+  r.seed = 9;
+  plan = resolve_plan(r, cat);
+  CHECK(plan.options.budget_for("a").max_evaluations == 3);
+  CHECK(plan.options.budget_for("b").max_evaluations == 3);
+  CHECK(plan.options.seed == 9);
+  CHECK(plan.problems[0].families == std::vector<std::string>{"c"});
+
+  // Without the job's budget: the command's default.
+  PlanRequest one;
+  one.problem = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
+  one.base.budget.max_evaluations = 60;
+  one.default_families = {"a"};
+  one.shard = "0/1";
+  plan = resolve_plan(one, cat);
+  CHECK(plan.options.budget.max_evaluations == 60);
+  CHECK(plan.problems[0].families == std::vector<std::string>{"a"});
+
+  // Checked before any GPU work, naming where.
+  r = PlanRequest{};
+  r.config = job.string();
+  r.shard = "0/1";
+  cat.families = {"a", "c"};
+  CHECK_THROWS_WITH(resolve_plan(r, cat), Catch::Contains("plan.toml:6:") && Catch::Contains("unknown family 'b'"));
+  cat.families = {"a", "b", "c"};
+  r.strategy = "hillclimb";
+  CHECK_THROWS_WITH(resolve_plan(r, cat), Catch::Contains("--strategy: unknown strategy 'hillclimb' (known: auto,"));
+  r.strategy.clear();
+  r.devices = "0,x";
+  CHECK_THROWS_WITH(resolve_plan(r, cat), Catch::Contains("--devices: 'x' is not a GPU index"));
+  r.devices = "1,0";
+  CHECK(resolve_plan(r, cat).devices == std::vector<int>{1, 0});
+  r.shard = "2/2";
+  CHECK_THROWS_AS(resolve_plan(r, cat), InputError);
 }

@@ -4,6 +4,8 @@
 #include "errors.hpp"
 #include "replay.hpp"
 #include "replay_measurer.hpp"
+#include "roofs.hpp"
+#include "store.hpp"
 #include "strategy.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
@@ -15,12 +17,21 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <set>
 
 using namespace gt;
 using namespace gt::search;
 using nlohmann::json;
 
 namespace {
+
+// Search options that keep `n` proposals outstanding.
+SearchOptions ahead(size_t n) {
+  SearchOptions o;
+  o.lookahead = n;
+  return o;
+}
 
 const RecordedDevice kDevice{"NVIDIA H200", "GPU-0c1d2e3f-test", "sm_90"};
 
@@ -50,6 +61,16 @@ json valid_doc() {
   Recording r;
   r.spaces().push_back(small_space());
   return r.to_json();
+}
+
+RoofRow roof_row(const std::string& device, const std::string& name, double value) {
+  RoofRow r;
+  r.device_name = device;
+  r.name = name;
+  r.value = value;
+  r.unit = "FLOP/s";
+  r.how = "a test";
+  return r;
 }
 
 // Loading `doc` fails with an InputError that names the file and contains every piece.
@@ -172,8 +193,8 @@ TEST_CASE("a bad replay file is an InputError naming the file and what is wrong"
   CHECK_THROWS_WITH(Recording::load(junk), Catch::Contains("junk.json") && Catch::Contains("not valid JSON"));
 
   json d = valid_doc();
-  d["format"] = "gemmtune-replay/2";
-  expect_error(d, {"gemmtune-replay/2", "gemmtune-replay/1"});
+  d["format"] = "gemmtune-replay/3";
+  expect_error(d, {"gemmtune-replay/3", "gemmtune-replay/2", "gemmtune-replay/1"});
 
   d = valid_doc();
   d.erase("format");
@@ -260,8 +281,8 @@ TEST_CASE("a replayed search is the search it stands in for", "[replay]") {
     b.max_evaluations = 60;
     auto live = make_strategy(name, g.space(), 8);
     auto replayed = make_strategy(name, space, 8);
-    SearchResult x = run_search(*live, g.objective(), b, {2, 0});
-    SearchResult y = run_search(*replayed, replay->objective(), b, {2, 0});
+    SearchResult x = run_search(*live, g.objective(), b, ahead(2));
+    SearchResult y = run_search(*replayed, replay->objective(), b, ahead(2));
     REQUIRE(x.history.size() == y.history.size());
     for (size_t i = 0; i < x.history.size(); ++i) {
       CHECK(x.history[i].config == y.history[i].config);
@@ -449,4 +470,322 @@ TEST_CASE("auto is exhaustive only where the budget covers the space, else model
     CHECK(po.families[0].strategy == c.strategy);
     CHECK(po.families[0].evaluated == c.evaluated);
   }
+}
+
+TEST_CASE("a recording keeps re-timings, times and roofs; a version 1 recording loads as exploration timings",
+          "[replay]") {
+  test::TempDir dir;
+  Recording r;
+  RecordedSpace s = small_space();
+  RecordedResult x;
+  x.explored = {Status::ok, 640.25, ""};
+  x.quick = true;
+  x.compile_s = 2.5;
+  x.measure_s = 0.125;
+  x.retimed = summarize({700.0, 702.0, 698.0, 701.0}, Center::mean, {2, 2});
+  s.record({64, 1}, x);
+  r.spaces().push_back(s);
+  r.roofs().push_back(roof_row("NVIDIA H200", "fp32_fma", 63.4e12));
+  r.compile_threads = 16;
+  r.save(dir.path / "v2.json");
+  Recording back = Recording::load(dir.path / "v2.json");
+  CHECK(back.format == kReplayFormat);
+  CHECK(back.to_json() == r.to_json());
+  CHECK(back.compile_threads == 16);
+  REQUIRE(back.roofs().size() == 1);
+  CHECK(back.roofs()[0].value == 63.4e12);
+  auto got = back.spaces()[0].recorded({64, 1});
+  REQUIRE(got);
+  REQUIRE(got->retimed);
+  CHECK(got->retimed->center == Center::mean);
+  CHECK(got->retimed->value() == Approx(700.25));
+  CHECK(got->compile_s == 2.5);
+  CHECK(got->measure_s == 0.125);
+  CHECK(back.spaces()[0].retime_ratio().value() == Approx(700.25 / 640.25));
+
+  // The committed recordings of format 1: every figure an exploration timing, no times.
+  Recording v1 = Recording::load(test::source_dir() / "tests" / "data" / "replay" / "wmma_f16_4096x4096x4096.json");
+  CHECK(v1.format == kReplayFormatV1);
+  CHECK(v1.roofs().empty());
+  for (auto& [c, rr] : v1.spaces()[0].recorded_results()) {
+    CHECK_FALSE(rr.retimed);
+    CHECK(std::isnan(rr.measure_s));
+  }
+  CHECK_FALSE(v1.spaces()[0].retime_ratio());
+}
+
+namespace {
+// A toy recording of one knob x = 0..15 (default x = 8) explored at 100 + x us, with times per
+// config and a measured roof under which the fastest exploration timings cannot run; with
+// `retimed`, x = 0 was also re-timed, at 130 us.
+struct Simulated {
+  const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  Recording rec;
+  explicit Simulated(double measure_s, bool retimed = false) {
+    std::vector<int64_t> xs(16);
+    for (int64_t i = 0; i < 16; ++i) xs[size_t(i)] = i;
+    RecordedSpace& rs = rec.space_for(kDevice, p, "toy", "1.0", {{"x", "a knob", xs, {}, 8}});
+    for (int64_t i = 0; i < 16; ++i) {
+      RecordedResult r;
+      r.explored = {Status::ok, 100.0 + double(i), ""};
+      r.measure_s = measure_s;
+      r.compile_s = 0;
+      if (i == 0 && retimed) r.retimed = summarize({130.0, 130.0, 130.0}, Center::median);
+      rs.record({i}, r);
+    }
+    // 2 x 512^3 FLOP at 2.6 TFLOP/s: 103.2 us, between the exploration timings of x = 3 and 4.
+    rec.roofs().push_back(roof_row(kDevice.name, "fp32_fma", 2.0 * 512 * 512 * 512 / 103.2e-6));
+  }
+  SpaceSource spaces() const {
+    return [this](const std::string& fam, const Problem& q) { return rec.find(q.key(), fam)->space(); };
+  }
+  ProvenanceSource prov() const {
+    return [this](const std::string& fam, bool quick) { return replay_provenance(rec, fam, "normal", quick); };
+  }
+  FamilyOutcome tune(ReplayMeasurer& meas, TuneOptions o) const {
+    o.strategy = "exhaustive";
+    o.settle_s = 0;
+    o.tune_id = "sim";
+    Tuner t(nullptr, meas, nullptr, nullptr, spaces(), prov(), o);
+    ProblemOutcome po = t.tune(p, {"toy"});
+    REQUIRE(po.families.size() == 1);
+    REQUIRE(po.families[0].best);
+    CHECK(t.now() == *meas.simulated_seconds());
+    return po.families[0];
+  }
+};
+}  // namespace
+
+TEST_CASE("a replay simulates the run: re-timings as recorded or bounded by the roofs, a clock the budget reads",
+          "[replay][tune]") {
+  Simulated sim(0.5);
+  ReplayMeasurer meas(sim.rec);
+  TuneOptions o;
+  o.budget.max_seconds = 5;  // of the recorded GPU's time: 10 measurements of 0.5 s
+  o.min_gain = 0;
+  FamilyOutcome f = sim.tune(meas, o);
+  CHECK(f.evaluated == 9);  // the first is measured twice, before and after the settle, as on a GPU
+  CHECK(f.stop_reason == "5 s");
+  // Finalists x = 0..3 and the baseline x = 8: x = 0..3 were explored faster than the roofline
+  // allows and are re-timed at it (103.2 us), so they tie; the tie is broken by name.
+  CHECK(f.best_name == "toy_x0");
+  CHECK(f.best_m.time_us() == Approx(103.2));
+  CHECK_THAT(f.figure_note, Catch::Contains("exploration timing") && Catch::Contains("bounded by the measured roofline"));
+  CHECK(meas.figures().bounded.size() == 4);
+  CHECK(meas.figures().recorded.empty());
+  CHECK(f.decision.tie);
+  CHECK_FALSE(meas.clock_estimated());
+  // The clock: nine configs in ten measurements, then the finalists' re-timing (8 rounds of five short turns).
+  CHECK(*meas.simulated_seconds() > 5.0);
+  CHECK(*meas.simulated_seconds() < 5.0 + 8 * 5 * 0.05);
+
+  // x = 0 re-timed at 130 us in the recording: replayed as recorded, and the others' exploration
+  // timings scaled by the recording's re-timed / explored ratio (1.3).
+  Simulated with(0.5, true);
+  ReplayMeasurer meas2(with.rec);
+  o.budget = Budget{};
+  FamilyOutcome g = with.tune(meas2, o);
+  CHECK(g.best_name == "toy_x0");
+  CHECK(g.best_m.time_us() == Approx(130.0));
+  CHECK(g.figure_note == "replay: the recorded re-timing");
+  CHECK(g.decision.runner_up == "toy_x1");
+  CHECK(g.decision.margin == Approx(101.0 * 1.3 / 130.0 - 1));
+  CHECK(meas2.figures().recorded.size() == 1);
+}
+
+TEST_CASE("a replay applies the margin as a real run does", "[replay][tune]") {
+  Simulated sim(0.01);
+  auto winner = [&](double min_gain) {
+    ReplayMeasurer meas(sim.rec);
+    TuneOptions o;
+    o.min_gain = min_gain;
+    return sim.tune(meas, o);
+  };
+  // The baseline x = 8 explored at 108 us; the leaders at the roofline, 103.2 us: +4.7 %.
+  CHECK(winner(0.02).best_name == "toy_x0");
+  FamilyOutcome kept = winner(0.05);
+  CHECK(kept.best_name == "toy_x8");
+  CHECK(kept.decision.margin == Approx(103.2 / 108.0 - 1));
+  CHECK_THAT(kept.note, Catch::Contains("against the baseline") && Catch::Contains("switching needs 5 %"));
+}
+
+namespace {
+const std::filesystem::path& default_recording() {
+  static const auto p = test::source_dir() / "configs" / "default_job.replay.json";
+  return p;
+}
+// Runs gemmtune with --json into a fresh store; the document it prints.
+json run_json(const test::TempDir& tmp, const std::string& args) {
+  static int n = 0;
+  auto db = tmp.path / fmt::format("run{}.db", n++);
+  auto res = test::run_command(fmt::format("{} --quiet --json --db {} {}", test::gemmtune_binary().string(), db.string(), args));
+  INFO(args << "\n" << res.out);
+  REQUIRE(res.exit_code == 0);
+  const auto start = res.out.find_first_of("{[");
+  REQUIRE(start != std::string::npos);
+  return json::parse(res.out.substr(start));
+}
+}  // namespace
+
+// The README's main command on a machine without a GPU replays configs/default_job.replay.json
+// (recorded as exploration timings) as a simulation of the recorded run.
+TEST_CASE("the default job replayed: no figure above the recording's roofs, the margin applies, and the run's time",
+          "[replay][cli]") {
+  test::TempDir tmp;
+  Recording rec = Recording::load(default_recording());
+  std::map<std::string, double> roofs;
+  for (auto& r : rec.roofs()) roofs[r.name] = r.value;
+  REQUIRE(roofs.count("tensor_f16"));
+  const std::string tune = fmt::format("tune --default-job --replay {}", default_recording().string());
+  json j = run_json(tmp, tune);
+  CHECK(j["replay"] == true);
+  REQUIRE(j["problems"].size() == 3);
+  for (auto& pj : j["problems"]) {
+    const Problem p = problem_from_json(pj["problem"]);
+    const double roof = roofs.at(compute_roof_name(p));
+    for (auto& f : pj["families"]) {
+      if (!f.contains("tflops")) continue;
+      INFO(pj["key"] << " " << f["family"] << " " << f["tflops"]);
+      CHECK(f["tflops"].get<double>() * 1e12 <= roof * (1 + 1e-9));
+      CHECK_THAT(f["figure"].get<std::string>(), Catch::StartsWith("replay: the exploration timing"));
+    }
+  }
+  const double sim = j["simulation"]["simulated_seconds"];
+  CHECK(sim > 10);  // the recorded run took 32 s (docs/results-h200.md)
+  CHECK(sim < 120);
+  CHECK(j["simulation"]["estimated"] == true);  // a recording without times
+  CHECK(j["simulation"]["figures"]["bounded"].get<int>() > 0);
+
+  // A margin of 50 %: no challenger leads any family's baseline (its recorded default: the
+  // hand-written families' default config, cuBLASLt's heuristic pick) by that much.
+  json k = run_json(tmp, tune + " --min-gain 50");
+  for (auto& pj : k["problems"])
+    for (auto& f : pj["families"]) {
+      const RecordedSpace* rs = rec.find(pj["key"], f["family"]);
+      REQUIRE(rs);
+      Space s = rs->space();
+      INFO(pj["key"] << " " << f["family"] << ": " << f["note"]);
+      CHECK(f["best"] == s.name(s.default_config()));
+    }
+
+  // The summary says how long the run would have taken on the recorded GPU.
+  auto text = test::run_command(fmt::format("{} --quiet --db {} {}", test::gemmtune_binary().string(),
+                                            (tmp.path / "text.db").string(), tune));
+  INFO(text.out);
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("On the recorded GPU (NVIDIA H200) this run would have taken about"));
+  CHECK_THAT(text.out, Catch::Contains("figure: replay: the exploration timing, bounded by the measured roofline"));
+  if (!test::have_gpu()) {
+    // Without --replay: the same, as the README's command runs it here.
+    auto plain = test::run_command(fmt::format("{} --quiet --db {} tune --default-job", test::gemmtune_binary().string(),
+                                               (tmp.path / "plain.db").string()));
+    INFO(plain.out);
+    CHECK(plain.exit_code == 0);
+    CHECK_THAT(plain.out, Catch::Contains("running the default job as a REPLAY"));
+    CHECK_THAT(plain.out, Catch::Contains("this run would have taken about"));
+  }
+}
+
+TEST_CASE("tune --replay with no problem named tunes the recording's problems over their recorded families",
+          "[replay][cli]") {
+  test::TempDir tmp;
+  json j = run_json(tmp, fmt::format("tune --replay {} --budget 5", default_recording().string()));
+  Recording rec = Recording::load(default_recording());
+  REQUIRE(j["problems"].size() == rec.problems().size());
+  size_t families = 0;
+  for (auto& pj : j["problems"])
+    for (auto& f : pj["families"]) {
+      CHECK(rec.find(pj["key"], f["family"]) != nullptr);
+      CHECK(f["skipped"] == "");
+      ++families;
+    }
+  CHECK(families == rec.spaces().size());
+}
+
+// compare resolves a job as tune does: a family it tunes first (no stored winner) gets the
+// job's [tune.budget.FAMILY].
+TEST_CASE("compare --config honours the job's per-family budgets", "[replay][cli][jobs]") {
+  test::TempDir tmp;
+  auto explored = [&](const std::string& budget_table) {
+    auto job = tmp.path / "job.toml";
+    std::ofstream(job) << "[tune]\nevaluations = 20\nstrategy = \"random\"\n" << budget_table
+                       << "[[problems]]\nshapes = [\"4096x4096x4096\"]\ndtypes = [\"f16\"]\nfamilies = [\"wmma\"]\n";
+    auto db = tmp.path / fmt::format("compare{}.db", budget_table.size());
+    auto res = test::run_command(fmt::format("{} --quiet --json --db {} compare --replay {} --config {}",
+                                             test::gemmtune_binary().string(), db.string(),
+                                             default_recording().string(), job.string()));
+    INFO(res.out);
+    REQUIRE(res.exit_code == 0);
+    Store s = Store::open_readonly(db);
+    RowFilter f;
+    f.family = "wmma";
+    f.quick = true;  // exploration rows (the re-timings are full)
+    std::set<std::string> configs;
+    for (auto& r : s.rows(f)) configs.insert(r.config_hash);
+    return configs.size();
+  };
+  CHECK(explored("") == 20);
+  CHECK(explored("[tune.budget.wmma]\nevaluations = 7\n") == 7);
+}
+
+// `tune --record` (recording_from_store): per config its first row of the run as the
+// exploration, with its compile and measure seconds, its second as the finalists' re-timing;
+// the store's roofs of the device. Replayed rows give their exploration figure only.
+TEST_CASE("a run's rows become a recording with re-timings, times and roofs", "[replay][store]") {
+  test::TempDir tmp;
+  Store store = Store::open(tmp.path / "r.db");
+  RecordedSpace rs = small_space();
+  Space space = rs.space();
+  const Problem p = rs.problem();
+  Provenance prov;
+  prov.device_name = kDevice.name;
+  prov.device_uuid = kDevice.uuid;
+  prov.arch = kDevice.arch;
+  prov.family = "register_tile";
+  prov.family_version = "1.0";
+  auto row = [&](const Config& c, Status st, double us, bool quick, bool replay) {
+    Measurement m;
+    m.status = st;
+    m.quick = quick;
+    if (st == Status::ok) m.time = summarize({us, us, us});
+    m.compile_s = 1.5;
+    m.measure_s = 0.25;
+    store.insert(measured_row(p, space, c, m, prov, replay ? "replayed" : "run", replay));
+  };
+  row({64, 0}, Status::ok, 800, true, false);
+  row({64, 1}, Status::ok, 640, true, false);
+  row({64, 0}, Status::ok, 830, false, false);  // its finalists' re-timing
+  row({128, 0}, Status::verify_failed, 12, true, false);
+  row({64, 1}, Status::ok, 650, true, true);
+  RoofRow roof;
+  roof.device_name = kDevice.name;
+  roof.name = "fp32_fma";
+  roof.value = 6e13;
+  roof.unit = "FLOP/s";
+  roof.how = "test";
+  store.put_roof(roof);
+  auto space_of = [&](const std::string&, const Problem&) { return space; };
+  Recording rec = recording_from_store(store, "run", space_of, 12);
+  CHECK(rec.compile_threads == 12);
+  REQUIRE(rec.roofs().size() == 1);
+  CHECK(rec.roofs()[0].value == 6e13);
+  REQUIRE(rec.spaces().size() == 1);
+  const RecordedSpace& s = rec.spaces()[0];
+  CHECK(s.size() == 3);
+  auto a = s.recorded({64, 0});
+  REQUIRE(a);
+  CHECK(a->explored.median_us == 800);
+  CHECK(a->quick);
+  CHECK(a->compile_s == 1.5);
+  CHECK(a->measure_s == 0.25);
+  REQUIRE(a->retimed);
+  CHECK(a->retimed->value() == 830);
+  CHECK_FALSE(s.recorded({64, 1})->retimed);
+  CHECK(s.recorded({128, 0})->explored.status == Status::verify_failed);
+  // A replay's own rows: the figure it was given, no times.
+  Recording again = recording_from_store(store, "replayed", space_of);
+  auto b = again.spaces().at(0).recorded({64, 1});
+  REQUIRE(b);
+  CHECK(b->explored.median_us == 650);
+  CHECK(std::isnan(b->measure_s));
 }

@@ -6,14 +6,17 @@
 #include "errors.hpp"
 #include "job.hpp"
 #include "replay.hpp"
+#include "run.hpp"
 #include "shard.hpp"
 #include "store.hpp"
 #include "test_util.hpp"
+#include "worker_client.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
@@ -493,4 +496,76 @@ TEST_CASE("--devices all with --replay needs no GPU: the recording is the one me
   CHECK(j["replay"] == true);
   CHECK(j["gpus"] == 1);
   CHECK(j["problems"][0]["families"][0]["evaluated"] == 5);
+}
+
+// The GPUs of one host share a job's problems without a bottleneck: each problem is explored,
+// re-timed and decided on the GPU that took it, and no GPU waits for another. On the CPU with
+// stand-in workers (fake_worker) whose every request takes the same time, as a GPU's would.
+TEST_CASE("N stand-in GPUs finish N equal problems in about the time one takes for one, each problem on one GPU",
+          "[scale][worker]") {
+  const std::vector<Problem> problems = {Problem::make(512, 512, 512, DType::f16, DType::f16, Layout::nn),
+                                         Problem::make(1024, 512, 512, DType::f16, DType::f16, Layout::nn),
+                                         Problem::make(512, 1024, 512, DType::f16, DType::f16, Layout::nn)};
+  // One family: mode 0 (the stand-in answers ok) and a knob t that adds t us; the default t = 7
+  // is slowest, so every problem's winner must pass the confirmation against it.
+  const Space space("toy", "1", {Param{"mode", "", {0}, {}, 0}, Param{"t", "", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 7}});
+  auto run = [&](size_t n, Store* store) {
+    static const PluginRegistry none = PluginRegistry::load({});
+    std::vector<std::unique_ptr<WorkerClient>> workers;
+    std::vector<RunGpu> gpus;
+    for (size_t i = 0; i < n; ++i) {
+      workers.push_back(std::make_unique<WorkerClient>(
+          std::vector<std::string>{(executable_dir() / "fake_worker").string(), "--uuid", fmt::format("GPU-fake-{}", i),
+                                   "--delay-ms", "40"},
+          none));
+      Measurer* m = workers.back().get();
+      gpus.push_back({m, [&](const std::string&, const Problem&) { return space; },
+                      [m](const std::string& fam, bool quick) {
+                        Provenance p;
+                        p.device_name = m->device().name;
+                        p.device_uuid = m->device().uuid;
+                        p.family = fam;
+                        p.mode = quick ? "quick" : "full";
+                        return p;
+                      }});
+    }
+    JobPlan plan;
+    for (size_t i = 0; i < n; ++i) plan.problems.push_back({problems[i], {"toy"}, {}});
+    for (size_t i = 0; i < n; ++i) plan.mine.push_back(i);
+    plan.options.strategy = "exhaustive";
+    plan.options.settle_s = 0.01;
+    plan.options.tune_id = fmt::format("gpus{}", n);
+    plan.consistency_sample = 0;  // timed alone: the cross-GPU check has its own test (test_finalists.cpp)
+    RunContext ctx;
+    ctx.store = store;
+    auto t0 = std::chrono::steady_clock::now();
+    RunResult res = run_plan(plan, gpus, ctx);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::make_pair(res, wall);
+  };
+  // Timed without a store (its writers queue on one lock, each insert an fsync: the disk's
+  // speed, not the GPUs' sharing); then once more with one, to see where each row was measured.
+  auto [one, one_wall] = run(1, nullptr);
+  auto [three_timed, three_wall] = run(3, nullptr);
+  INFO("one GPU, one problem: " << one_wall << " s; three GPUs, three problems: " << three_wall << " s");
+  // The same work per GPU: the time of one, not of three (serialised: about 3x).
+  CHECK(three_wall < 1.6 * one_wall);
+  test::TempDir tmp;
+  Store three_store = Store::open(tmp.path / "three.db");
+  auto [three, three_stored_wall] = run(3, &three_store);
+  // Each problem on one GPU, each GPU one problem: every row of a problem (exploration,
+  // finalists, confirmation) carries the UUID of the GPU that decided it.
+  std::set<int> used;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    REQUIRE(three.outcomes[i]);
+    REQUIRE(three.outcomes[i]->winner == 0);
+    CHECK(three.outcomes[i]->families[0].best_name == "toy_mode0_t0");
+    used.insert(three.gpu_of[i]);
+    std::set<std::string> uuids;
+    RowFilter f = RowFilter::of(ResultKey::of("Fake GPU", problems[i]));
+    for (auto& r : three_store.rows(f)) uuids.insert(r.prov.device_uuid);
+    CHECK(uuids == std::set<std::string>{fmt::format("GPU-fake-{}", three.gpu_of[i])});
+  }
+  CHECK(used.size() == 3);
+  CHECK(std::set<int>(three_timed.gpu_of.begin(), three_timed.gpu_of.end()).size() == 3);
 }

@@ -8,6 +8,7 @@
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
@@ -32,6 +33,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// SQL that turns this build's store back into schema v2's (no decision columns, v3; no build
+// hashes, v4).
+const char* kDropDecisions =
+    "ALTER TABLE winners DROP COLUMN tie; ALTER TABLE winners DROP COLUMN tie_with; "
+    "ALTER TABLE winners DROP COLUMN runner_up; ALTER TABLE winners DROP COLUMN margin; "
+    "ALTER TABLE results DROP COLUMN build_hash; ";
 
 Provenance sample_prov(const std::string& family = "fam_a") {
   Provenance p;
@@ -115,6 +123,19 @@ void raw_sql(const fs::path& db, const std::string& sql) {
   sqlite3_close(h);
   INFO(msg);
   REQUIRE(rc == SQLITE_OK);
+}
+
+// The schema version a store's meta table states, read with SQLite alone.
+std::string schema_version(const fs::path& db) {
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  std::string v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
 }
 
 // The contents of a store, independent of its local row ids: rows by uuid, winners.
@@ -512,6 +533,76 @@ TEST_CASE("store: queries by key, family, status and tune; best per key", "[stor
   }
 }
 
+// Schema v3 keeps the winners' decisions as columns (tie, tie_with, runner_up, margin). A v2
+// store is upgraded in place when opened for writing: every row and winner stays, the ties
+// its notes stated become columns; opened read-only it is read as it is.
+TEST_CASE("store: decisions are columns, and a v2 store is migrated to them in place", "[store]") {
+  test::TempDir tmp;
+  const fs::path p = tmp.path / "v2.db";
+  StoredRow a = sample_row(Status::ok, "fam_a", 1), a2 = sample_row(Status::ok, "fam_a", 2),
+            b = sample_row(Status::ok, "fam_b", 1);
+  const ResultKey k = ResultKey::of("NVIDIA Test GPU", sample_problem());
+  {
+    Store s = Store::open(p);
+    for (StoredRow* r : {&a, &a2, &b}) s.insert(*r);
+    // Notes as v2 wrote them.
+    s.set_winner(k, "fam_a", a.config_name, a.id, "tie with " + a2.config_name + " (overlapping intervals); the baseline kept");
+    s.set_winner(k, "fam_b", b.config_name, b.id, "");
+    s.set_winner(k, kAllFamilies, a.config_name, a.id, "tie between fam_a and fam_b: fam_a kept");
+  }
+  raw_sql(p, std::string(kDropDecisions) + "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+  const std::string v2_bytes = test::read_file(p);
+  {
+    Store ro = Store::open_readonly(p);
+    auto w = ro.winner(k, "fam_a");
+    REQUIRE(w);
+    CHECK_FALSE(w->decision.tie);  // v2 has no decision columns: read as none
+    CHECK(std::isnan(w->decision.margin));
+    CHECK_THAT(w->note, Catch::StartsWith("tie with"));
+  }
+  CHECK(test::read_file(p) == v2_bytes);  // reading changes nothing
+  {
+    Store rw = Store::open(p);
+    CHECK(rw.rows().size() == 3);
+    CHECK(rw.winners().size() == 3);
+    auto fa = rw.winner(k, "fam_a"), fb = rw.winner(k, "fam_b"), all = rw.winner(k, kAllFamilies);
+    REQUIRE((fa && fb && all));
+    CHECK(fa->decision.tie);
+    CHECK(fa->decision.tie_with == a2.config_name);
+    CHECK(fa->decision.runner_up == a2.config_name);
+    CHECK(std::isnan(fa->decision.margin));  // v2 did not keep it
+    CHECK_FALSE(fb->decision.tie);
+    CHECK(fb->decision.tie_with.empty());
+    CHECK(all->decision.tie);
+    CHECK(all->decision.tie_with == "fam_b");
+    CHECK(fa->note == "tie with " + a2.config_name + " (overlapping intervals); the baseline kept");
+    CHECK(rw.check_integrity());
+    // A decision set now is kept as it was given, and travels through a merge and JSON.
+    Decision d;
+    d.tie = false;
+    d.runner_up = a2.config_name;
+    d.margin = 0.031;
+    rw.set_winner(k, "fam_a", a.config_name, a.id, "", d);
+    auto again = rw.winner(k, "fam_a");
+    REQUIRE(again);
+    CHECK_FALSE(again->decision.tie);
+    CHECK(again->decision.runner_up == a2.config_name);
+    CHECK(again->decision.margin == Approx(0.031));
+    Winner back = json(*again).get<Winner>();
+    CHECK(back.decision.margin == Approx(0.031));
+    CHECK(back.decision.runner_up == a2.config_name);
+  }
+  const fs::path merged = tmp.path / "merged.db";
+  merge_stores({p}, merged);
+  auto w = Store::open_readonly(merged).winner(k, "fam_a");
+  REQUIRE(w);
+  CHECK(w->decision.margin == Approx(0.031));
+  auto all = Store::open_readonly(merged).winner(k, kAllFamilies);
+  REQUIRE(all);
+  CHECK(all->decision.tie_with == "fam_b");
+  CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
+}
+
 TEST_CASE("store: files that are not stores are refused and left unchanged", "[store]") {
   test::TempDir tmp;
   auto refused = [](const fs::path& p, const std::string& phrase, bool readonly = false) {
@@ -558,9 +649,9 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       Store s = Store::open(p);
       s.insert(r);
     }
-    // What gemmtune wrote before the figure's statistic (v2) and the build hash (v3) were stored.
-    raw_sql(p, "ALTER TABLE results DROP COLUMN time_center; ALTER TABLE results DROP COLUMN build_hash; "
-               "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    // What gemmtune wrote before the figure's statistic was stored (and before decisions were columns).
+    raw_sql(p, std::string(kDropDecisions) +
+                   "ALTER TABLE results DROP COLUMN time_center; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
     {
       Store ro = Store::open_readonly(p);
       auto rows = ro.rows();
@@ -578,24 +669,17 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       require_same_row(rows[0], r);
       CHECK(rows[1].m.time.center == Center::mean);
     }
-    sqlite3* h = nullptr;
-    REQUIRE(sqlite3_open(p.c_str(), &h) == SQLITE_OK);
-    sqlite3_stmt* st = nullptr;
-    REQUIRE(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "3");
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
   }
-  SECTION("a store of schema v2 has no build hashes; it is migrated in place and its rows stay, unknown builds") {
-    fs::path p = tmp.path / "v2.db";
+  SECTION("a store of schema v3 has no build hashes; it is migrated in place and its rows stay, unknown builds") {
+    fs::path p = tmp.path / "v3.db";
     StoredRow r = sample_row();
     r.prov.build_hash = 0x1234;
     {
       Store s = Store::open(p);
       s.insert(r);
     }
-    raw_sql(p, "ALTER TABLE results DROP COLUMN build_hash; UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    raw_sql(p, "ALTER TABLE results DROP COLUMN build_hash; UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     {
       Store ro = Store::open_readonly(p);  // read as it is: no column, every build unknown
       auto rows = ro.rows();
@@ -623,9 +707,10 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       Store s = Store::open(p);
       s.insert(sample_row());
     }
-    raw_sql(p, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
-    refused(p, "has schema v4; this gemmtune reads up to v3 — upgrade gemmtune");
-    refused(p, "has schema v4", true);
+    const int newer = kStoreSchemaVersion + 1;
+    raw_sql(p, fmt::format("UPDATE meta SET value = '{}' WHERE key = 'schema_version'", newer));
+    refused(p, fmt::format("has schema v{}; this gemmtune reads up to v{} — upgrade gemmtune", newer, kStoreSchemaVersion));
+    refused(p, fmt::format("has schema v{}", newer), true);
   }
   SECTION("a directory, a missing file for reading") {
     refused(tmp.path, "is a directory");

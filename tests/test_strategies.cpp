@@ -17,6 +17,13 @@ using namespace gt::search;
 
 namespace {
 
+// Search options that keep `n` proposals outstanding.
+SearchOptions ahead(size_t n) {
+  SearchOptions o;
+  o.lookahead = n;
+  return o;
+}
+
 const SyntheticGemm& landscape(size_t i) {
   static const std::vector<SyntheticGemm> suite = SyntheticGemm::suite(7);
   return suite.at(i);
@@ -273,7 +280,7 @@ TEST_CASE("strategies work in a space too large to list, mostly invalid", "[sear
   for (auto& name : strategy_names()) {
     DYNAMIC_SECTION(name) {
       auto st = make_strategy(name, big, 2);
-      SearchResult r = run_search(*st, f, evaluations(120), {4, 0});
+      SearchResult r = run_search(*st, f, evaluations(120), ahead(4));
       CHECK(r.history.size() == 120);
       std::set<Config> seen;
       for (auto& h : r.history) {

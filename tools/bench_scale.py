@@ -6,9 +6,12 @@ store and sharing one compile cache:
   0. `--devices all` to fill the compile cache (not timed: both timed runs start warm, so the
      comparison is of measuring, which is what more GPUs share out);
   1. `--devices 0`  (the single-GPU path);
-  2. `--devices all` (one worker per GPU, finalists re-timed on GPU 0).
-Prints the wall time of each, the speed-up, and per problem the winning family / config and
-its time from both runs (the winners are decided on GPU 0 in both).
+  2. `--devices all` (one worker per GPU; each problem explored, re-timed and decided on the GPU
+     that took it).
+Prints the wall time of each, the speed-up, per problem the winning family / config and its
+time from both runs (with the GPU that decided it in the second), and the second run's
+cross-GPU check: the same winners timed on every GPU (one per GPU; its settles and timings are
+part of the second run's time, as in any multi-GPU tune).
 
 Usage: tools/bench_scale.py [--gemmtune build/gemmtune] [--budget 40] [--problems 8]
 Needs a GPU; with one GPU both runs are the same path and the speed-up is about 1.
@@ -43,7 +46,7 @@ def winners(j):
         f = next((f for f in p["families"] if f["family"] == fam), None)
         if f is None:
             continue
-        w[p["key"]] = (fam, f["best"], f["best_measurement"]["time_us"]["value"])
+        w[p["key"]] = (fam, f["best"], f["best_measurement"]["time_us"]["value"], p.get("gpu"))
     return w
 
 
@@ -79,14 +82,20 @@ def main():
     print(f"{'cache fill (--devices all)':<34} {warm_wall:>7.1f}s {'':>9}")
     print(f"{'--devices 0':<34} {one_wall:>7.1f}s {1.0:>8.2f}x")
     print(f"{'--devices all':<34} {all_wall:>7.1f}s {one_wall / all_wall:>8.2f}x")
+    for c in ja.get("consistency", []):
+        per = ", ".join(f"GPU {g['gpu']} {g['time_us']['value']:.1f} us" if g["status"] == "ok" else f"GPU {g['gpu']} {g['status']}"
+                        for g in c["per_gpu"])
+        spread = c.get("spread")
+        print(f"cross-GPU check: {c['problem']} {c['family']} (decided on GPU {c['decided_on']}): {per}"
+              + (f"; {100 * spread:.1f} % apart" if spread is not None else ""))
     w1, wa = winners(j1), winners(ja)
-    print(f"\n{'problem':<34} {'winner (--devices 0)':<36} {'us':>9}   {'winner (--devices all)':<36} {'us':>9} {'ratio':>6}")
+    print(f"\n{'problem':<34} {'winner (--devices 0)':<36} {'us':>9}   {'winner (--devices all)':<36} {'us':>9} {'ratio':>6} {'GPU':>4}")
     same = 0
     for key in w1:
-        f1, c1, t1 = w1[key]
-        fa, ca, ta = wa.get(key, ("-", "-", float("nan")))
+        f1, c1, t1, _ = w1[key]
+        fa, ca, ta, ga = wa.get(key, ("-", "-", float("nan"), None))
         same += c1 == ca
-        print(f"{key:<34} {c1[:36]:<36} {t1:>9.1f}   {ca[:36]:<36} {ta:>9.1f} {ta / t1:>6.3f}")
+        print(f"{key:<34} {c1[:36]:<36} {t1:>9.1f}   {ca[:36]:<36} {ta:>9.1f} {ta / t1:>6.3f} {str(ga):>4}")
     print(f"\nsame winning config in both runs: {same} of {len(w1)}; ratio = winner time (all) / (one)")
     return 0
 

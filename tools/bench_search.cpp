@@ -1,11 +1,15 @@
 // bench_search: how close each search strategy gets to the exhaustive optimum within a
 // small share of the valid space, on recorded spaces (replay files) or, without any, on the
 // synthetic GEMM landscapes. For each strategy: the median over seeds of
-// optimum_time / best_time_found after 1, 2, 5 and 10 % of the valid space, the worst seed at
-// 5 %, and the strategy's own wall time per proposal.
+// optimum_time / best_time_found after 1, 2, 5 and 10 % of the valid space's evaluations, and
+// after 1, 2, 5 and 10 % of the simulated GPU time an exhaustive search of it takes (each
+// config costs its recorded measure seconds, plus its compile seconds over the recording's
+// compile threads; where the recording holds no times, the estimate a replay charges:
+// replay_measurer.hpp); the worst seed at 5 %, and the strategy's own wall time per proposal.
 #include "driver.hpp"
 #include "errors.hpp"
 #include "replay.hpp"
+#include "replay_measurer.hpp"
 #include "strategy.hpp"
 #include "synthetic.hpp"
 
@@ -33,18 +37,32 @@ struct BenchSpace {
   std::string name;
   Space space;
   Objective objective;
+  std::function<double(const Config&)> cost;  // simulated GPU seconds of evaluating a config
   uint64_t valid = 0, ok = 0;
   double optimum = kInf;
+  double total_s = 0;  // simulated GPU seconds of evaluating every valid config
   std::vector<double> ok_times;  // sorted
   std::vector<std::pair<double, Config>> top;  // the fastest few, fastest first
 };
 
-// Valid points, successes and the optimum, by enumerating the space's raw points.
+// What a config costs the recorded GPU: its recorded times, else the replay's estimate.
+std::function<double(const Config&)> recorded_cost(const RecordedSpace& r, unsigned compile_threads) {
+  return [&r, threads = std::max(1u, compile_threads)](const Config& c) {
+    auto x = r.recorded(c);
+    if (!x) return 0.0;
+    const double measure = std::isfinite(x->measure_s) ? x->measure_s : estimated_measure_s(x->explored.median_us, x->quick);
+    return measure + (std::isfinite(x->compile_s) ? x->compile_s / threads : 0.0);
+  };
+}
+
+// Valid points, successes, the optimum and the whole space's simulated time, by enumerating
+// the space's raw points.
 void survey(BenchSpace& b) {
   for (uint64_t i = 0, raw = b.space.raw_size(); i < raw; ++i) {
     Config c = b.space.at(i);
     if (!b.space.valid(c)) continue;
     ++b.valid;
+    b.total_s += b.cost(c);
     Observation o = to_observation(c, b.objective(c));
     if (!o.ok) continue;
     ++b.ok;
@@ -70,25 +88,49 @@ double median(std::vector<double> v) {
 }
 
 struct RunResult {
-  double reached[std::size(kFractions)] = {};
+  double reached[std::size(kFractions)] = {};    // at a fraction of the evaluations
+  double reached_t[std::size(kFractions)] = {};  // at a fraction of the simulated GPU time
   double ms_per_proposal = 0;      // wall
   double cpu_ms_per_proposal = 0;  // this thread's CPU time: what a busy machine does not inflate
 };
 
+// The objective on a simulated clock, running until both the evaluations and the GPU time of
+// the last checkpoint are spent.
+class Simulated : public Evaluator {
+ public:
+  Simulated(const BenchSpace& b, double fraction)
+      : b_(b), stop_n_(uint64_t(std::ceil(fraction * double(b.valid)))), stop_s_(fraction * b.total_s) {}
+  Outcome evaluate(const Config& c) override {
+    clock_ += b_.cost(c);
+    ++n_;
+    return b_.objective(c);
+  }
+  double seconds() const override { return clock_; }
+  bool stop_requested() const override { return n_ >= stop_n_ && clock_ >= stop_s_; }
+
+ private:
+  const BenchSpace& b_;
+  uint64_t stop_n_, n_ = 0;
+  double stop_s_, clock_ = 0;
+};
+
 RunResult run_one(const BenchSpace& b, const std::string& strategy, uint64_t seed, size_t lookahead, double fraction) {
   auto s = make_strategy(strategy, b.space, seed);
-  Budget budget;
-  budget.max_fraction = fraction;
   SearchOptions opt;
   opt.lookahead = lookahead;
   opt.valid_space = b.valid;
-  SearchResult r = run_search(*s, b.objective, budget, opt);
+  Simulated sim(b, fraction);
+  SearchResult r = drive(*s, sim, Budget{}, opt);
   RunResult out;
+  auto rate = [&](double best) { return std::isfinite(best) ? b.optimum / best : 0.0; };
   for (size_t i = 0; i < std::size(kFractions); ++i) {
     size_t n = size_t(std::ceil(kFractions[i] * double(b.valid)));
     if (r.best_trace.empty() || n == 0) continue;
-    double best = r.best_trace[std::min(n, r.best_trace.size()) - 1];
-    out.reached[i] = std::isfinite(best) ? b.optimum / best : 0.0;
+    out.reached[i] = rate(r.best_trace[std::min(n, r.best_trace.size()) - 1]);
+    // The best found by the last evaluation that ended within the time.
+    const double t = kFractions[i] * b.total_s;
+    auto end = std::upper_bound(r.seconds_trace.begin(), r.seconds_trace.end(), t);
+    if (end != r.seconds_trace.begin()) out.reached_t[i] = rate(r.best_trace[size_t(end - r.seconds_trace.begin()) - 1]);
   }
   out.ms_per_proposal = r.proposed ? 1e3 * r.strategy_seconds / double(r.proposed) : 0;
   out.cpu_ms_per_proposal = r.proposed ? 1e3 * r.strategy_cpu_seconds / double(r.proposed) : 0;
@@ -151,16 +193,26 @@ int main(int argc, char** argv) {
         fmt::print("wrote {} synthetic spaces to {}\n", rec.spaces().size(), write_synthetic);
         return 0;
       }
-      for (auto& g : synthetic) spaces.push_back({g.name(), g.space(), g.objective(), 0, 0, kInf, {}, {}});
+      for (auto& g : synthetic) {
+        Objective f = g.objective();
+        auto cost = [f](const Config& c) { return estimated_measure_s(f(c).median_us, true); };
+        spaces.push_back({g.name(), g.space(), f, cost, 0, 0, kInf, 0, {}, {}});
+      }
     } else {
+      std::vector<unsigned> threads;
       for (auto& f : files) {
         Recording rec = Recording::load(f);
-        for (auto& s : rec.spaces()) recorded.push_back(std::move(s));
+        for (auto& s : rec.spaces()) {
+          recorded.push_back(std::move(s));
+          threads.push_back(rec.compile_threads);
+        }
       }
-      for (auto& r : recorded)
+      for (size_t i = 0; i < recorded.size(); ++i) {
+        const RecordedSpace& r = recorded[i];
         spaces.push_back({fmt::format("{} {} on {} ({})", r.family(), r.problem().key(), r.device().name,
                                       r.recorded()),
-                          r.space(), r.objective(), 0, 0, kInf, {}, {}});
+                          r.space(), r.objective(), recorded_cost(r, threads[i]), 0, 0, kInf, 0, {}, {}});
+      }
     }
     std::erase_if(spaces, [&](const BenchSpace& b) { return b.name.find(only) == std::string::npos; });
     if (spaces.empty()) throw InputError(fmt::format("--only: no space's name contains '{}'", only));
@@ -202,36 +254,43 @@ int main(int argc, char** argv) {
     for (size_t si = 0; si < spaces.size(); ++si) {
       const BenchSpace& b = spaces[si];
       fmt::print("\n{}\n", b.name);
-      fmt::print("  raw {}, valid {}, ok {}, failed {}; optimum {:.2f} us; within 1/3/10 % of it: {}/{}/{} configs\n",
+      fmt::print("  raw {}, valid {}, ok {}, failed {}; optimum {:.2f} us; within 1/3/10 % of it: {}/{}/{} configs; "
+                 "all of it: {:.1f} s of simulated GPU time\n",
                  b.space.raw_size(), b.valid, b.ok, b.valid - b.ok, b.optimum, within(b, 0.01), within(b, 0.03),
-                 within(b, 0.10));
+                 within(b, 0.10), b.total_s);
       for (size_t i = 0; i < std::min(show_top, b.top.size()); ++i)
         fmt::print("  #{:<2} {:9.2f} us  {}\n", i + 1, b.top[i].first, b.space.name(b.top[i].second));
       if (b.ok == 0) {
         fmt::print("  no successful config: nothing to find\n");
         continue;
       }
-      fmt::print("  {:<11} {:>7} {:>7} {:>7} {:>7} {:>10} {:>12} {:>8}\n", "strategy", "1 %", "2 %", "5 %", "10 %",
-                 "worst@5%", "ms/proposal", "cpu ms");
-      fmt::print("  {:<11} {:>7} {:>7} {:>7} {:>7}\n", "(evals)", size_t(std::ceil(0.01 * double(b.valid))),
-                 size_t(std::ceil(0.02 * double(b.valid))), size_t(std::ceil(0.05 * double(b.valid))),
-                 size_t(std::ceil(0.10 * double(b.valid))));
+      fmt::print("  {:<11} {:>7} {:>7} {:>7} {:>7} {:>10} {:>12} {:>8}   {:>7} {:>7} {:>7} {:>7}\n", "strategy", "1 %",
+                 "2 %", "5 %", "10 %", "worst@5%", "ms/proposal", "cpu ms", "1 %t", "2 %t", "5 %t", "10 %t");
+      fmt::print("  {:<11} {:>7} {:>7} {:>7} {:>7} {:>10} {:>12} {:>8}   {:>6.1f}s {:>6.1f}s {:>6.1f}s {:>6.1f}s\n",
+                 "(evals; s)", size_t(std::ceil(0.01 * double(b.valid))), size_t(std::ceil(0.02 * double(b.valid))),
+                 size_t(std::ceil(0.05 * double(b.valid))), size_t(std::ceil(0.10 * double(b.valid))), "", "", "",
+                 0.01 * b.total_s, 0.02 * b.total_s, 0.05 * b.total_s, 0.10 * b.total_s);
       // The best strategy: highest median at 5 %, then highest worst seed, then median at 2 %.
       std::tuple<double, double, double> best{-1, -1, -1};
       double best5 = 0, random5 = 0;
       std::string best_name;
       for (size_t k = 0; k < strategies.size(); ++k) {
-        std::vector<double> at[std::size(kFractions)], ms, cpu;
+        std::vector<double> at[std::size(kFractions)], at_t[std::size(kFractions)], ms, cpu;
         for (size_t j = 0; j < jobs.size(); ++j) {
           if (jobs[j].space != si || jobs[j].strategy != k) continue;
-          for (size_t i = 0; i < std::size(kFractions); ++i) at[i].push_back(results[j].reached[i]);
+          for (size_t i = 0; i < std::size(kFractions); ++i) {
+            at[i].push_back(results[j].reached[i]);
+            at_t[i].push_back(results[j].reached_t[i]);
+          }
           ms.push_back(results[j].ms_per_proposal);
           cpu.push_back(results[j].cpu_ms_per_proposal);
         }
         double m5 = median(at[2]);
-        fmt::print("  {:<11} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>10.3f} {:>12.3f} {:>8.3f}\n", strategies[k],
-                   median(at[0]), median(at[1]), m5, median(at[3]), *std::min_element(at[2].begin(), at[2].end()),
-                   median(ms), median(cpu));
+        fmt::print("  {:<11} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>10.3f} {:>12.3f} {:>8.3f}   {:>7.3f} {:>7.3f} {:>7.3f} "
+                   "{:>7.3f}\n",
+                   strategies[k], median(at[0]), median(at[1]), m5, median(at[3]),
+                   *std::min_element(at[2].begin(), at[2].end()), median(ms), median(cpu), median(at_t[0]),
+                   median(at_t[1]), median(at_t[2]), median(at_t[3]));
         if (strategies[k] == "random") random5 = m5;
         std::tuple<double, double, double> rank{m5, *std::min_element(at[2].begin(), at[2].end()), median(at[1])};
         if (strategies[k] != "exhaustive" && rank > best) {

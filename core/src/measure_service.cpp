@@ -18,8 +18,9 @@ MeasureService::MeasureService(const PluginRegistry& plugins, const CubinCache& 
 std::string MeasureService::describe() const { return fmt::format("GPU {} ({}), in-process", dev_.index, dev_.name); }
 
 // The CUDA runtime's current device belongs to the calling thread; with several GPUs in one
-// process (--no-isolation) another tuner's thread may call this service (finalists re-timed
-// on the reference GPU), so every entry point selects the device first.
+// process (--no-isolation) one service is called from more than one thread (the cross-GPU
+// check runs in threads of its own, after the tuners'), so every entry point selects the
+// device first.
 void MeasureService::use_device() const { cuda_check(cudaSetDevice(dev_.index), "cudaSetDevice"); }
 
 void MeasureService::set_problem(const Problem& p, Distribution d, uint64_t seed) {
@@ -121,7 +122,7 @@ Retimed MeasureService::retime(const std::vector<Candidate>& cs, const Interleav
   // power cap each turn first runs its candidate long enough to reach its own clock
   // (Interleave): from the start when this problem has met the cap before, else from the turn
   // that first meets it (the turns before are discarded and the rounds start again).
-  TimingOptions turn{how.warmup_s, 3, 50, 0.03, 0.0};
+  TimingOptions turn{how.warmup_s, kTurnMinSamples, kTurnMaxSamples, kTurnMaxTimeS, 0.0};
   bool capped = false;
   auto go_capped = [&] {
     capped = true;

@@ -50,9 +50,9 @@ class MeasureService : public Measurer {
   // re-timing turn): its re-timings warm each turn up longer (Interleave).
   bool capped_ = false;
   void note_throttle(const std::string& reasons);
-  // One problem prepared before, kept while memory allows: a reference GPU alternates between
-  // its own problem and the finalists of the other GPUs' problems, and switching back costs
-  // no allocation, input generation or float64 reference.
+  // One problem prepared before, kept while memory allows: a GPU that leaves its problem for a
+  // moment (the cross-GPU check times another GPU's winner) goes back to it without a new
+  // allocation, input generation or float64 reference.
   std::optional<Prepared> parked_;
   bool context_lost_ = false;
 };

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,12 @@ namespace gt {
 // instead, over at most `capped_rounds` rounds (each turn is then a settled measurement of its
 // own), and turns timed before that are discarded. `capped_warmup_s` <= `warmup_s` turns this
 // off (measurement method 3).
+// A finalist's turn samples at least kTurnMinSamples calls, then until kTurnMaxSamples or
+// kTurnMaxTimeS of sampling: a few ms, so that many alternations average out clock drift.
+inline constexpr int kTurnMinSamples = 3;
+inline constexpr int kTurnMaxSamples = 50;
+inline constexpr double kTurnMaxTimeS = 0.03;
+
 struct Interleave {
   int rounds = 8;
   double warmup_s = 0.005;
@@ -46,6 +53,9 @@ struct Retimed {
   Retimed(std::vector<Stats> s) : stats(std::move(s)) {}  // NOLINT: a plain list of results
   std::vector<Stats> stats;  // one per candidate, in the order given
   bool capped = false;       // at the power cap: Interleave::rounds_at_cap() rounds of capped turns
+  // Per candidate (or empty): where its figure came from, when that is not a re-timing on this
+  // GPU (a replay says whether it replayed a recorded re-timing or an exploration timing).
+  std::vector<std::string> notes;
 };
 
 // How a re-timing ran, for a measurement's message: "over 8 rounds", or "over 4 rounds, each
@@ -67,6 +77,10 @@ class Measurer {
   virtual ~Measurer() = default;
   virtual std::string describe() const = 0;
   virtual bool is_replay() const { return false; }
+  // A measurer that simulates a GPU (replay) keeps the clock of the run it stands in for: the
+  // seconds the recorded GPU would have spent on everything asked of it so far. A GPU's
+  // measurer has none (nullopt): the wall clock is its run's clock.
+  virtual std::optional<double> simulated_seconds() const { return std::nullopt; }
   virtual const DeviceInfo& device() const = 0;
   // Prepare the buffers and float64 reference of a problem. RuntimeFailure when it cannot
   // (e.g. not enough memory: the message says how much it needs).

@@ -99,6 +99,10 @@ Roof measure_copy_roof(const DeviceInfo& dev, double seconds) {
           fmt::format("cudaMemcpy device to device of {:.2f} GiB, counting bytes read plus written", double(bytes) / (1 << 30)), g};
 }
 
+std::string compute_roof_name(const Problem& p) {
+  return p.in == DType::f32 ? std::string("fp32_fma") : "tensor_" + std::string(to_string(p.in));
+}
+
 Roofline roofline_at(const Problem& p, double compute_roof, double memory_roof) {
   Roofline r;
   r.intensity = p.flops() / p.min_bytes();

@@ -36,6 +36,8 @@ struct Roofline {
   enum class Bound { unknown, compute, memory } bound = Bound::unknown;  // known when both roofs are
 };
 const char* to_string(Roofline::Bound b);  // "unknown", "compute", "memory"
+// The compute roof a problem is rated against: "fp32_fma" for f32 inputs, else "tensor_<in>".
+std::string compute_roof_name(const Problem& p);
 Roofline roofline_at(const Problem& p, double compute_roof, double memory_roof);
 
 }  // namespace gt

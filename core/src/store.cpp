@@ -277,21 +277,48 @@ void row_fields(IO& io, R& r) {
   io.integer("method_version", r.prov.method_version);
   io.text("family_version", r.prov.family_version);
   io.hex("source_hash", r.prov.source_hash);
-  io.build("build_hash", r.prov.build_hash);  // schema v3
+  io.build("build_hash", r.prov.build_hash);  // schema v4
   io.text("input_dist", r.prov.input_dist);
   io.u64("input_seed", r.prov.input_seed);
   io.text("mode", r.prov.mode);
   io.text("host", r.prov.host);
 }
 
+// The (name, SQL type) of each column a list of fields names, in order.
+template <class T, class Fields>
+std::vector<std::pair<std::string, std::string>> columns_of(Fields fields) {
+  Namer n;
+  T t;
+  fields(n, t);
+  return n.cols;
+}
+
 const std::vector<std::pair<std::string, std::string>>& result_columns() {
-  static const auto cols = [] {
-    Namer n;
-    StoredRow r;
-    row_fields(n, r);
-    return n.cols;
-  }();
+  static const auto cols = columns_of<StoredRow>([](Namer& n, StoredRow& r) { row_fields(n, r); });
   return cols;
+}
+
+// The decision columns of `winners` (schema v3), in order. D is Decision or const Decision.
+template <class IO, class D>
+void decision_fields(IO& io, D& d) {
+  io.boolean("tie", d.tie);
+  io.text("tie_with", d.tie_with);
+  io.text("runner_up", d.runner_up);
+  io.real("margin", d.margin);
+}
+
+const std::vector<std::pair<std::string, std::string>>& decision_columns() {
+  static const auto cols = columns_of<Decision>([](Namer& n, Decision& d) { decision_fields(n, d); });
+  return cols;
+}
+
+// The decision columns to SELECT from a store of schema `version`: before v3 a winner's decision
+// reads as no tie, no runner-up, an unknown margin.
+std::string decision_list(int version = kStoreSchemaVersion, const char* prefix = "w.") {
+  if (version < 3) return "0 AS tie, '' AS tie_with, '' AS runner_up, NULL AS margin";
+  std::string s;
+  for (auto& [name, type] : decision_columns()) s += (s.empty() ? "" : ", ") + std::string(prefix) + name;
+  return s;
 }
 
 // The columns to SELECT from a store of schema `version`: a v1 store (read-only: a writable
@@ -300,7 +327,7 @@ std::string column_list(int version = kStoreSchemaVersion) {
   std::string s = "id";
   for (auto& [name, type] : result_columns())
     s += version < 2 && name == "time_center" ? ", 'median' AS time_center"
-         : version < 3 && name == "build_hash" ? ", '' AS build_hash"
+         : version < 4 && name == "build_hash" ? ", '' AS build_hash"
                                                : ", " + name;
   return s;
 }
@@ -446,10 +473,9 @@ struct Store::Impl {
     return rows.front();
   }
   std::vector<Winner> query_winners(const std::string& cond, const Where& w) const {
-    Stmt st(db, std::string("SELECT w.device_name, w.m, w.n, w.k, w.in_dtype, w.out_dtype, w.layout, w.align, "
-                            "w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id "
-                            "FROM winners w JOIN results r ON r.row_uuid = w.row_uuid") +
-                    cond);
+    Stmt st(db, "SELECT w.device_name, w.m, w.n, w.k, w.in_dtype, w.out_dtype, w.layout, w.align, "
+                "w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id, " +
+                    decision_list(version) + " FROM winners w JOIN results r ON r.row_uuid = w.row_uuid" + cond);
     w.bind(st.get());
     std::vector<Winner> out;
     while (st.step()) {
@@ -464,6 +490,7 @@ struct Store::Impl {
       rd.text("time_utc", x.time_utc);
       rd.real("time_unix", x.time_unix);
       rd.integer("id", x.row_id);
+      decision_fields(rd, x.decision);
       out.push_back(std::move(x));
     }
     std::sort(out.begin(), out.end(), [](const Winner& a, const Winner& b) {
@@ -485,7 +512,8 @@ struct Store::Impl {
   void put_winner(const Winner& x) {
     Stmt st(db,
             "INSERT OR REPLACE INTO winners (device_name, m, n, k, in_dtype, out_dtype, layout, align, family, "
-            "config_name, row_uuid, note, time_utc, time_unix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "config_name, row_uuid, note, time_utc, time_unix, " + decision_list(kStoreSchemaVersion, "") +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     bind_key(st.get(), 1, x.key);
     Binder b{st.get(), 9};
     b.text("family", x.family);
@@ -494,6 +522,7 @@ struct Store::Impl {
     b.text("note", x.note);
     b.text("time_utc", x.time_utc);
     b.real("time_unix", x.time_unix);
+    decision_fields(b, x.decision);
     st.step();
   }
 };
@@ -593,19 +622,11 @@ const char* kRoofsDdl =
     "  time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
     "  PRIMARY KEY (device_name, name)\n)";
 
-// Schema migrations, oldest first: each adds the columns of its version to an older store in
-// place, one transaction a step (several processes may open the store at once: one upgrades,
-// the others find it done). Nothing stored is rebuilt or dropped.
-struct Migration {
-  int to;
-  std::vector<std::string> columns;
-};
-const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> m = {
-      {2, {"time_center"}},  // the figure's statistic; every v1 figure was the median
-      {3, {"build_hash"}},   // each measurement's exact build; older rows have '' and are stale at reuse
-  };
-  return m;
+// The decision columns of `winners` as DDL lines ("  tie INTEGER NOT NULL ...,\n" ...).
+std::string decisions_ddl() {
+  std::string s;
+  for (auto& [name, type] : decision_columns()) s += fmt::format("  {} {},\n", name, type);
+  return s;
 }
 
 void create_schema(sqlite3* db) {
@@ -622,8 +643,9 @@ void create_schema(sqlite3* db) {
                        "  config_name TEXT NOT NULL,\n"
                        "  row_uuid TEXT NOT NULL REFERENCES results (row_uuid),\n"
                        "  note TEXT NOT NULL, time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
+                       "{}"
                        "  PRIMARY KEY ({}, family)\n)",
-                       kKeyCols));
+                       decisions_ddl(), kKeyCols));
   exec(db, kRoofsDdl);
   auto [now, unix_now] = utc_now();
   (void)unix_now;
@@ -652,23 +674,67 @@ void exec_retrying(sqlite3* db, const std::string& sql) {
   }
 }
 
-}  // namespace
+// The schema's upgrades, in order: step `to` turns a store of schema to - 1 into one of schema
+// `to`, in place, keeping every row and winner. A new schema version is one more step here.
+struct Migration {
+  int to;
+  void (*apply)(sqlite3* db);
+};
 
-void Store::migrate(Impl& impl, const fs::path& file) {
+// v1 -> v2: the figure's statistic (time_center); every v1 figure was the median.
+void add_time_center(sqlite3* db) {
+  for (auto& [name, type] : result_columns())
+    if (name == "time_center") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+}
+
+// v2 -> v3: the winners' decisions as columns. A v2 store said a decision's tie only in its
+// note, which v2 wrote in two fixed forms ("tie with CONFIG (...", "tie between F1 and F2..."):
+// read once, here, into the columns. Its runner-up (beyond a tie) and margin were not kept:
+// '' and NULL (unknown).
+void add_decision_columns(sqlite3* db) {
+  for (auto& [name, type] : decision_columns()) {
+    const bool not_null = type.find("NOT NULL") != std::string::npos;
+    const char* fill = !not_null ? "" : type.rfind("TEXT", 0) == 0 ? " DEFAULT ''" : " DEFAULT 0";
+    exec(db, fmt::format("ALTER TABLE winners ADD COLUMN {} {}{}", name, type, fill));
+  }
+  exec(db, "UPDATE winners SET tie = 1, tie_with = substr(note, 10, instr(note, ' (') - 10) "
+           "WHERE note LIKE 'tie with % (%'");
+  exec(db, "UPDATE winners SET tie = 1, tie_with = rtrim(substr(note, instr(note, ' and ') + 5, "
+           "CASE WHEN instr(note, ':') > 0 THEN instr(note, ':') - instr(note, ' and ') - 5 ELSE length(note) END)) "
+           "WHERE note LIKE 'tie between % and %'");
+  exec(db, "UPDATE winners SET runner_up = tie_with WHERE tie = 1");
+}
+
+// v3 -> v4: each measurement's exact build (Provenance::build_hash). Older rows get '':
+// their build is unknown, so a reuse that names a build measures them again.
+void add_build_hash(sqlite3* db) {
+  for (auto& [name, type] : result_columns())
+    if (name == "build_hash") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+}
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash}};
+  return steps;
+}
+
+// Brings a writable store to kStoreSchemaVersion, one step per transaction; several processes
+// may open the store at once: each step is taken by the first to hold the write lock, the
+// others find it done.
+void migrate(sqlite3* db, const fs::path& file, int& version) {
   for (const Migration& m : migrations()) {
-    if (impl.version >= m.to) continue;
-    Transaction t(impl.db);
-    classify(impl.db, file, &impl.version);
-    if (impl.version < m.to) {
-      for (auto& [name, type] : result_columns())
-        if (std::find(m.columns.begin(), m.columns.end(), name) != m.columns.end())
-          exec(impl.db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
-      exec(impl.db, fmt::format("UPDATE meta SET value = '{}' WHERE key = 'schema_version'", m.to));
+    if (version >= m.to) continue;
+    Transaction t(db);
+    classify(db, file, &version);
+    if (version < m.to) {
+      m.apply(db);
+      exec(db, fmt::format("UPDATE meta SET value = '{}' WHERE key = 'schema_version'", m.to));
+      version = m.to;
     }
     t.commit();
-    impl.version = m.to;
   }
 }
+
+}  // namespace
 
 std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonly) {
   std::error_code ec;
@@ -713,7 +779,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     t.commit();
     classify(impl->db, file, &impl->version);
   }
-  migrate(*impl, file);
+  migrate(impl->db, file, impl->version);
   exec(impl->db, kRoofsDdl);
   return impl;
 }
@@ -884,7 +950,7 @@ int64_t Store::count_stale(const Problem& p, const std::string& device_name, con
 // Winners
 
 void Store::set_winner(const ResultKey& key, const std::string& family, const std::string& config_name,
-                       int64_t row_id, const std::string& note) {
+                       int64_t row_id, const std::string& note, const Decision& decision) {
   if (impl_->readonly) throw RuntimeFailure(fmt::format("{}: the store is open read-only", impl_->path.string()));
   std::lock_guard lock(impl_->mu);
   Transaction t(impl_->db);
@@ -906,6 +972,7 @@ void Store::set_winner(const ResultKey& key, const std::string& family, const st
   w.config_name = config_name;
   w.row_id = row_id;
   w.row_uuid = row->row_uuid;
+  w.decision = decision;
   w.note = note;
   std::tie(w.time_utc, w.time_unix) = utc_now();
   impl_->put_winner(w);
@@ -1196,9 +1263,12 @@ void from_json(const nlohmann::json& j, StoredRow& r) {
 }
 
 void to_json(nlohmann::json& j, const Winner& w) {
+  const Decision& d = w.decision;
   j = {{"key", w.key},           {"family", w.family},     {"config_name", w.config_name},
        {"row_id", w.row_id},     {"row_uuid", w.row_uuid}, {"note", w.note},
-       {"time_utc", w.time_utc}, {"time_unix", w.time_unix}};
+       {"time_utc", w.time_utc}, {"time_unix", w.time_unix},
+       {"tie", d.tie},           {"tie_with", d.tie_with}, {"runner_up", d.runner_up},
+       {"margin", std::isfinite(d.margin) ? nlohmann::json(d.margin) : nlohmann::json()}};
 }
 
 void from_json(const nlohmann::json& j, Winner& w) {
@@ -1210,6 +1280,11 @@ void from_json(const nlohmann::json& j, Winner& w) {
   w.note = j.value("note", "");
   w.time_utc = j.value("time_utc", "");
   w.time_unix = j.value("time_unix", 0.0);
+  w.decision.tie = j.value("tie", false);
+  w.decision.tie_with = j.value("tie_with", "");
+  w.decision.runner_up = j.value("runner_up", "");
+  auto m = j.find("margin");
+  w.decision.margin = m != j.end() && m->is_number() ? m->get<double>() : kNaN;
 }
 
 }  // namespace gt

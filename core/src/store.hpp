@@ -12,8 +12,8 @@
 //    a busy timeout of kBusyTimeoutMs; readers never block writers (WAL).
 // A Store object is safe to use from several threads (calls are serialised).
 //
-// Schema (v1; the file's `meta` table says which version, PRAGMA application_id marks it):
-//   meta(key, value)          application = gemmtune, schema_version = 1, created = UTC time
+// Schema (the file's `meta` table says which version, PRAGMA application_id marks it):
+//   meta(key, value)          application = gemmtune, schema_version, created = UTC time
 //   results(...)              one row per measurement: identity (row_uuid), time, tune_id,
 //                             replay, the key (device_name m n k in_dtype out_dtype layout
 //                             align) + lda/ldb/ldc, family, config (JSON array), config_name,
@@ -22,8 +22,11 @@
 //                             tflops (NULL unless ok), and every Provenance field plus its
 //                             fingerprint. Unknown numbers (NaN) are NULL.
 //   winners(...)              per key and family ("*" = over all families): the winning
-//                             config_name and the row_uuid of the measurement it won with.
+//                             config_name, the row_uuid of the measurement it won with, and
+//                             the decision as columns (tie, tie_with, runner_up, margin; v3).
 // The columns are plain, so sqlite3 / Python can read a store without gemmtune.
+// Older schemas are upgraded in place when a store is opened for writing, one step at a time
+// (store.cpp, `migrations()`); opened read-only they are read as they are.
 #pragma once
 
 #include "measurement.hpp"
@@ -44,9 +47,10 @@
 
 namespace gt {
 
-// v2: results.time_center (which statistic is the figure); a v1 store is upgraded when opened
-// for writing.
-inline constexpr int kStoreSchemaVersion = 3;
+// v2: results.time_center (which statistic is the figure). v3: the winners' decisions as
+// columns. v4: results.build_hash (each measurement's exact build). A store of an older schema is upgraded when opened for writing (store.cpp,
+// `migrations()`: one step per version, in order).
+inline constexpr int kStoreSchemaVersion = 4;
 inline constexpr int kBusyTimeoutMs = 60000;
 
 // What a result is valid for: the device model and the problem without its leading
@@ -103,12 +107,24 @@ struct RowFilter {
   static RowFilter of(const ResultKey& k);
 };
 
+// How a winner was decided, as data (schema v3), so that nothing reads it back out of a note.
+struct Decision {
+  bool tie = false;       // the winner could not be told apart from `tie_with`
+  std::string tie_with;   // a config name (a family's winner) or a family (a problem's); "" without a tie
+  std::string runner_up;  // the next contender by the figure (or the challenger a rule kept out); "" when none
+  // The runner-up's figure over the winner's, less 1, in the timing that decided: the winner's
+  // lead. Negative when the rule kept a slower reference (a tie, or a lead below the margin).
+  // NaN: unknown (no runner-up, or a decision migrated from schema v2).
+  double margin = kNaN;
+};
+
 struct Winner {
   ResultKey key;
   std::string family;  // kAllFamilies for the winner over every family
   std::string config_name;
   int64_t row_id = 0;  // local id of the winning measurement
   std::string row_uuid;
+  Decision decision;
   std::string note;
   std::string time_utc;  // when it was decided
   double time_unix = 0;
@@ -202,7 +218,7 @@ class Store {
   // the one before. The row must exist, be ok, belong to the key (and to the family, unless
   // kAllFamilies) and carry config_name; RuntimeFailure otherwise.
   void set_winner(const ResultKey& key, const std::string& family, const std::string& config_name, int64_t row_id,
-                  const std::string& note = "");
+                  const std::string& note = "", const Decision& decision = {});
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const;
   // All winners, sorted by key then family (optionally only one device's).
   std::vector<Winner> winners(const std::optional<std::string>& device_name = std::nullopt) const;
@@ -224,7 +240,6 @@ class Store {
  private:
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
-  static void migrate(Impl& impl, const std::filesystem::path& file);
   static std::unique_ptr<Impl> open_impl(const std::filesystem::path& file, bool readonly);
   std::unique_ptr<Impl> impl_;
 };

@@ -5,6 +5,7 @@
 // JSON stays behind even when Python is missing, so the data are never lost to a plot.
 #include "cli.hpp"
 #include "job.hpp"
+#include "plan.hpp"
 #include "store.hpp"
 
 #include <algorithm>
@@ -28,9 +29,6 @@ extern char** environ;
 namespace gt::cli {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-static Command add_report(CLI::App& app, Globals& g);
-static Registrar reg_report(80, add_report);
 
 namespace {
 
@@ -252,12 +250,12 @@ json limits_json(const std::string& arch) {
 
 // One lab (or other) job: its problems and, per family, the configs it fixes, with their
 // canonical names where the family's space can parse them, so the page can find the rows.
-json job_json(Globals& g, const search::Job& job, const fs::path& file) {
+json job_json(Globals& g, const search::JobPlan& plan, const fs::path& file) {
+  const search::Job& job = plan.job;
   json problems = json::array();
-  for (auto& jp : job.problems) {
+  for (auto& jp : plan.problems) {
     json pj = problem_fields(jp.problem);
-    std::vector<std::string> fams = !jp.families.empty() ? jp.families : job.settings.families;
-    pj["families"] = fams;
+    pj["families"] = jp.families;  // as the plan resolves them; empty: every family
     json configs = json::object();
     for (auto& [fam, texts] : jp.configs) {
       json list = json::array();
@@ -403,270 +401,313 @@ void open_store(const fs::path& db, ReadonlyStore& out) {
   out.store.emplace(Store::open_readonly(copy));
 }
 
-}  // namespace
-
 // ---------------------------------------------------------------------------------------
+// The report: resolve its jobs, read the store, write data.json, render it with report.py.
 
-static Command add_report(CLI::App& app, Globals& g) {
+struct ReportArgs {
+  std::string out_dir = "gemmtune-report", store_file, python;
+  std::vector<std::string> jobs;
+  bool no_plugins = false;
+};
+
+// The jobs whose experiments get sections, each as the plan tune would run it resolves it
+// (its problems and their families); bad input is reported before anything is written. Lab
+// jobs (the default) that do not resolve are left out with a note.
+std::vector<std::pair<search::JobPlan, fs::path>> load_jobs(const std::vector<std::string>& named) {
+  auto plan_of = [](const fs::path& f) {
+    search::PlanRequest r;
+    r.config = f.string();
+    r.shard = "0/1";
+    search::Catalog cat;
+    cat.unchecked = true;  // a report reads what was measured, with or without the plugins
+    return search::resolve_plan(r, cat);
+  };
+  std::vector<std::pair<search::JobPlan, fs::path>> loaded;
+  if (!named.empty()) {
+    for (auto& j : named) loaded.emplace_back(plan_of(j), fs::path(j));
+    return loaded;
+  }
+  std::error_code ec;
+  fs::path lab = config_dir() / "lab";
+  std::vector<fs::path> files;
+  if (fs::is_directory(lab, ec))
+    for (auto& e : fs::directory_iterator(lab, ec))
+      if (e.path().extension() == ".toml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (auto& f : files) {
+    try {
+      loaded.emplace_back(plan_of(f), f);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "note: lab job {} left out: {}\n", f.string(), e.what());
+    }
+  }
+  return loaded;
+}
+
+struct StoreContents {
+  std::vector<StoredRow> rows;
+  std::vector<RoofRow> roofs;
+  std::vector<Winner> winners;
+  std::vector<std::string> notes;
+};
+
+StoreContents read_store(const fs::path& db) {
+  ReadonlyStore rs;
+  open_store(db, rs);
+  Store& store = *rs.store;
+  StoreContents c;
+  c.rows = store.rows();
+  try {
+    c.roofs = store.roofs();
+  } catch (const std::exception& e) {
+    c.notes.push_back(std::string("the store has no roofs table (an older store): ") + e.what());
+  }
+  c.winners = store.winners();
+  return c;  // the store is let go of before the slow part
+}
+
+struct DevSummary {
+  std::set<std::string> uuids, archs, drivers, runtimes, nvrtcs, hosts, gemmtune, dists, tunes;
+  std::map<std::string, std::set<std::string>> libraries, family_versions;
+  int64_t sm_count = 0, rows = 0, ok = 0, replay = 0, quick = 0;
+  std::string first, last;
+  void add(const StoredRow& r) {
+    rows++;
+    uuids.insert(r.prov.device_uuid);
+    archs.insert(r.prov.arch);
+    sm_count = std::max<int64_t>(sm_count, r.prov.sm_count);
+    drivers.insert(r.prov.driver);
+    runtimes.insert(r.prov.cuda_runtime);
+    nvrtcs.insert(r.prov.nvrtc);
+    hosts.insert(r.prov.host);
+    gemmtune.insert(r.prov.gemmtune_version);
+    dists.insert(r.prov.input_dist);
+    tunes.insert(r.tune_id);
+    if (!r.prov.library.empty()) libraries[r.family].insert(r.prov.library);
+    family_versions[r.family].insert(r.prov.family_version);
+    replay += r.replay;
+    quick += r.m.quick;
+    ok += r.m.status == Status::ok;
+    if (first.empty() || r.time_utc < first) first = r.time_utc;
+    if (r.time_utc > last) last = r.time_utc;
+  }
+  json to_json(const std::string& name) const {
+    json libs = json::object(), fvs = json::object();
+    for (auto& [f, s] : libraries) libs[f] = s;
+    for (auto& [f, s] : family_versions) fvs[f] = s;
+    return {{"name", name},           {"uuids", uuids},           {"archs", archs},
+            {"sm_count", sm_count},   {"drivers", drivers},       {"cuda_runtimes", runtimes},
+            {"nvrtc", nvrtcs},        {"libraries", libs},        {"family_versions", fvs},
+            {"hosts", hosts},         {"gemmtune_versions", gemmtune}, {"input_dists", dists},
+            {"tune_runs", tunes.size()}, {"rows", rows},           {"ok", ok},
+            {"replay_rows", replay},  {"quick_rows", quick},      {"first", first},
+            {"last", last},           {"limits", archs.size() == 1 ? limits_json(*archs.begin()) : json()}};
+  }
+};
+
+// One successful row as the report plots it.
+json measurement_json(const StoredRow& r, ParamResolver& params, bool pick) {
+  auto [ps, source] = params.resolve(r);
+  json pj = json::array();
+  for (auto& [k, v] : ps) pj.push_back({k, v});
+  json m = problem_fields(r.problem);
+  double flops = r.problem.flops(), bytes = r.problem.min_bytes();
+  m.update({{"id", r.id},
+            {"device", r.prov.device_name},
+            {"family", r.family},
+            {"config", r.config_name},
+            {"params", pj},
+            {"params_from", source},
+            {"time_us", num(r.m.time_us())},
+            {"min_us", num(r.m.time.min)},
+            {"max_us", num(r.m.time.max)},
+            {"p10_us", num(r.m.time.p10)},
+            {"p90_us", num(r.m.time.p90)},
+            {"ci_low_us", num(r.m.time.ci_low)},
+            {"ci_high_us", num(r.m.time.ci_high)},
+            {"samples", r.m.time.count},
+            {"tflops", num(r.tflops())},
+            {"flops", flops},
+            {"bytes", bytes},
+            {"intensity", flops / bytes},
+            {"err_rel_fro", num(r.m.err_rel_fro)},
+            {"err_max_norm", num(r.m.err_max_norm)},
+            {"registers", r.m.res.registers},
+            {"spill_stores", r.m.res.spill_stores},
+            {"spill_loads", r.m.res.spill_loads},
+            {"static_smem", r.m.res.static_smem},
+            {"sm_clock_mhz", num(r.m.sensors.sm_clock_mhz)},
+            {"power_w", num(r.m.sensors.power_w)},
+            {"temp_c", num(r.m.sensors.temp_c)},
+            {"replay", r.replay},
+            {"quick", r.m.quick},
+            {"tune_id", r.tune_id},
+            {"time_utc", r.time_utc},
+            {"description", r.m.message},
+            {"pick", pick}});
+  return m;
+}
+
+// The rows as the report's measurements, devices and status counts.
+struct RowsJson {
+  json measurements = json::array(), devices = json::array(), status_counts = json::array();
+};
+
+RowsJson rows_json(Globals& g, const StoreContents& c, bool use_plugins) {
+  ParamResolver params(g, use_plugins);
+  for (auto& r : c.rows)
+    if (r.m.status == Status::ok) params.observe(r);
+  // The cuBLASLt pick: the plugin's description says so where it was measured; other rows of
+  // that config for the same key (compare's re-timings) are the pick too.
+  std::set<std::string> pick_names;  // device|key|config_name
+  auto key_of = [](const StoredRow& r) { return r.prov.device_name + "|" + r.problem.key(); };
+  for (auto& r : c.rows)
+    if (r.m.status == Status::ok && is_pick_message(r.m.message)) pick_names.insert(key_of(r) + "|" + r.config_name);
+  RowsJson out;
+  std::map<std::string, std::map<std::string, int64_t>> by_status;  // family -> status -> count
+  std::map<std::string, std::string> first_message;                 // family|status -> message
+  std::map<std::string, DevSummary> devices;
+  for (auto& r : c.rows) {
+    devices[r.prov.device_name].add(r);
+    std::string st = to_string(r.m.status);
+    by_status[r.family][st]++;
+    if (r.m.status != Status::ok) first_message.emplace(r.family + "|" + st, r.m.message.substr(0, 300));
+    else out.measurements.push_back(measurement_json(r, params, pick_names.count(key_of(r) + "|" + r.config_name) > 0));
+  }
+  for (auto& [name, d] : devices) out.devices.push_back(d.to_json(name));
+  for (auto& r : c.roofs)
+    if (!devices.count(r.device_name))
+      out.devices.push_back({{"name", r.device_name}, {"rows", 0}, {"ok", 0}, {"replay_rows", 0}});
+  for (auto& [fam, m] : by_status)
+    for (auto& [st, n] : m)
+      out.status_counts.push_back({{"family", fam}, {"status", st}, {"count", n},
+                                   {"example", st == "ok" ? json() : json(first_message[fam + "|" + st])}});
+  return out;
+}
+
+json roofs_json(const std::vector<RoofRow>& roofs) {
+  json out = json::array();
+  for (auto& r : roofs)
+    out.push_back({{"device", r.device_name}, {"name", r.name}, {"value", num(r.value)}, {"unit", r.unit},
+                   {"how", r.how}, {"sm_clock_mhz", num(r.sm_clock_mhz)}, {"power_w", num(r.power_w)},
+                   {"temp_c", num(r.temp_c)}, {"time_utc", r.time_utc}});
+  return out;
+}
+
+json winners_json(const std::vector<Winner>& winners) {
+  json out = json::array();
+  for (auto& w : winners) {
+    const Decision& d = w.decision;
+    json wj = {{"device", w.key.device_name}, {"m", w.key.m}, {"n", w.key.n}, {"k", w.key.k},
+               {"dtype", to_string(w.key.in)}, {"out_dtype", to_string(w.key.out)},
+               {"layout", to_string(w.key.layout)}, {"align", w.key.align}, {"family", w.family},
+               {"config", w.config_name}, {"row_id", w.row_id}, {"note", w.note}, {"time_utc", w.time_utc},
+               {"tie", d.tie}, {"tie_with", d.tie_with}, {"runner_up", d.runner_up}, {"margin", num(d.margin)}};
+    wj["key"] = fmt::format("{}x{}x{} {}>{} {} a{}", w.key.m, w.key.n, w.key.k, to_string(w.key.in),
+                            to_string(w.key.out), to_string(w.key.layout), w.key.align);
+    out.push_back(std::move(wj));
+  }
+  return out;
+}
+
+// data.json, written whole to a temporary file and renamed into place.
+fs::path write_data(const json& data, const fs::path& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw InputError(fmt::format("-o: cannot create {}: {}", out.string(), ec.message()));
+  fs::path data_file = out / "data.json";
+  fs::path tmp = out / ".data.json.tmp";
+  std::ofstream f(tmp);
+  f << data.dump(1) << "\n";
+  f.close();
+  if (!f) throw RuntimeFailure(fmt::format("cannot write {}", tmp.string()));
+  fs::rename(tmp, data_file);
+  return data_file;
+}
+
+// report.py turns data.json into index.html, with the first interpreter that has matplotlib.
+void render(const std::string& python, const fs::path& out, const fs::path& data_file) {
+  std::string py_named = python;
+  if (py_named.empty())
+    if (const char* e = std::getenv("GEMMTUNE_PYTHON"); e && *e) py_named = e;
+  fs::path script = report_script();
+  std::string py;
+  try {
+    py = find_python(py_named);
+  } catch (const RuntimeFailure& e) {
+    throw RuntimeFailure(fmt::format("{}. The data are in {}: run `python3 {} {}` once matplotlib is there", e.what(),
+                                     data_file.string(), script.string(), out.string()));
+  }
+  int rc = run_process({py, script.string(), out.string()}, false);
+  if (rc != 0)
+    throw RuntimeFailure(fmt::format("{} {} {} failed (exit {}); the data are in {}", py, script.string(), out.string(),
+                                     rc < 0 ? std::string(std::strerror(errno)) : std::to_string(rc),
+                                     data_file.string()));
+}
+
+int run_report(Globals& g, const ReportArgs& a) {
+  fs::path db = a.store_file.empty() ? g.db_path() : fs::path(a.store_file);
+  std::error_code ec;
+  if (!fs::exists(db, ec))
+    throw InputError(fmt::format("{}: there is no results store at {} (tune first, or name one with --store)",
+                                 a.store_file.empty() ? "--db" : "--store", db.string()));
+  const auto loaded = load_jobs(a.jobs);
+  const StoreContents c = read_store(db);
+  RowsJson rj = rows_json(g, c, !a.no_plugins);
+  json jobs_j = json::array();
+  for (auto& [plan, file] : loaded) jobs_j.push_back(job_json(g, plan, file));
+  auto [now, unix_now] = utc_now();
+  (void)unix_now;
+  json data = {{"format", "gemmtune-report/1"},
+               {"generated", now},
+               {"gemmtune_version", kGemmtuneVersion},
+               {"store", fs::absolute(db).lexically_normal().string()},
+               {"rows", c.rows.size()},
+               {"devices", rj.devices},
+               {"status_counts", rj.status_counts},
+               {"roofs", roofs_json(c.roofs)},
+               {"measurements", rj.measurements},
+               {"winners", winners_json(c.winners)},
+               {"jobs", jobs_j},
+               {"jobs_named", !a.jobs.empty()},
+               {"notes", c.notes}};
+  const fs::path out = a.out_dir;
+  const fs::path data_file = write_data(data, out);
+  if (!g.quiet)
+    fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n", data_file.string(),
+               c.rows.size(), rj.measurements.size(), c.roofs.size(), c.winners.size(), jobs_j.size());
+  for (auto& n : c.notes) fmt::print(stderr, "note: {}\n", n);
+  render(a.python, out, data_file);
+  fs::path html = out / "index.html";
+  if (g.json)
+    print_json({{"html", html.string()}, {"data", data_file.string()}, {"measurements", rj.measurements.size()}});
+  else
+    fmt::print("{}\n", html.string());
+  return 0;
+}
+
+Command add_report(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand(
       "report", "writes a self-contained HTML page with plots from the store (roofline, TFLOP/s against size, speed-up "
                 "over cuBLASLt's pick, parameters, winners, the lab's experiments); needs python3 with matplotlib, no "
                 "GPU. The store is only read.");
-  static std::string out_dir = "gemmtune-report", store_file, python;
-  static std::vector<std::string> jobs;
-  static bool no_plugins = false;
-  sub->add_option("-o,--output", out_dir, "directory to write index.html and data.json to (created when missing)")
+  static ReportArgs a;
+  sub->add_option("-o,--output", a.out_dir, "directory to write index.html and data.json to (created when missing)")
       ->default_str("gemmtune-report");
-  sub->add_option("--store", store_file, "the results store to read (default: --db, GEMMTUNE_DB, else the user's store)");
-  sub->add_option("--job", jobs,
+  sub->add_option("--store", a.store_file, "the results store to read (default: --db, GEMMTUNE_DB, else the user's store)");
+  sub->add_option("--job", a.jobs,
                   "a job file whose experiment gets its own section (repeatable; default: every lab job in "
                   "configs/lab, shown where the store holds its problems)");
-  sub->add_option("--python", python,
+  sub->add_option("--python", a.python,
                   "the Python interpreter to plot with (default: GEMMTUNE_PYTHON, else the first of python3 on PATH "
                   "and /usr/bin/python3 that has matplotlib)");
-  sub->add_flag("--no-plugins", no_plugins,
+  sub->add_flag("--no-plugins", a.no_plugins,
                 "do not load plugins to spell parameters out (they are then read from the config names)");
-  return {sub, [&g] {
-            fs::path db = store_file.empty() ? g.db_path() : fs::path(store_file);
-            std::error_code ec;
-            if (!fs::exists(db, ec))
-              throw InputError(fmt::format("{}: there is no results store at {} (tune first, or name one with --store)",
-                                           store_file.empty() ? "--db" : "--store", db.string()));
-            // Jobs first: bad input is reported before anything is written.
-            std::vector<std::pair<search::Job, fs::path>> loaded;
-            bool jobs_named = !jobs.empty();
-            if (jobs_named) {
-              for (auto& j : jobs) loaded.emplace_back(search::load_job(j), fs::path(j));
-            } else {
-              fs::path lab = config_dir() / "lab";
-              std::vector<fs::path> files;
-              if (fs::is_directory(lab, ec))
-                for (auto& e : fs::directory_iterator(lab, ec))
-                  if (e.path().extension() == ".toml") files.push_back(e.path());
-              std::sort(files.begin(), files.end());
-              for (auto& f : files) {
-                try {
-                  loaded.emplace_back(search::load_job(f), f);
-                } catch (const std::exception& e) {
-                  fmt::print(stderr, "note: lab job {} left out: {}\n", f.string(), e.what());
-                }
-              }
-            }
-            std::string py_named = python;
-            if (py_named.empty())
-              if (const char* e = std::getenv("GEMMTUNE_PYTHON"); e && *e) py_named = e;
-
-            ReadonlyStore rs;
-            open_store(db, rs);
-            Store& store = *rs.store;
-            std::vector<StoredRow> rows = store.rows();
-            std::vector<RoofRow> roofs;
-            std::vector<std::string> notes;
-            try {
-              roofs = store.roofs();
-            } catch (const std::exception& e) {
-              notes.push_back(std::string("the store has no roofs table (an older store): ") + e.what());
-            }
-            std::vector<Winner> winners = store.winners();
-            rs.store.reset();  // everything is read: let go of the file before the slow part
-
-            ParamResolver params(g, !no_plugins);
-            for (auto& r : rows)
-              if (r.m.status == Status::ok) params.observe(r);
-
-            // The cuBLASLt pick: the plugin's description says so where it was measured;
-            // other rows of that config for the same key (compare's re-timings) are the pick too.
-            std::set<std::string> pick_names;  // device|key|config_name
-            auto key_of = [](const StoredRow& r) { return r.prov.device_name + "|" + r.problem.key(); };
-            for (auto& r : rows)
-              if (r.m.status == Status::ok && is_pick_message(r.m.message))
-                pick_names.insert(key_of(r) + "|" + r.config_name);
-
-            json measurements = json::array();
-            std::map<std::string, std::map<std::string, int64_t>> by_status;  // family -> status -> count
-            std::map<std::string, std::string> first_message;                 // family|status -> message
-            struct DevSummary {
-              std::set<std::string> uuids, archs, drivers, runtimes, nvrtcs, hosts, gemmtune, dists, tunes;
-              std::map<std::string, std::set<std::string>> libraries, family_versions;
-              int64_t sm_count = 0, rows = 0, ok = 0, replay = 0, quick = 0;
-              std::string first, last;
-            };
-            std::map<std::string, DevSummary> devices;
-            for (auto& r : rows) {
-              auto& d = devices[r.prov.device_name];
-              d.rows++;
-              d.uuids.insert(r.prov.device_uuid);
-              d.archs.insert(r.prov.arch);
-              d.sm_count = std::max<int64_t>(d.sm_count, r.prov.sm_count);
-              d.drivers.insert(r.prov.driver);
-              d.runtimes.insert(r.prov.cuda_runtime);
-              d.nvrtcs.insert(r.prov.nvrtc);
-              d.hosts.insert(r.prov.host);
-              d.gemmtune.insert(r.prov.gemmtune_version);
-              d.dists.insert(r.prov.input_dist);
-              d.tunes.insert(r.tune_id);
-              if (!r.prov.library.empty()) d.libraries[r.family].insert(r.prov.library);
-              d.family_versions[r.family].insert(r.prov.family_version);
-              d.replay += r.replay;
-              d.quick += r.m.quick;
-              if (d.first.empty() || r.time_utc < d.first) d.first = r.time_utc;
-              if (r.time_utc > d.last) d.last = r.time_utc;
-              std::string st = to_string(r.m.status);
-              by_status[r.family][st]++;
-              if (r.m.status != Status::ok) {
-                first_message.emplace(r.family + "|" + st, r.m.message.substr(0, 300));
-                continue;
-              }
-              d.ok++;
-              auto [ps, source] = params.resolve(r);
-              json pj = json::array();
-              for (auto& [k, v] : ps) pj.push_back({k, v});
-              json m = problem_fields(r.problem);
-              double flops = r.problem.flops(), bytes = r.problem.min_bytes();
-              m.update({{"id", r.id},
-                        {"device", r.prov.device_name},
-                        {"family", r.family},
-                        {"config", r.config_name},
-                        {"params", pj},
-                        {"params_from", source},
-                        {"time_us", num(r.m.time_us())},
-                        {"min_us", num(r.m.time.min)},
-                        {"max_us", num(r.m.time.max)},
-                        {"p10_us", num(r.m.time.p10)},
-                        {"p90_us", num(r.m.time.p90)},
-                        {"ci_low_us", num(r.m.time.ci_low)},
-                        {"ci_high_us", num(r.m.time.ci_high)},
-                        {"samples", r.m.time.count},
-                        {"tflops", num(r.tflops())},
-                        {"flops", flops},
-                        {"bytes", bytes},
-                        {"intensity", flops / bytes},
-                        {"err_rel_fro", num(r.m.err_rel_fro)},
-                        {"err_max_norm", num(r.m.err_max_norm)},
-                        {"registers", r.m.res.registers},
-                        {"spill_stores", r.m.res.spill_stores},
-                        {"spill_loads", r.m.res.spill_loads},
-                        {"static_smem", r.m.res.static_smem},
-                        {"sm_clock_mhz", num(r.m.sensors.sm_clock_mhz)},
-                        {"power_w", num(r.m.sensors.power_w)},
-                        {"temp_c", num(r.m.sensors.temp_c)},
-                        {"replay", r.replay},
-                        {"quick", r.m.quick},
-                        {"tune_id", r.tune_id},
-                        {"time_utc", r.time_utc},
-                        {"description", r.m.message},
-                        {"pick", pick_names.count(key_of(r) + "|" + r.config_name) > 0}});
-              measurements.push_back(std::move(m));
-            }
-
-            json devs = json::array();
-            for (auto& [name, d] : devices) {
-              json libs = json::object(), fvs = json::object();
-              for (auto& [f, s] : d.libraries) libs[f] = s;
-              for (auto& [f, s] : d.family_versions) fvs[f] = s;
-              devs.push_back({{"name", name},
-                              {"uuids", d.uuids},
-                              {"archs", d.archs},
-                              {"sm_count", d.sm_count},
-                              {"drivers", d.drivers},
-                              {"cuda_runtimes", d.runtimes},
-                              {"nvrtc", d.nvrtcs},
-                              {"libraries", libs},
-                              {"family_versions", fvs},
-                              {"hosts", d.hosts},
-                              {"gemmtune_versions", d.gemmtune},
-                              {"input_dists", d.dists},
-                              {"tune_runs", d.tunes.size()},
-                              {"rows", d.rows},
-                              {"ok", d.ok},
-                              {"replay_rows", d.replay},
-                              {"quick_rows", d.quick},
-                              {"first", d.first},
-                              {"last", d.last},
-                              {"limits", d.archs.size() == 1 ? limits_json(*d.archs.begin()) : json()}});
-            }
-            for (auto& r : roofs)
-              if (!devices.count(r.device_name))
-                devs.push_back({{"name", r.device_name}, {"rows", 0}, {"ok", 0}, {"replay_rows", 0}});
-
-            json status_counts = json::array();
-            for (auto& [fam, m] : by_status)
-              for (auto& [st, n] : m)
-                status_counts.push_back({{"family", fam}, {"status", st}, {"count", n},
-                                         {"example", st == "ok" ? json() : json(first_message[fam + "|" + st])}});
-
-            json roofs_j = json::array();
-            for (auto& r : roofs)
-              roofs_j.push_back({{"device", r.device_name}, {"name", r.name}, {"value", num(r.value)},
-                                 {"unit", r.unit}, {"how", r.how}, {"sm_clock_mhz", num(r.sm_clock_mhz)},
-                                 {"power_w", num(r.power_w)}, {"temp_c", num(r.temp_c)}, {"time_utc", r.time_utc}});
-            json winners_j = json::array();
-            for (auto& w : winners) {
-              json wj = {{"device", w.key.device_name}, {"m", w.key.m}, {"n", w.key.n}, {"k", w.key.k},
-                         {"dtype", to_string(w.key.in)}, {"out_dtype", to_string(w.key.out)},
-                         {"layout", to_string(w.key.layout)}, {"align", w.key.align}, {"family", w.family},
-                         {"config", w.config_name}, {"row_id", w.row_id}, {"note", w.note}, {"time_utc", w.time_utc}};
-              wj["key"] = fmt::format("{}x{}x{} {}>{} {} a{}", w.key.m, w.key.n, w.key.k, to_string(w.key.in),
-                                      to_string(w.key.out), to_string(w.key.layout), w.key.align);
-              winners_j.push_back(std::move(wj));
-            }
-            json jobs_j = json::array();
-            for (auto& [job, file] : loaded) jobs_j.push_back(job_json(g, job, file));
-
-            auto [now, unix_now] = utc_now();
-            (void)unix_now;
-            json data = {{"format", "gemmtune-report/1"},
-                         {"generated", now},
-                         {"gemmtune_version", kGemmtuneVersion},
-                         {"store", fs::absolute(db).lexically_normal().string()},
-                         {"rows", rows.size()},
-                         {"devices", devs},
-                         {"status_counts", status_counts},
-                         {"roofs", roofs_j},
-                         {"measurements", measurements},
-                         {"winners", winners_j},
-                         {"jobs", jobs_j},
-                         {"jobs_named", jobs_named},
-                         {"notes", notes}};
-
-            fs::path out = out_dir;
-            fs::create_directories(out, ec);
-            if (ec) throw InputError(fmt::format("-o: cannot create {}: {}", out.string(), ec.message()));
-            fs::path data_file = out / "data.json";
-            {
-              fs::path tmp = out / ".data.json.tmp";
-              std::ofstream f(tmp);
-              f << data.dump(1) << "\n";
-              f.close();
-              if (!f) throw RuntimeFailure(fmt::format("cannot write {}", tmp.string()));
-              fs::rename(tmp, data_file);
-            }
-            if (!g.quiet)
-              fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n",
-                         data_file.string(), rows.size(), measurements.size(), roofs.size(), winners.size(),
-                         jobs_j.size());
-            for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
-
-            fs::path script = report_script();
-            std::string py;
-            try {
-              py = find_python(py_named);
-            } catch (const RuntimeFailure& e) {
-              throw RuntimeFailure(fmt::format("{}. The data are in {}: run `python3 {} {}` once matplotlib is there",
-                                               e.what(), data_file.string(), script.string(), out.string()));
-            }
-            int rc = run_process({py, script.string(), out.string()}, false);
-            if (rc != 0)
-              throw RuntimeFailure(fmt::format("{} {} {} failed (exit {}); the data are in {}", py, script.string(),
-                                               out.string(), rc < 0 ? std::string(std::strerror(errno)) : std::to_string(rc),
-                                               data_file.string()));
-            fs::path html = out / "index.html";
-            if (g.json)
-              print_json({{"html", html.string()}, {"data", data_file.string()}, {"measurements", measurements.size()}});
-            else
-              fmt::print("{}\n", html.string());
-            return 0;
-          }};
+  return {sub, [&g] { return run_report(g, a); }};
 }
+
+}  // namespace
+
+static Registrar reg_report(80, add_report);
 
 }  // namespace gt::cli

@@ -31,6 +31,46 @@ static void write_trace(std::FILE* f, const Timed& t) {
   }
 }
 
+// A bad trace path fails before the GPU work; an existing file is replaced only by a trace,
+// never emptied by a run that timed nothing.
+static void check_trace_path(const std::string& trace) {
+  if (trace.empty()) return;
+  const bool existed = std::filesystem::exists(trace);
+  std::FILE* f = std::fopen(trace.c_str(), "a");
+  if (!f) throw InputError("--trace: cannot write " + trace + ": " + std::strerror(errno));
+  std::fclose(f);
+  if (!existed) std::filesystem::remove(trace);  // written only with a trace
+}
+
+// The text output: the config, its resources, its verification and its timing.
+static void print_run(const Family& fam, const Problem& p, const Config& c, const std::string& name,
+                      const DeviceInfo& dev, const Measurement& m, Distribution d, uint64_t seed, bool verify_only,
+                      int rotation) {
+  fmt::print("{} on {} ({})\n", name, dev.name, p.key());
+  std::string desc = fam.describe(p, c);
+  if (!desc.empty()) fmt::print("  {}\n", desc);
+  if (m.res.registers >= 0)
+    fmt::print("  {} registers, {} B static shared memory, {} B spilled; compile {}\n", m.res.registers,
+               m.res.static_smem, m.res.spill_stores, m.compiled_from_cache ? "from cache" : human_seconds(m.compile_s));
+  if (m.status != Status::ok) {
+    fmt::print("  {}: {}\n", to_string(m.status), m.message);
+    return;
+  }
+  fmt::print("  verified: relative Frobenius error {:.2e}, normalised max error {:.2e} (inputs {}, seed {})\n",
+             m.err_rel_fro, m.err_max_norm, to_string(d), seed);
+  if (verify_only) return;
+  // At the power cap the samples mix the governor's clock levels: the mean is the figure.
+  const bool mean = m.time.center == Center::mean;
+  fmt::print("  time: {} {:.3f} us{}  ({}min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
+             to_string(m.time.center), m.time_us(), mean ? " at the power cap" : "",
+             mean ? fmt::format("median {:.3f}, ", m.time.median) : "", m.time.min, m.time.p10, m.time.p90, m.time.max,
+             m.time.count, 100 * m.time.ci_rel());
+  fmt::print("  {:.2f} TFLOP/s; {} rotating input sets\n", m.tflops(p.flops()), rotation);
+  auto f = [](double v, const char* unit) { return std::isfinite(v) ? fmt::format("{:.0f} {}", v, unit) : std::string("unknown"); };
+  fmt::print("  while timing: SM clock {}, power {}, temperature {}, throttle: {}\n", f(m.sensors.sm_clock_mhz, "MHz"),
+             f(m.sensors.power_w, "W"), f(m.sensors.temp_c, "C"), m.throttle.empty() ? "unknown" : m.throttle);
+}
+
 static Command add_run(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("run", "verifies one config (default: the family's default) against float64, then "
                                         "times it; prints time, TFLOP/s, error (needs a GPU)");
@@ -62,15 +102,7 @@ static Command add_run(CLI::App& app, Globals& g) {
   return {sub, [&g] {
             Problem p = pa.resolve();
             if (quick && min_time >= 0) throw InputError("--min-time: not with --quick (quick timing stops at its own short cap)");
-            // A bad trace path fails before the GPU work; an existing file is replaced only
-            // by a trace, never emptied by a run that timed nothing.
-            const bool trace_existed = !trace.empty() && std::filesystem::exists(trace);
-            if (!trace.empty()) {
-              std::FILE* f = std::fopen(trace.c_str(), "a");
-              if (!f) throw InputError("--trace: cannot write " + trace + ": " + std::strerror(errno));
-              std::fclose(f);
-              if (!trace_existed) std::filesystem::remove(trace);  // written only with a trace
-            }
+            check_trace_path(trace);
             Distribution d = parse_distribution(dist.c_str());
             const Family& fam = g.plugins().get(family);
             // Validate the config against the architecture's limits before asking for a GPU.
@@ -135,30 +167,7 @@ static Command add_run(CLI::App& app, Globals& g) {
               j["rotating_sets"] = bench.rotation();
               print_json(j);
             } else {
-              fmt::print("{} on {} ({})\n", name, dev.name, p.key());
-              std::string desc = fam.describe(p, c);
-              if (!desc.empty()) fmt::print("  {}\n", desc);
-              if (m.res.registers >= 0)
-                fmt::print("  {} registers, {} B static shared memory, {} B spilled; compile {}\n", m.res.registers,
-                           m.res.static_smem, m.res.spill_stores, m.compiled_from_cache ? "from cache" : human_seconds(m.compile_s));
-              if (m.status != Status::ok) {
-                fmt::print("  {}: {}\n", to_string(m.status), m.message);
-              } else {
-                fmt::print("  verified: relative Frobenius error {:.2e}, normalised max error {:.2e} (inputs {}, seed {})\n",
-                           m.err_rel_fro, m.err_max_norm, to_string(d), seed);
-                if (!verify_only) {
-                  // At the power cap the samples mix the governor's clock levels: the mean is the figure.
-                  const bool mean = m.time.center == Center::mean;
-                  fmt::print("  time: {} {:.3f} us{}  ({}min {:.3f}, p10 {:.3f}, p90 {:.3f}, max {:.3f}; {} samples, CI +/-{:.2f} %)\n",
-                             to_string(m.time.center), m.time_us(), mean ? " at the power cap" : "",
-                             mean ? fmt::format("median {:.3f}, ", m.time.median) : "", m.time.min, m.time.p10, m.time.p90,
-                             m.time.max, m.time.count, 100 * m.time.ci_rel());
-                  fmt::print("  {:.2f} TFLOP/s; {} rotating input sets\n", m.tflops(p.flops()), bench.rotation());
-                  auto f = [](double v, const char* unit) { return std::isfinite(v) ? fmt::format("{:.0f} {}", v, unit) : std::string("unknown"); };
-                  fmt::print("  while timing: SM clock {}, power {}, temperature {}, throttle: {}\n", f(m.sensors.sm_clock_mhz, "MHz"),
-                             f(m.sensors.power_w, "W"), f(m.sensors.temp_c, "C"), m.throttle.empty() ? "unknown" : m.throttle);
-                }
-              }
+              print_run(fam, p, c, name, dev, m, d, seed, verify_only, bench.rotation());
             }
             return m.status == Status::ok ? 0 : 1;
           }};

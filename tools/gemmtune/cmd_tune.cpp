@@ -1,10 +1,12 @@
 // gemmtune tune: search the families' spaces for one problem or every problem of a job,
-// store every measurement, print the winners.
+// store every measurement, print the winners. Parse (the flags) -> resolve (a job plan,
+// search/plan.hpp, checked before any GPU work) -> run (search/run.hpp, over one or more
+// GPUs, or a recording) -> print.
 #include "bench.hpp"
 #include "cli.hpp"
-#include "job.hpp"
+#include "plan.hpp"
+#include "run.hpp"
 #include "session.hpp"
-#include "shard.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -26,37 +28,26 @@ struct TuneArgs {
   std::string config, replay, record;
   bool default_job = false;
   std::string strategy;
-  uint64_t budget = 0;
-  double seconds = 0, fraction = 0;
-  uint64_t patience = 0;
-  uint64_t seed = 1;
-  bool seed_given = false;
+  std::optional<uint64_t> budget, patience, seed;
+  std::optional<double> seconds, fraction;
   std::string devices;
   int device = 0;
   std::string shard;
+  int consistency = -1;
   double hang_floor = 10;
   double compile_timeout = 120;
   bool no_isolation = false, full = false, no_reuse = false;
-  int finalists = -1, rounds = 8;
+  std::optional<int> finalists;
+  int rounds = 8;
   double min_gain = -1;  // percent; < 0: the job's, else TuneOptions's
   double turn_warmup = Interleave{}.capped_warmup_s;
   std::string dist;
   double settle = kSettleCapS;
 };
-}  // namespace
 
-static std::string fmt_us(double us) { return std::isfinite(us) ? fmt::format("{:.2f}", us) : "-"; }
+std::string fmt_us(double us) { return std::isfinite(us) ? fmt::format("{:.2f}", us) : "-"; }
 
-static Command add_tune(CLI::App& app, Globals& g);
-static Registrar reg_tune(50, add_tune);
-
-static Command add_tune(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand(
-      "tune",
-      "tunes one problem (flags) or every problem of a job (--config) over the given families (default: all); "
-      "stores every measurement; prints the winners. Needs a GPU unless --replay (--default-job without a GPU "
-      "runs as a replay of recorded H200 measurements, and says so).");
-  static TuneArgs a;
+void add_tune_options(CLI::App* sub, TuneArgs& a) {
   add_problem_options(sub, a.pa);
   sub->add_option("--family", a.families, "families to tune (repeatable; default: the job's, else all)");
   sub->add_option("--config", a.config, "a TOML job file (see configs/)");
@@ -66,16 +57,21 @@ static Command add_tune(CLI::App& app, Globals& g) {
   sub->add_option("--strategy", a.strategy,
                   "search strategy: auto (default: exhaustive for a small space the budget covers, else bayes), exhaustive, random, "
                   "anneal, genetic, bayes");
-  sub->add_option("--budget", a.budget, "at most this many evaluations per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
-  sub->add_option("--time", a.seconds, "at most this many seconds per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
-  sub->add_option("--fraction", a.fraction, "at most this fraction (0..1] of the valid space per (problem, family); replaces the job's, its [tune.budget.FAMILY] too");
-  sub->add_option("--patience", a.patience, "stop a family after this many evaluations without improvement; replaces the job's, its [tune.budget.FAMILY] too");
-  sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs")
-      ->each([](const std::string&) { a.seed_given = true; });
+  const char* replaces = "; replaces the job's, its [tune.budget.FAMILY] too";
+  sub->add_option("--budget", a.budget, std::string("at most this many evaluations per (problem, family)") + replaces);
+  sub->add_option("--time", a.seconds,
+                  std::string("at most this many seconds per (problem, family) (in a replay: of the recorded GPU's "
+                              "simulated time)") + replaces);
+  sub->add_option("--fraction", a.fraction, std::string("at most this fraction (0..1] of the valid space per (problem, family)") + replaces);
+  sub->add_option("--patience", a.patience, std::string("stop a family after this many evaluations without improvement") + replaces);
+  sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs");
   sub->add_option("--device", a.device, "GPU index")->default_val(0);
   sub->add_option("--devices", a.devices,
-                  "tune on several GPUs: all, or 0,1,... (one worker per GPU, problems shared out as GPUs free up; "
-                  "finalists re-timed on the first GPU named)");
+                  "tune on several GPUs: all, or 0,1,... (one worker per GPU; each problem explored, re-timed and "
+                  "decided on one GPU, problems handed out as GPUs free up)");
+  sub->add_option("--consistency", a.consistency,
+                  "with several GPUs: time this many problems' winners on every GPU afterwards and report the spread "
+                  "(default: one per GPU, the first it decided; 0: none)");
   sub->add_option("--shard", a.shard,
                   "I/N: tune only the problems whose index in the job is I modulo N (else from SLURM_ARRAY_TASK_ID, "
                   "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID); combine the shards' stores with `gemmtune merge`");
@@ -98,277 +94,268 @@ static Command add_tune(CLI::App& app, Globals& g) {
                                                    "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
       ->default_val(kSettleCapS);
   sub->add_option("--replay", a.replay,
-                  "recorded measurements (gemmtune-replay JSON) stand in for the GPU: no GPU needed");
+                  "recorded measurements (gemmtune-replay JSON) stand in for the GPU, as a simulation of the recorded "
+                  "run: no GPU needed; without a problem named, the recording's problems");
   sub->add_option("--record", a.record,
                   "write what this run measured as a replay recording (JSON) to this file");
-  return {sub, [&g] {
-            using namespace search;
-            // 1. Everything the user gave us is checked before any GPU work.
-            Job job;
-            if (!a.config.empty() && a.default_job) throw InputError("--config and --default-job: give one of them");
-            if (!a.config.empty()) {
-              job = load_job(a.config);
-              if (a.pa.given()) throw InputError("--config and --shape: the job file names the problems; give one of them");
-            } else if (a.default_job) {
-              if (a.pa.given()) throw InputError("--default-job and --shape: the default job names the problems; give one of them");
-              job = parse_job(default_job_text(), "<default job>");
-            } else {
-              job.name = "command line";
-              job.source = "<command line>";
-              job.problems.push_back({a.pa.resolve(), {}, {}});
-            }
-            TuneOptions o;
-            const JobSettings& js = job.settings;
-            o.strategy = !a.strategy.empty() ? a.strategy : js.strategy.value_or("auto");
-            if (o.strategy != "auto") {
-              auto names = strategy_names();
-              if (std::find(names.begin(), names.end(), o.strategy) == names.end()) {
-                std::string known;
-                for (auto& n : names) known += ", " + n;
-                throw InputError(fmt::format("{}: unknown strategy '{}' (known: auto{})",
-                                             a.strategy.empty() ? job.at("strategy") : "--strategy", o.strategy, known));
-              }
-            }
-            o.compile_timeout_s = a.compile_timeout;
-            if (a.fraction != 0 && !(a.fraction > 0 && a.fraction <= 1)) throw InputError("--fraction: must be in (0, 1]");
-            // The job's budget over `b`, then the command line's flags over that.
-            auto budget_of = [](Budget b, const JobBudget& jb) {
-              if (jb.evaluations) b.max_evaluations = *jb.evaluations;
-              if (jb.seconds) b.max_seconds = *jb.seconds;
-              if (jb.fraction) b.max_fraction = *jb.fraction;
-              if (jb.patience) b.patience = *jb.patience;
-              if (a.budget) b.max_evaluations = a.budget;
-              if (a.seconds > 0) b.max_seconds = a.seconds;
-              if (a.fraction != 0) b.max_fraction = a.fraction;
-              if (a.patience) b.patience = a.patience;
-              return b;
-            };
-            o.budget = budget_of(Budget{}, js);
-            for (auto& [family, jb] : js.family_budgets) o.family_budgets[family] = budget_of(o.budget, jb);
-            o.seed = a.seed_given ? a.seed : js.seed.value_or(1);
-            o.quick_explore = a.full ? false : js.quick.value_or(true);
-            o.finalists = a.finalists >= 0 ? a.finalists : js.finalists.value_or(4);
-            o.retime.rounds = std::max(1, a.rounds);
-            if (a.min_gain >= 0) o.min_gain = a.min_gain / 100;
-            else if (js.min_gain) o.min_gain = *js.min_gain / 100;
-            o.retime.capped_warmup_s = a.turn_warmup;
-            o.dist = parse_distribution((!a.dist.empty() ? a.dist : js.dist.value_or("normal")).c_str());
-            o.reuse = !a.no_reuse;
-            o.settle_s = a.settle;
-            o.stop = &g_stop;
-            std::random_device rd;
-            o.input_seed = (uint64_t(rd()) << 32) | rd();
-            o.tune_id = new_uuid().substr(0, 12);
-            if (o.dist == Distribution::zeros)
-              fmt::print(stderr, "warning: zero inputs run faster than real data and hide unwritten outputs\n");
-            Shard shard = resolve_shard(a.shard, environment());
-            std::vector<size_t> mine = shard_indices(job.problems.size(), shard);
-            SessionOptions so;
-            so.replay = a.replay;
-            so.isolate = !a.no_isolation;
-            so.hang_floor_s = a.hang_floor;
-            so.devices = !a.devices.empty() ? std::vector<int>{} : std::vector<int>{a.device};
-            if (!a.devices.empty() && a.devices != "all") so.devices = parse_devices(a.devices, g.cache_path());
-            so.devices_flag = !a.devices.empty();
-            // The README's main command on a machine without a GPU: the same job, replayed.
-            std::string why_none;
-            if (a.default_job && so.replay.empty() && device_count(&why_none) == 0) {
-              std::filesystem::path rp = config_dir() / "default_job.replay.json";
-              fmt::print(stderr, "gemmtune: {}\ngemmtune: running the default job as a REPLAY of measurements recorded "
-                                 "on a GPU ({})\n", why_none, rp.string());
-              so.replay = rp.string();
-            }
-            // Families: command line, else the problem set's, else the job's, else every one.
-            std::optional<Recording> rec_for_names;
-            if (!so.replay.empty()) rec_for_names = Recording::load(so.replay);
-            const std::vector<std::string> all = known_families(g, rec_for_names ? &*rec_for_names : nullptr);
-            auto families_for = [&](const JobProblem& jp) {
-              return !a.families.empty() ? a.families : !jp.families.empty() ? jp.families : !js.families.empty() ? js.families : all;
-            };
-            for (auto& jp : job.problems)
-              for (auto& f : families_for(jp))
-                require_known_family(f, all, a.families.empty() ? job.at("families:" + f) : "--family", so.replay);
-            // A family's own budget may name a family this run does not tune (a replay records
-            // only some; --family picks some): it must exist, not be tuned.
-            for (auto& [f, jb] : js.family_budgets) {
-              bool known = std::find(all.begin(), all.end(), f) != all.end();
-              if (!known && rec_for_names) {
-                try {
-                  known = g.plugins().find(f) != nullptr;
-                } catch (const std::exception&) {
-                }
-              }
-              if (!known) require_known_family(f, all, fmt::format("{}: [tune.budget.{}]", job.at("budget:" + f), f), so.replay);
-            }
-            // Fixed config lists are checked against the families' spaces now (with sm_90's
-            // limits when there is no GPU yet); "@pick" (a library's own choice) is resolved later.
-            if (!rec_for_names)
-              for (auto& jp : job.problems)
-                for (auto& [fam, texts] : jp.configs) {
-                  const Family& f = g.plugins().get(fam);
-                  if (f.is_library()) continue;
-                  Space s = f.space(jp.problem, arch_limits("sm_90"));
-                  for (auto& t : texts) {
-                    std::string err;
-                    if (t != "@pick" && !s.parse(t, &err))
-                      throw InputError(fmt::format("{}: configs.{} for {}: {}", job.at(fam + ":" + t), fam, jp.problem.key(), err));
-                  }
-                }
-            // "all" counts the GPUs; a replay has none to count (its recording is the one measurer).
-            if (!a.devices.empty() && a.devices == "all" && so.replay.empty()) so.devices = parse_devices("all", g.cache_path());
-
-            // 2. The store, the measurers (exit 3 without a GPU), then the search.
-            Session session(g, so);
-            const DeviceInfo& dev = session.measurer(0).device();
-            std::string label = session.label();
-            if (!g.json) {
-              fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", job.name, mine.size(), job.problems.size(),
-                         shard.count > 1 ? fmt::format(", shard {}/{} from {}", shard.index, shard.count, shard.source) : "",
-                         session.measurer(0).describe(),
-                         session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", label);
-              fmt::print("  {}; store {}{}\n", describe(o), session.db().string(),
-                         session.temporary_db() ? " (temporary: replay results are not kept)" : "");
-            }
-            std::signal(SIGINT, on_sigint);
-            auto t0 = std::chrono::steady_clock::now();
-            std::vector<std::optional<ProblemOutcome>> outcomes(job.problems.size());
-            std::mutex print_mu;
-            const bool bars_on = !g.quiet && !g.json && session.measurers() == 1;
-            auto report = [&](const ProblemOutcome& po, const std::string& gpu) {
-              std::lock_guard lock(print_mu);
-              if (g.json) return;
-              fmt::print("\n{}{}{}\n", po.problem.key(), gpu, label);
-              fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}\n", "family", "time us", "TFLOP/s", "evaluated",
-                         "failed", "strategy", "best config");
-              for (size_t i = 0; i < po.families.size(); ++i) {
-                const auto& f = po.families[i];
-                if (!f.skipped.empty()) {
-                  fmt::print("  {:<14} skipped: {}\n", f.family, f.skipped);
-                  continue;
-                }
-                uint64_t failed = 0;
-                for (auto& [st, n] : f.by_status)
-                  if (st != Status::ok) failed += n;
-                fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time_us()),
-                           f.best ? fmt::format("{:.1f}", f.best_m.tflops(po.problem.flops())) : "-",
-                           fmt::format("{}{}", f.evaluated, f.reused ? fmt::format(" ({} stored)", f.reused) : ""), failed,
-                           f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
-                           f.tie ? " (tie)" : "");
-                if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
-                if (!f.note.empty()) fmt::print("  {:<14} note: {}\n", "", f.note);
-                std::string fails;
-                for (auto& [st, n] : f.by_status)
-                  if (st != Status::ok) fails += fmt::format("{}{} {}", fails.empty() ? "" : ", ", n, to_string(st));
-                fmt::print("  {:<14} stopped: {}; compile {}, measure {}{}{}{}\n", "", f.stop_reason,
-                           f.compile_s > 0 ? human_seconds(f.compile_s) : "-", f.measure_s > 0 ? human_seconds(f.measure_s) : "-",
-                           f.stale ? fmt::format(", {} stale rows re-measured", f.stale) : "",
-                           f.stale_builds ? fmt::format(", {} configs rebuilt differently since stored, re-measured",
-                                                        f.stale_builds)
-                                          : "",
-                           fails.empty() ? "" : "; failures: " + fails);
-              }
-              if (!po.note.empty()) fmt::print("  note: {}\n", po.note);
-            };
-            ReferenceGpu reference;
-            reference.measurer = &session.measurer(0);
-            std::atomic<size_t> next{0};
-            auto work = [&](size_t gpu) {
-              Tuner tuner(session.plugins(), session.measurer(gpu), &session.store(), session.pool(), session.spaces(),
-                          session.provenance(o.dist, o.input_seed, gpu), o);
-              if (session.measurers() > 1) tuner.set_reference(&reference);
-              std::vector<std::unique_ptr<Progress>> bars;
-              if (bars_on)
-                tuner.on_progress = [&](const TuneEvent& e) {
-                  std::string what = e.family + " " + e.problem->key();
-                  if (bars.empty() || bars.back()->what() != what) {
-                    if (!bars.empty()) bars.back()->finish();
-                    bars.push_back(std::make_unique<Progress>(what, e.total, true));
-                  }
-                  bars.back()->update(e.done, fmt::format("best {} us {}{}", fmt_us(e.best_us), e.best_name,
-                                                          label.empty() ? "" : " [replay]"));
-                };
-              tuner.on_note = [&](const std::string& s) {
-                std::lock_guard lock(print_mu);
-                fmt::print(stderr, "note: {}\n", s);
-              };
-              for (size_t j; (j = next++) < mine.size() && !g_stop;) {
-                const JobProblem& jp = job.problems[mine[j]];
-                std::map<std::string, std::vector<Config>> fixed;
-                for (auto& [fam, texts] : jp.configs) {
-                  Space s = session.spaces()(fam, jp.problem);
-                  for (auto& t : texts) {
-                    std::string err;
-                    if (t == "@pick") {
-                      const Family* f = session.plugins() ? session.plugins()->find(fam) : nullptr;
-                      auto picks = f ? f->suggest(jp.problem, session.measurer(gpu).device().limits, 1, s.dims())
-                                     : std::vector<Config>{};
-                      if (!picks.empty()) fixed[fam].push_back(picks[0]);
-                    } else if (auto c = s.parse(t, &err)) {
-                      fixed[fam].push_back(*c);
-                    } else {
-                      throw InputError(fmt::format("{}: configs.{} for {}: {}", job.source, fam, jp.problem.key(), err));
-                    }
-                  }
-                }
-                ProblemOutcome po = tuner.tune(jp.problem, families_for(jp), fixed);
-                if (!bars.empty()) bars.back()->finish();
-                bars.clear();
-                report(po, session.measurers() > 1 ? fmt::format(" [GPU {}]", session.measurer(gpu).device().index) : "");
-                outcomes[mine[j]] = std::move(po);
-              }
-            };
-            if (session.measurers() == 1) {
-              work(0);
-            } else {
-              std::vector<std::thread> threads;
-              for (size_t i = 0; i < session.measurers(); ++i) threads.emplace_back(work, i);
-              for (auto& t : threads) t.join();
-            }
-            double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (!a.record.empty()) {
-              Recording out = recording_from_store(session.store(), o.tune_id, session.spaces());
-              out.save(a.record);
-              if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
-            }
-            size_t done = 0;
-            for (auto& po : outcomes) done += po.has_value();
-            if (g.json) {
-              nlohmann::json j = nlohmann::json::array();
-              for (auto& opt : outcomes) {
-                if (!opt) continue;
-                const ProblemOutcome& po = *opt;
-                nlohmann::json fams = nlohmann::json::array();
-                for (auto& f : po.families) {
-                  nlohmann::json fj = {{"family", f.family}, {"skipped", f.skipped}, {"strategy", f.strategy},
-                                       {"evaluated", f.evaluated}, {"reused", f.reused}, {"stale", f.stale},
-                                       {"stale_builds", f.stale_builds},
-                                       {"valid_space", f.valid_space}, {"stop_reason", f.stop_reason},
-                                       {"seconds", f.seconds}, {"compile_s", f.compile_s}, {"measure_s", f.measure_s}};
-                  nlohmann::json st = nlohmann::json::object();
-                  for (auto& [s, n] : f.by_status) st[to_string(s)] = n;
-                  fj["by_status"] = st;
-                  if (f.best) {
-                    fj["best"] = f.best_name;
-                    fj["best_measurement"] = f.best_m;
-                    fj["tflops"] = f.best_m.tflops(po.problem.flops());
-                    fj["tie"] = f.tie;
-                    fj["note"] = f.note;
-                  }
-                  fams.push_back(fj);
-                }
-                j.push_back({{"problem", po.problem}, {"key", po.problem.key()}, {"families", fams},
-                             {"winner", po.winner >= 0 ? po.families[size_t(po.winner)].family : ""},
-                             {"replay", session.replay()}, {"seconds", po.seconds}});
-              }
-              print_json({{"job", job.name}, {"device", dev.name}, {"tune_id", o.tune_id}, {"replay", session.replay()},
-                          {"shard", fmt::format("{}/{}", shard.index, shard.count)}, {"gpus", session.measurers()},
-                          {"seconds", total}, {"problems", j}});
-            } else {
-              fmt::print("\n{} of {} problem(s) in {}{}{}\n", done, mine.size(), human_seconds(total),
-                         g_stop ? " (interrupted: stopped after the measurement in flight)" : "", label);
-            }
-            return g_stop ? 130 : 0;
-          }};
 }
+
+// The flags as a plan request: the job-independent settings go into its base options.
+search::PlanRequest request_of(const TuneArgs& a) {
+  search::PlanRequest r;
+  r.config = a.config;
+  r.default_job = a.default_job;
+  if (a.pa.given()) r.problem = a.pa.resolve();
+  r.families = a.families;
+  r.strategy = a.strategy;
+  r.evaluations = a.budget;
+  r.seconds = a.seconds;
+  r.fraction = a.fraction;
+  r.patience = a.patience;
+  r.seed = a.seed;
+  r.full = a.full;
+  r.finalists = a.finalists;
+  if (a.min_gain >= 0) r.min_gain_pct = a.min_gain;
+  r.dist = a.dist;
+  r.shard = a.shard;
+  r.environment = search::environment();
+  r.devices = a.devices;
+  r.device = a.device;
+  r.consistency = a.consistency;
+  search::TuneOptions& o = r.base;
+  o.compile_timeout_s = a.compile_timeout;
+  o.retime.rounds = std::max(1, a.rounds);
+  o.retime.capped_warmup_s = a.turn_warmup;
+  o.reuse = !a.no_reuse;
+  o.settle_s = a.settle;
+  o.stop = &g_stop;
+  std::random_device rd;
+  o.input_seed = (uint64_t(rd()) << 32) | rd();
+  o.tune_id = new_uuid().substr(0, 12);
+  return r;
+}
+
+// Prints one problem's families and winner (text output).
+void print_problem(const search::ProblemOutcome& po, const std::string& gpu, const std::string& label) {
+  fmt::print("\n{}{}{}\n", po.problem.key(), gpu, label);
+  fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}\n", "family", "time us", "TFLOP/s", "evaluated", "failed",
+             "strategy", "best config");
+  for (size_t i = 0; i < po.families.size(); ++i) {
+    const auto& f = po.families[i];
+    if (!f.skipped.empty()) {
+      fmt::print("  {:<14} skipped: {}\n", f.family, f.skipped);
+      continue;
+    }
+    uint64_t failed = 0;
+    std::string fails;
+    for (auto& [st, n] : f.by_status)
+      if (st != Status::ok) {
+        failed += n;
+        fails += fmt::format("{}{} {}", fails.empty() ? "" : ", ", n, to_string(st));
+      }
+    fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time_us()),
+               f.best ? fmt::format("{:.1f}", f.best_m.tflops(po.problem.flops())) : "-",
+               fmt::format("{}{}", f.evaluated, f.reused ? fmt::format(" ({} stored)", f.reused) : ""), failed,
+               f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
+               f.decision.tie ? " (tie)" : "");
+    if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
+    if (!f.figure_note.empty()) fmt::print("  {:<14} figure: {}\n", "", f.figure_note);
+    if (!f.note.empty()) fmt::print("  {:<14} note: {}\n", "", f.note);
+    fmt::print("  {:<14} stopped: {}; compile {}, measure {}{}{}{}\n", "", f.stop_reason,
+               f.compile_s > 0 ? human_seconds(f.compile_s) : "-", f.measure_s > 0 ? human_seconds(f.measure_s) : "-",
+               f.stale ? fmt::format(", {} stale rows re-measured", f.stale) : "",
+               f.stale_builds ? fmt::format(", {} configs built differently since stored, re-measured", f.stale_builds) : "",
+               fails.empty() ? "" : "; failures: " + fails);
+  }
+  if (!po.note.empty()) fmt::print("  note: {}\n", po.note);
+}
+
+nlohmann::json decision_json(const Decision& d) {
+  return {{"tie", d.tie},
+          {"tie_with", d.tie_with},
+          {"runner_up", d.runner_up},
+          {"margin", std::isfinite(d.margin) ? nlohmann::json(d.margin) : nlohmann::json()}};
+}
+
+nlohmann::json problem_json(const search::ProblemOutcome& po, bool replay) {
+  nlohmann::json fams = nlohmann::json::array();
+  for (auto& f : po.families) {
+    nlohmann::json fj = {{"family", f.family}, {"skipped", f.skipped}, {"strategy", f.strategy},
+                         {"evaluated", f.evaluated}, {"reused", f.reused}, {"stale", f.stale}, {"stale_builds", f.stale_builds},
+                         {"valid_space", f.valid_space}, {"stop_reason", f.stop_reason},
+                         {"seconds", f.seconds}, {"compile_s", f.compile_s}, {"measure_s", f.measure_s}};
+    nlohmann::json st = nlohmann::json::object();
+    for (auto& [s, n] : f.by_status) st[to_string(s)] = n;
+    fj["by_status"] = st;
+    if (f.best) {
+      fj["best"] = f.best_name;
+      fj["best_measurement"] = f.best_m;
+      fj["tflops"] = f.best_m.tflops(po.problem.flops());
+      fj["tie"] = f.decision.tie;
+      fj["decision"] = decision_json(f.decision);
+      fj["note"] = f.note;
+      fj["figure"] = f.figure_note;
+    }
+    fams.push_back(fj);
+  }
+  return {{"problem", po.problem}, {"key", po.problem.key()}, {"families", fams},
+          {"winner", po.winner >= 0 ? po.families[size_t(po.winner)].family : ""},
+          {"decision", decision_json(po.decision)}, {"note", po.note}, {"replay", replay}, {"seconds", po.seconds}};
+}
+
+// The cross-GPU check of a multi-GPU run, as lines and as JSON.
+nlohmann::json print_consistency(const std::vector<search::ConsistencySample>& cs, Session& session, bool json) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!json && !cs.empty()) fmt::print("\ncross-GPU check: each sampled winner timed on every GPU\n");
+  for (auto& s : cs) {
+    nlohmann::json per = nlohmann::json::array();
+    std::string line;
+    for (size_t g = 0; g < s.per_gpu.size(); ++g) {
+      const Measurement& m = s.per_gpu[g];
+      const int index = session.measurer(g).device().index;
+      per.push_back({{"gpu", index}, {"status", to_string(m.status)}, {"time_us", m.time}, {"message", m.message}});
+      line += fmt::format("{}GPU {} {}", line.empty() ? "" : ", ", index,
+                          m.status == Status::ok ? fmt_us(m.time_us()) + " us" : std::string(to_string(m.status)));
+    }
+    out.push_back({{"problem", s.problem.key()}, {"family", s.family}, {"config", s.config_name},
+                   {"decided_on", session.measurer(s.decided_on).device().index},
+                   {"spread", std::isfinite(s.spread) ? nlohmann::json(s.spread) : nlohmann::json()}, {"per_gpu", per}});
+    if (!json)
+      fmt::print("  {} {} {}: {}; {}\n", s.problem.key(), s.family, s.config_name, line,
+                 std::isfinite(s.spread) ? fmt::format("{:.1f} % apart", 100 * s.spread) : "not comparable");
+  }
+  return out;
+}
+
+// The replay's own lines: how long the recorded GPU would have taken, and what its figures are.
+nlohmann::json print_simulation(Session& session, bool json) {
+  const search::ReplayMeasurer* rm = session.simulation();
+  if (!rm) return nullptr;
+  const double sim = rm->simulated_seconds().value_or(0);
+  const search::ReplayFigures& f = rm->figures();
+  if (!json) {
+    fmt::print("On the recorded GPU ({}) this run would have taken about {}{}.\n", rm->device().name,
+               human_seconds(sim),
+               rm->clock_estimated() ? " (estimated from the timing method: the recording holds no measurement "
+                                       "times; settles counted at their cap)"
+                                     : " (the recorded compile and measure seconds; settles counted at their cap)");
+    fmt::print("Re-timed figures: {} replayed as recorded, {} from exploration timings{}.\n", f.recorded.size(),
+               f.explored.size(),
+               f.bounded.empty() ? ""
+                                 : fmt::format(" ({} of them faster than the recording's measured roofline, "
+                                               "shown at it)", f.bounded.size()));
+  }
+  return {{"simulated_seconds", sim}, {"estimated", rm->clock_estimated()},
+          {"figures", {{"recorded", f.recorded.size()}, {"explored", f.explored.size()}, {"bounded", f.bounded.size()}}}};
+}
+
+int run_tune(Globals& g, TuneArgs& a) {
+  // 1. Resolve: everything the user gave is checked before any GPU work.
+  search::PlanRequest req = request_of(a);
+  std::string replay = a.replay;
+  std::string why_none;
+  if (a.default_job && replay.empty() && device_count(&why_none) == 0) {
+    // The README's main command on a machine without a GPU: the same job, replayed.
+    replay = (config_dir() / "default_job.replay.json").string();
+    fmt::print(stderr, "gemmtune: {}\ngemmtune: running the default job as a REPLAY of measurements recorded "
+                       "on a GPU ({})\n", why_none, replay);
+  }
+  std::optional<search::Recording> rec;
+  if (!replay.empty()) rec = search::Recording::load(replay);
+  const search::JobPlan plan = search::resolve_plan(req, catalog_of(g, rec ? &*rec : nullptr, replay));
+  const search::TuneOptions& o = plan.options;
+  if (o.dist == Distribution::zeros)
+    fmt::print(stderr, "warning: zero inputs run faster than real data and hide unwritten outputs\n");
+
+  // 2. Run: the store, the measurers (exit 3 without a GPU), then the plan's problems.
+  Session session(g, session_options(g, plan, replay, !a.no_isolation, a.hang_floor));
+  const std::string label = session.label();
+  if (!g.json) {
+    const search::Shard& sh = plan.shard;
+    fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", plan.job.name, plan.mine.size(), plan.problems.size(),
+               sh.count > 1 ? fmt::format(", shard {}/{} from {}", sh.index, sh.count, sh.source) : "",
+               session.measurer(0).describe(),
+               session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", label);
+    fmt::print("  {}; store {}{}\n", describe(o), session.db().string(),
+               session.temporary_db() ? " (temporary: replay results are not kept)" : "");
+  }
+  std::signal(SIGINT, on_sigint);
+  auto t0 = std::chrono::steady_clock::now();
+  std::mutex print_mu;
+  search::RunContext ctx{session.plugins(), &session.store(), session.pool(), nullptr, nullptr};
+  std::vector<std::vector<std::unique_ptr<Progress>>> bars(session.measurers());
+  const bool bars_on = !g.quiet && !g.json && session.measurers() == 1;
+  ctx.on_tuner = [&](search::Tuner& t, size_t gpu) {
+    if (bars_on)
+      t.on_progress = [&bars, &label, gpu](const search::TuneEvent& e) {
+        auto& b = bars[gpu];
+        std::string what = e.family + " " + e.problem->key();
+        if (b.empty() || b.back()->what() != what) {
+          if (!b.empty()) b.back()->finish();
+          b.push_back(std::make_unique<Progress>(what, e.total, true));
+        }
+        b.back()->update(e.done, fmt::format("best {} us {}{}", fmt_us(e.best_us), e.best_name,
+                                             label.empty() ? "" : " [replay; exploration timings]"));
+      };
+    t.on_note = [&print_mu](const std::string& s) {
+      std::lock_guard lock(print_mu);
+      fmt::print(stderr, "note: {}\n", s);
+    };
+  };
+  ctx.on_problem = [&](const search::ProblemOutcome& po, size_t gpu) {
+    if (!bars[gpu].empty()) bars[gpu].back()->finish();
+    bars[gpu].clear();
+    std::lock_guard lock(print_mu);
+    if (!g.json)
+      print_problem(po, session.measurers() > 1 ? fmt::format(" [GPU {}]", session.measurer(gpu).device().index) : "",
+                    label);
+  };
+  search::RunResult res = search::run_plan(plan, run_gpus(session, o.dist, o.input_seed), ctx);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // 3. Print.
+  if (!a.record.empty()) {
+    search::Recording out = search::recording_from_store(session.store(), o.tune_id, session.spaces(),
+                                                         session.pool() ? session.pool()->threads() : 0);
+    if (const search::Recording* src = session.recording()) {  // a replay's: the roofs it was given
+      out.roofs() = src->roofs();
+      out.compile_threads = src->compile_threads;
+    }
+    out.save(a.record);
+    if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
+  }
+  nlohmann::json problems = nlohmann::json::array();
+  for (size_t i = 0; i < res.outcomes.size(); ++i)
+    if (res.outcomes[i]) {
+      problems.push_back(problem_json(*res.outcomes[i], session.replay()));
+      const int gpu = session.measurer(size_t(res.gpu_of[i])).device().index;  // the GPU that decided it
+      problems.back()["gpu"] = session.replay() ? nlohmann::json() : nlohmann::json(gpu);
+    }
+  if (!g.json)
+    fmt::print("\n{} of {} problem(s) in {}{}{}\n", problems.size(), plan.mine.size(), human_seconds(total),
+               g_stop ? " (interrupted: stopped after the measurement in flight)" : "", label);
+  nlohmann::json consistency = print_consistency(res.consistency, session, g.json);
+  nlohmann::json simulation = print_simulation(session, g.json);
+  if (g.json)
+    print_json({{"job", plan.job.name}, {"device", session.measurer(0).device().name}, {"tune_id", o.tune_id},
+                {"replay", session.replay()}, {"shard", fmt::format("{}/{}", plan.shard.index, plan.shard.count)},
+                {"gpus", session.measurers()}, {"seconds", total}, {"problems", problems},
+                {"consistency", consistency}, {"simulation", simulation}});
+  return g_stop ? 130 : 0;
+}
+
+Command add_tune(CLI::App& app, Globals& g) {
+  auto* sub = app.add_subcommand(
+      "tune",
+      "tunes one problem (flags) or every problem of a job (--config) over the given families (default: all); "
+      "stores every measurement; prints the winners. Needs a GPU unless --replay (--default-job without a GPU "
+      "runs as a replay of recorded H200 measurements, and says so).");
+  static TuneArgs a;
+  add_tune_options(sub, a);
+  return {sub, [&g] { return run_tune(g, a); }};
+}
+
+Registrar reg_tune(50, add_tune);
+}  // namespace
 
 }  // namespace gt::cli

@@ -8,32 +8,11 @@
 namespace gt::cli {
 
 std::vector<int> parse_devices(const std::string& s, const std::filesystem::path& cache_dir) {
-  std::vector<int> out;
   if (s.empty()) return {0};
-  if (s == "all") {
-    const size_t n = known_devices(cache_dir).size();
-    for (size_t i = 0; i < n; ++i) out.push_back(int(i));
-    return out;
-  }
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    std::string item = s.substr(pos, end - pos);
-    try {
-      size_t used = 0;
-      int v = std::stoi(item, &used);
-      if (used != item.size() || v < 0) throw std::invalid_argument(item);
-      if (std::find(out.begin(), out.end(), v) != out.end())
-        throw InputError(fmt::format("--devices: GPU {} is named twice", v));
-      out.push_back(v);
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--devices: '{}' is not a GPU index (expected all, or 0,1,...)", item));
-    }
-    pos = end + 1;
-  }
+  if (s != "all") return search::parse_device_list(s);
+  std::vector<int> out;
+  const size_t n = known_devices(cache_dir).size();
+  for (size_t i = 0; i < n; ++i) out.push_back(int(i));
   return out;
 }
 
@@ -48,7 +27,9 @@ Session::Session(Globals& g, const SessionOptions& o)
   }
   if (rec_) {
     store_.emplace(Store::open(db_));
-    measurers_.push_back(std::make_unique<search::ReplayMeasurer>(*rec_));
+    auto sim = std::make_unique<search::ReplayMeasurer>(*rec_);
+    replay_measurer_ = sim.get();
+    measurers_.push_back(std::move(sim));
     return;
   }
   // The GPUs as CUDA reports them, remembered per boot and environment (device_cache.hpp): a
@@ -98,11 +79,58 @@ std::vector<std::string> known_families(const Globals& g, const search::Recordin
 
 void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
                           const std::string& replay) {
-  if (std::find(known.begin(), known.end(), f) != known.end()) return;
-  std::string list;
-  for (auto& x : known) list += (list.empty() ? "" : ", ") + x;
-  throw InputError(fmt::format("{}: unknown family '{}' ({}: {})", where, f,
-                               replay.empty() ? "loaded" : "recorded in " + replay, list.empty() ? "none" : list));
+  search::require_known_family(f, known, where, replay.empty() ? "loaded" : "recorded in " + replay);
+}
+
+search::Catalog catalog_of(const Globals& g, const search::Recording* rec, const std::string& replay) {
+  search::Catalog cat;
+  cat.families = known_families(g, rec);
+  if (rec) {
+    cat.known_as = "recorded in " + replay;
+    // A family's own budget may name a family the recording lacks, as long as it exists.
+    cat.exists = [&g](const std::string& f) {
+      try {
+        return g.plugins().find(f) != nullptr;
+      } catch (const std::exception&) {
+        return false;
+      }
+    };
+    cat.is_library = [](const std::string& f) { return f == "cublaslt"; };
+    for (const Problem& p : rec->problems()) {
+      std::vector<std::string> fams;
+      for (auto& s : rec->spaces())
+        if (s.problem().key() == p.key() && std::find(fams.begin(), fams.end(), s.family()) == fams.end())
+          fams.push_back(s.family());
+      cat.recorded.emplace_back(p, fams);
+    }
+    return cat;
+  }
+  cat.is_library = [&g](const std::string& f) {
+    const Family* fam = g.plugins().find(f);
+    return fam && fam->is_library();
+  };
+  // Fixed configs are checked with sm_90's limits: no GPU is asked before the plan is checked.
+  cat.space = [&g](const std::string& f, const Problem& p) { return g.plugins().get(f).space(p, arch_limits("sm_90")); };
+  return cat;
+}
+
+SessionOptions session_options(const Globals& g, const search::JobPlan& plan, const std::string& replay, bool isolate,
+                               double hang_floor_s) {
+  SessionOptions so;
+  so.replay = replay;
+  so.isolate = isolate;
+  so.hang_floor_s = hang_floor_s;
+  so.devices_flag = plan.devices_flag;
+  so.devices = plan.devices;
+  // "all" counts the GPUs; a replay has none to count (its recording is the one measurer).
+  if (plan.all_devices) so.devices = replay.empty() ? parse_devices("all", g.cache_path()) : std::vector<int>{0};
+  return so;
+}
+
+std::vector<search::RunGpu> run_gpus(const Session& s, Distribution d, uint64_t input_seed) {
+  std::vector<search::RunGpu> gpus;
+  for (size_t i = 0; i < s.measurers(); ++i) gpus.push_back({&s.measurer(i), s.spaces(), s.provenance(d, input_seed, i)});
+  return gpus;
 }
 
 std::vector<std::string> Session::families() const { return known_families(g_, rec_ ? &*rec_ : nullptr); }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include "cli.hpp"
+#include "plan.hpp"
 #include "replay_measurer.hpp"
+#include "run.hpp"
 #include "store.hpp"
 #include "tuner.hpp"
 #include "worker_client.hpp"
@@ -35,7 +37,7 @@ class Session {
   const std::filesystem::path& db() const { return db_; }
   bool temporary_db() const { return temp_db_; }
   size_t measurers() const { return measurers_.size(); }
-  Measurer& measurer(size_t i = 0) { return *measurers_.at(i); }
+  Measurer& measurer(size_t i = 0) const { return *measurers_.at(i); }
   CompilePool* pool() { return pool_ ? &*pool_ : nullptr; }
   const PluginRegistry* plugins() const { return rec_ ? nullptr : &g_.plugins(); }
   std::vector<std::string> families() const;  // loaded (or recorded) family names
@@ -43,6 +45,8 @@ class Session {
   search::ProvenanceSource provenance(Distribution d, uint64_t input_seed, size_t measurer = 0) const;
   // " [REPLAY of FILE recorded on DEVICE]" in replay, "" otherwise.
   std::string label() const;
+  // The replay's simulation of the recorded GPU (null when measuring on GPUs).
+  const search::ReplayMeasurer* simulation() const { return replay_measurer_; }
 
  private:
   Globals& g_;
@@ -52,6 +56,7 @@ class Session {
   bool temp_db_ = false;
   std::optional<Store> store_;
   std::vector<std::unique_ptr<Measurer>> measurers_;
+  const search::ReplayMeasurer* replay_measurer_ = nullptr;
   CubinCache cache_;
   Compiler compiler_;
   std::optional<CompilePool> pool_;
@@ -64,6 +69,14 @@ std::vector<std::string> known_families(const Globals& g, const search::Recordin
 // one of `known`. Checked before any GPU work.
 void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
                           const std::string& replay);
+// What a plan may use (search/plan.hpp): the loaded plugins, or a recording's families and
+// problems (`replay` names its file).
+search::Catalog catalog_of(const Globals& g, const search::Recording* rec, const std::string& replay);
+// The measurers a plan asks for: its GPUs (every one for --devices all), or the recording.
+SessionOptions session_options(const Globals& g, const search::JobPlan& plan, const std::string& replay, bool isolate,
+                               double hang_floor_s);
+// The session's measurers as the GPUs of a run.
+std::vector<search::RunGpu> run_gpus(const Session& s, Distribution d, uint64_t input_seed);
 
 // Device indices from "--devices all|0,1,..." (InputError when malformed).
 // "all" (every GPU, remembered per boot in cache_dir: device_cache.hpp) or "0,1,...".

@@ -1,0 +1,120 @@
+#include "run.hpp"
+
+#include "errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+namespace gt::search {
+
+namespace {
+
+// Runs f(gpu) for every GPU, each in its own thread (one GPU: in this thread).
+template <class F>
+void on_every_gpu(size_t n, F&& f) {
+  if (n == 1) {
+    f(size_t(0));
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
+RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const RunContext& ctx) {
+  RunResult res;
+  res.outcomes.resize(plan.problems.size());
+  res.gpu_of.assign(plan.problems.size(), -1);
+  std::atomic<size_t> next{0};
+  std::mutex mu;  // guards res and ctx.on_problem
+  auto stopped = [&] { return plan.options.stop && plan.options.stop->load(); };
+  on_every_gpu(gpus.size(), [&](size_t g) {
+    const RunGpu& gpu = gpus[g];
+    Tuner tuner(ctx.plugins, *gpu.measurer, ctx.store, ctx.pool, gpu.spaces, gpu.provenance, plan.options);
+    if (ctx.on_tuner) ctx.on_tuner(tuner, g);
+    for (size_t j; (j = next++) < plan.mine.size() && !stopped();) {
+      const size_t i = plan.mine[j];
+      const PlannedProblem& pp = plan.problems[i];
+      auto fixed = fixed_configs(pp, gpu.spaces, ctx.plugins, gpu.measurer->device().limits, plan.job.source);
+      ProblemOutcome po = tuner.tune(pp.problem, pp.families, fixed);
+      std::lock_guard lock(mu);
+      if (ctx.on_problem) ctx.on_problem(po, g);
+      res.outcomes[i] = std::move(po);
+      res.gpu_of[i] = int(g);
+    }
+  });
+  res.stopped = stopped();
+  if (gpus.size() > 1 && plan.consistency_sample.value_or(gpus.size()) > 0 && !res.stopped)
+    res.consistency = check_consistency(plan, gpus, ctx, res);
+  return res;
+}
+
+std::string consistency_tune_id(const std::string& tune_id) { return tune_id + "/consistency"; }
+
+std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std::vector<RunGpu>& gpus,
+                                                 const RunContext& ctx, const RunResult& done) {
+  // The sample: the first problem each GPU decided (by the plan's order), then the next ones,
+  // up to the plan's sample size; each its problem's winner.
+  std::vector<ConsistencySample> sample;
+  const size_t want = plan.consistency_sample.value_or(gpus.size());
+  for (size_t round = 0; sample.size() < want; ++round) {
+    bool any = false;
+    for (size_t g = 0; g < gpus.size() && sample.size() < want; ++g) {
+      size_t seen = 0;
+      for (size_t i = 0; i < done.outcomes.size(); ++i) {
+        if (done.gpu_of[i] != int(g) || !done.outcomes[i] || done.outcomes[i]->winner < 0) continue;
+        if (seen++ != round) continue;
+        const FamilyOutcome& w = done.outcomes[i]->families[size_t(done.outcomes[i]->winner)];
+        sample.push_back({done.outcomes[i]->problem, w.family, w.best_name, g, {}, kNaN});
+        any = true;
+        break;
+      }
+    }
+    if (!any) break;
+  }
+  for (auto& s : sample) s.per_gpu.resize(gpus.size());
+  // Each GPU fills its own slot of every sample; the store is safe to share.
+  on_every_gpu(gpus.size(), [&](size_t g) {
+    const RunGpu& gpu = gpus[g];
+    for (auto& s : sample) {
+      Measurement& m = s.per_gpu[g];
+      try {
+        Space space = gpu.spaces(s.family, s.problem);
+        std::string err;
+        auto c = space.parse(s.config_name, &err);
+        if (!c) throw RuntimeFailure(err);
+        Candidate cand{s.family, ctx.plugins ? ctx.plugins->find(s.family) : nullptr, *c};
+        gpu.measurer->set_problem(s.problem, plan.options.dist, plan.options.input_seed);
+        gpu.measurer->settle(cand, plan.options.settle_s);
+        m = gpu.measurer->measure(cand, false);
+        m.message = fmt::format("consistency: the winner of GPU {}'s problem, timed on each of {} GPUs", s.decided_on,
+                                gpus.size());
+        if (ctx.store)
+          ctx.store->insert(measured_row(s.problem, space, *c, m, gpu.provenance(s.family, false),
+                                         consistency_tune_id(plan.options.tune_id), gpu.measurer->is_replay()));
+      } catch (const std::exception& e) {
+        m.status = Status::runtime_fault;
+        m.message = e.what();
+      }
+    }
+  });
+  for (auto& s : sample) {
+    double lo = kNaN, hi = kNaN;
+    for (auto& m : s.per_gpu)
+      if (m.status == Status::ok) {
+        lo = std::isnan(lo) ? m.time_us() : std::min(lo, m.time_us());
+        hi = std::isnan(hi) ? m.time_us() : std::max(hi, m.time_us());
+      }
+    s.spread = hi / lo - 1;
+  }
+  return sample;
+}
+
+}  // namespace gt::search
