@@ -16,6 +16,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# cuobjdump, for the tests that read the SASS of what NVRTC built (a CUDA toolkit installed
+# without it: PyPI has it as nvidia-cuda-cuobjdump).
+find_cuobjdump='import glob, nvidia, sys; sys.exit(not any(glob.glob(d + "/*/bin/cuobjdump") for d in nvidia.__path__))'
+if ! command -v cuobjdump >/dev/null && ! python3 -c "$find_cuobjdump" 2>/dev/null; then
+  echo "installing cuobjdump from PyPI (nvidia-cuda-cuobjdump)"
+  python3 -m pip install --quiet --user nvidia-cuda-cuobjdump 2>/dev/null ||
+    python3 -m pip install --quiet --user --break-system-packages nvidia-cuda-cuobjdump
+fi
 if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
   echo "error: the CUDA toolkit (nvcc) was not found under /usr/local/cuda" >&2
   exit 1

@@ -16,10 +16,10 @@
 namespace {
 using namespace gt_kit;
 
-enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2 };
+enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2, k4x1 = 3, k1x4 = 4 };
 enum Raster : int64_t { kAlongM = 0, kAlongN = 1 };
 enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
-enum P { pBm, pBn, pConsumers, pWg, pStages, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
+enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
 
 constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
 constexpr int kProducerRegs = 40;      // setmaxnreg of the producer warpgroup ...
@@ -31,7 +31,7 @@ constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 
 // The config we expect to be fastest on a large square problem: 128x256 tiles in 2x1
 // clusters sharing B, four stages, a persistent grid in groups of 8 tile rows.
-constexpr int64_t kPreferred[kParams] = {128, 256, 2, kAlongMRows, 4, k2x1, kAlongM, 8, 1, 1};
+constexpr int64_t kPreferred[kParams] = {128, 256, 2, kAlongMRows, 4, 1, k2x1, kAlongM, 8, 1, 1};
 
 std::vector<ParamDef> param_defs(const int64_t* def) {
   return {
@@ -43,8 +43,12 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
       {"wg", "how two consumers share the tile: stacked along M (bm/2 rows each) or side by side along N (bn/2 columns)",
        {kAlongMRows, kAlongNCols}, {"m", "n"}, def[pWg]},
       {"stages", "shared-memory stages of (bm + bn) x 64 elements in the TMA ring", {2, 3, 4, 5, 6}, {}, def[pStages]},
-      {"cluster", "thread-block cluster: 2x1 pairs M tiles that share B, 1x2 N tiles that share A (TMA multicast)",
-       {k1x1, k2x1, k1x2}, {"1x1", "2x1", "1x2"}, def[pCluster]},
+      {"inflight", "wgmma groups a consumer keeps in flight while issuing the next stage's (0: it waits, and "
+                   "releases each stage at once)",
+       {0, 1}, {}, def[pInflight]},
+      {"cluster", "thread-block cluster: 2x1 and 4x1 group M tiles that share B, 1x2 and 1x4 N tiles that share A "
+       "(TMA multicast)",
+       {k1x1, k2x1, k1x2, k4x1, k1x4}, {"1x1", "2x1", "1x2", "4x1", "1x4"}, def[pCluster]},
       {"raster", "tile order: along M (group tile rows walked column by column) or along N", {kAlongM, kAlongN},
        {"m", "n"}, def[pRaster]},
       {"group", "tiles walked along the raster direction before the next column (L2 reuse)", {1, 4, 8, 16}, {},
@@ -136,16 +140,18 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
                                             str(d.smem_per_block_optin) + " per block");
 
   // ---- cluster and schedule ----
-  pl.cluster_m = cfg[pCluster] == k2x1 ? 2 : 1;
-  pl.cluster_n = cfg[pCluster] == k1x2 ? 2 : 1;
+  pl.cluster_m = cfg[pCluster] == k2x1 ? 2 : cfg[pCluster] == k4x1 ? 4 : 1;
+  pl.cluster_n = cfg[pCluster] == k1x2 ? 2 : cfg[pCluster] == k1x4 ? 4 : 1;
   pl.a_kmajor = !a_transposed(p);
   pl.b_kmajor = b_transposed(p);
   pl.tiles_m = (p.m + bm - 1) / bm;
   pl.tiles_n = (p.n + bn - 1) / bn;
-  if (pl.cluster_m > 1 && pl.tiles_m < 2)
-    throw Refusal(GT_REFUSAL_SHAPE, "a 2x1 cluster pairs tiles along M; M = " + str(p.m) + " is one tile of " + str(bm));
-  if (pl.cluster_n > 1 && pl.tiles_n < 2)
-    throw Refusal(GT_REFUSAL_SHAPE, "a 1x2 cluster pairs tiles along N; N = " + str(p.n) + " is one tile of " + str(bn));
+  if (pl.cluster_m > pl.tiles_m)
+    throw Refusal(GT_REFUSAL_SHAPE, "a " + str(pl.cluster_m) + "x1 cluster groups tiles along M; M = " + str(p.m) +
+                                        " is " + str(pl.tiles_m) + " tile(s) of " + str(bm));
+  if (pl.cluster_n > pl.tiles_n)
+    throw Refusal(GT_REFUSAL_SHAPE, "a 1x" + str(pl.cluster_n) + " cluster groups tiles along N; N = " + str(p.n) +
+                                        " is " + str(pl.tiles_n) + " tile(s) of " + str(bn));
   pl.cluster_tiles = ((pl.tiles_m + pl.cluster_m - 1) / pl.cluster_m) * ((pl.tiles_n + pl.cluster_n - 1) / pl.cluster_n);
   pl.k_tiles = (p.k + kBk - 1) / kBk;
   const int64_t split = cfg[pSplit];
@@ -185,6 +191,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("CONSUMERS", pl.c[pConsumers]),
       define("WG_ALONG_N", pl.c[pWg] == kAlongNCols ? 1 : 0),
       define("STAGES", pl.c[pStages]),
+      define("INFLIGHT", pl.c[pInflight]),
       define("CLUSTER_M", pl.cluster_m),
       define("CLUSTER_N", pl.cluster_n),
       define("PRODUCER_REGS", kProducerRegs),
@@ -244,7 +251,9 @@ const std::vector<std::vector<int64_t>>& candidates() {
       with({{pBn, 128}, {pStages, 6}, {pCluster, k1x2}, {pSplit, 2}}),
       with({{pBn, 64}, {pStages, 6}, {pCluster, k1x2}}),
       with({{pBn, 128}, {pStages, 6}, {pSplit, 4}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k4x1}, {pPersistent, 0}}),
       with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k2x1}, {pPersistent, 0}}),
+      with({{pBm, 64}, {pBn, 256}, {pConsumers, 1}, {pStages, 4}, {pCluster, k4x1}, {pPersistent, 0}}),
       with({{pBm, 64}, {pBn, 256}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 6}, {pCluster, k2x1}}),
       with({{pBm, 128}, {pBn, 128}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 6}, {pCluster, k2x1}}),
       with({{pBm, 64}, {pBn, 256}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x2}}),
@@ -300,12 +309,15 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
 gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* out, size_t cap) {
   return guarded_text(out, cap, [&] {
     base_table().check_values(c, n);
-    static const char* clusters[] = {"no cluster", "2x1 clusters sharing B", "1x2 clusters sharing A"};
+    static const char* clusters[] = {"no cluster", "2x1 clusters sharing B", "1x2 clusters sharing A",
+                                     "4x1 clusters sharing B", "1x4 clusters sharing A"};
     const bool along_n = c[pWg] == kAlongNCols;
     const int64_t wm = along_n ? c[pBm] : c[pBm] / c[pConsumers], wn = along_n ? c[pBn] / c[pConsumers] : c[pBn];
     std::string s = "wgmma m64n" + str(wn) + "k16, block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
                     str(c[pConsumers]) + " consumer warpgroup" + (c[pConsumers] > 1 ? "s" : "") + " of " + str(wm) +
-                    "x" + str(wn) + ", 1 TMA producer), " + str(c[pStages]) + " stages, " + clusters[c[pCluster]] + ", " +
+                    "x" + str(wn) + ", 1 TMA producer), " + str(c[pStages]) + " stages, " +
+                    (c[pInflight] ? "a wgmma group in flight, " : "each group waited for, ") + clusters[c[pCluster]] +
+                    ", " +
                     (c[pPersistent] ? "persistent grid" : "one cluster per tile") + ", tiles along " +
                     (c[pRaster] == kAlongM ? "M" : "N") + " in groups of " + str(c[pGroup]) +
                     (c[pSplit] > 1 ? ", split-K " + str(c[pSplit]) : "");

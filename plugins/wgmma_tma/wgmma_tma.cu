@@ -3,8 +3,8 @@
 // thread issues TMA tile copies into a ring of STAGES shared-memory stages guarded by full and
 // empty mbarriers; warpgroups 1..CONSUMERS issue wgmma.mma_async (m64nNk16) from the
 // 128-byte-swizzled stages into registers, with one wgmma group kept in flight. Thread-block
-// clusters of two share one operand through TMA multicast (2x1: the two CTAs of a cluster
-// take neighbouring M tiles and share B; 1x2: neighbouring N tiles sharing A). The grid is
+// clusters of two or four share one operand through TMA multicast (2x1, 4x1: the CTAs of a
+// cluster take neighbouring M tiles and share B; 1x2, 1x4: neighbouring N tiles sharing A). The grid is
 // either one cluster per tile or persistent (a whole number of clusters, each striding over
 // the tiles in grouped order); split-K divides K over `splits` units per tile whose fp32
 // partials meet in the workspace, where the last to arrive adds them and writes C.
@@ -47,10 +47,13 @@
 #define STAGES 4  // shared-memory stages of (BM + BN) x 64 elements in the ring
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 1  // CTAs of a cluster along M (they share B); CLUSTER_M * CLUSTER_N <= 2
+#define CLUSTER_M 1  // CTAs of a cluster along M (they share B): 1, 2 or 4; the cluster is 1-D
 #endif
 #ifndef CLUSTER_N
-#define CLUSTER_N 1  // CTAs of a cluster along N (they share A)
+#define CLUSTER_N 1  // CTAs of a cluster along N (they share A): 1, 2 or 4
+#endif
+#ifndef INFLIGHT
+#define INFLIGHT 1  // wgmma groups a consumer keeps in flight while it issues the next (0 or 1)
 #endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 40  // setmaxnreg of the producer warpgroup
@@ -89,8 +92,8 @@ static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups"
 static_assert(WM % 64 == 0 && WM * CONSUMERS == BM * (WG_ALONG_N ? CONSUMERS : 1), "consumers tile the block tile");
 static_assert(WN == 64 || WN == 128 || WN == 192 || WN == 256, "wgmma N of 64, 128, 192 or 256");
 static_assert(M_SUB * ACC <= 128, "at most 128 accumulators per consumer thread");
-static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs");
-static_assert(CLUSTER_M == 1 || CLUSTER_N == 1, "a cluster is 2x1 or 1x2");
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "clusters of one, two or four CTAs");
+static_assert(CLUSTER_M == 1 || CLUSTER_N == 1, "a cluster lies along M or along N");
 static_assert(STAGES >= 2, "a ring of at least two stages");
 
 // Launch scalars (plugin ABI v2: eight int64 values passed by value).
@@ -519,12 +522,20 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
         }
       }
       wgmma_commit();
+#if INFLIGHT
       // One group stays in flight: the previous stage's wgmma are done once this wait returns,
-      // and each warp then releases that stage to every producer of the cluster.
+      // and the warpgroup then releases that stage to every producer of the cluster.
       wgmma_wait<1>();
       pin(acc);
       if (prev >= 0) release_stage(empty + 8 * prev, tid);
       prev = stage;
+#else
+      // This stage's wgmma done before the next are issued: the stage goes back at once (the
+      // other consumer's group keeps the tensor cores busy meanwhile).
+      wgmma_wait<0>();
+      pin(acc);
+      release_stage(empty + 8 * stage, tid);
+#endif
       if (++stage == STAGES) stage = 0, phase ^= 1;
     }
     wgmma_wait<0>();

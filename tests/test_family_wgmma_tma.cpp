@@ -1,0 +1,249 @@
+// The wgmma_tma family (Hopper: wgmma fed by TMA, warp-specialised, clusters with multicast,
+// persistent grid, split-K): what is particular to it. On the CPU: its refusals and their
+// codes; the launch its default asks of core (tensor map boxes per layout, cluster,
+// persistent grid, shared memory, workspace, launch scalars); a sample of distinct builds
+// compiled for sm_90a; and for the default and every suggested config of a few problems, the
+// SASS: HGMMA present, nothing in local memory, no spills, registers within the setmaxnreg
+// split, and no warning that setmaxnreg was ignored. On a GPU: the configs that exercise
+// clusters at the grid's edges, split-K's uneven splits, consumers side by side, both
+// in-flight modes and the 4-CTA clusters, in every layout, verified against float64.
+#include "compiler.hpp"
+#include "device.hpp"
+#include "evaluate.hpp"
+#include "plugin.hpp"
+#include "test_util.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+
+using namespace gt;
+
+namespace {
+
+const Family& family() { return test::plugins().get("wgmma_tma"); }
+const gt_device kHopper = arch_limits("sm_90");
+
+// A config of the space: K=V assignments over the default ("" is the default itself).
+Config cfg(const Space& s, const std::string& text) {
+  return text.empty() ? s.default_config() : test::parse_config(s, text);
+}
+
+std::string option(const KernelSpec& k, const std::string& name) {
+  for (auto& o : k.options)
+    if (o.rfind("-D" + name + "=", 0) == 0) return o.substr(name.size() + 3);
+  return "";
+}
+
+// cuobjdump: on PATH, or where tools/install_deps.sh puts it (PyPI's nvidia-cuda-cuobjdump).
+std::string cuobjdump() {
+  for (const char* cmd : {"command -v cuobjdump",
+                          "python3 -c \"import glob, nvidia; print([p for d in nvidia.__path__ for p in "
+                          "glob.glob(d + '/*/bin/cuobjdump')][0])\""}) {
+    auto r = test::run_command(cmd);
+    std::string path = r.out.substr(0, r.out.find('\n'));
+    if (r.exit_code == 0 && !path.empty()) return path;
+  }
+  return "";
+}
+
+// The SASS of a cubin: instruction text, one line each.
+std::string sass_of(const std::string& cubin, const std::string& tool) {
+  test::TempDir tmp;
+  auto file = tmp.path / "k.cubin";
+  test::write_file(file, cubin);
+  auto r = test::run_command(tool + " -sass " + file.string());
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+int highest_register(const std::string& sass) {
+  int hi = -1;
+  static const std::regex reg(R"(\bR(\d+)\b)");
+  for (auto it = std::sregex_iterator(sass.begin(), sass.end(), reg); it != std::sregex_iterator(); ++it)
+    hi = std::max(hi, std::stoi((*it)[1]));
+  return hi;
+}
+
+}  // namespace
+
+TEST_CASE("wgmma_tma: refusals say why, with their codes", "[wgmma_tma]") {
+  const Family& fam = family();
+  Problem big = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn);
+  Space s = fam.space(big, kHopper);
+  auto code = [&](const Problem& p, const std::string& c, const gt_device& d = kHopper) {
+    auto r = fam.refusal(p, cfg(fam.space(p, d), c), d);
+    return r ? r->code : GT_REFUSAL_NONE;
+  };
+  CHECK(code(big, "") == GT_REFUSAL_NONE);
+  CHECK(code(big, "", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
+  CHECK(code(big, "", arch_limits("sm_100")) == GT_REFUSAL_ARCH);
+  CHECK(code(Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn), "") == GT_REFUSAL_DTYPE);
+  CHECK(code(Problem::make(512, 512, 512, DType::tf32, DType::f32, Layout::nn), "") == GT_REFUSAL_DTYPE);
+  // Leading dimensions that are not a multiple of 16 bytes: TMA cannot copy them.
+  auto odd = fam.refusal(Problem::make(4097, 4097, 4097, DType::f16, DType::f16, Layout::nn), s.default_config(), kHopper);
+  REQUIRE(odd);
+  CHECK(odd->code == GT_REFUSAL_SHAPE);
+  CHECK_THAT(odd->why, Catch::Contains("16-byte aligned"));
+  // The device's limits: shared memory (6 stages of 128x256), registers (two m64n256 per consumer).
+  CHECK(code(big, "stages=6") == GT_REFUSAL_RESOURCES);
+  CHECK(code(big, "bm=256,consumers=1") == GT_REFUSAL_RESOURCES);
+  // The config itself.
+  CHECK(code(big, "consumers=1,wg=n") == GT_REFUSAL_CONFIG);
+  CHECK(code(big, "bn=192,consumers=2,wg=n") == GT_REFUSAL_CONFIG);  // 96 columns are not a wgmma N
+  CHECK(code(big, "bm=64,consumers=2") == GT_REFUSAL_CONFIG);         // 32 rows per consumer
+  // The problem's shape: a 4x1 cluster needs four tiles along M, split-K needs k tiles.
+  CHECK(code(Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn), "bm=128,cluster=4x1") ==
+        GT_REFUSAL_SHAPE);
+  CHECK(code(Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn), "bm=64,bn=128,consumers=1,cluster=4x1") ==
+        GT_REFUSAL_NONE);
+  CHECK(code(Problem::make(512, 512, 128, DType::bf16, DType::bf16, Layout::nn), "split=3") == GT_REFUSAL_SHAPE);
+}
+
+TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a persistent grid and sm_90a",
+          "[wgmma_tma]") {
+  const Family& fam = family();
+  for (auto lay : {Layout::nn, Layout::nt, Layout::tn, Layout::tt}) {
+    Problem p = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, lay);
+    Space s = fam.space(p, kHopper);
+    INFO(p.key() << " " << s.name(s.default_config()));
+    Refused why;
+    auto ks = fam.build(p, s.default_config(), kHopper, &why);
+    REQUIRE(ks);
+    CHECK(ks->arch_specific);
+    CHECK(ks->compile_arch("sm_90") == "sm_90a");
+    CHECK(ks->cluster[0] == 2);  // the default's 2x1 cluster shares B
+    CHECK(ks->grid_per_sm == 1);
+    CHECK(ks->launch_grid(132)[0] == 132);
+    CHECK(ks->block[0] == 384);
+    CHECK(ks->dynamic_smem > 48u * 1024u);
+    CHECK(ks->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
+    CHECK(ks->workspace_bytes == 0);  // no split-K
+    CHECK(ks->scalars[2] == 1);       // splits
+    REQUIRE(ks->tensor_maps.size() == 2);
+    const auto& a = ks->tensor_maps[0];
+    const auto& b = ks->tensor_maps[1];
+    CHECK(a.operand == GT_OPERAND_A);
+    CHECK(b.operand == GT_OPERAND_B);
+    CHECK(a.swizzle == 3);  // 128-byte swizzle: rows of 64 16-bit elements
+    CHECK(a.box[0] == 64);
+    // A stored M x K (nn, nt) comes in boxes of 128 rows; stored K x M, blocks of 64 k rows.
+    CHECK(a.box[1] == (p.a_trans() ? 64u : 128u));
+    // B is shared by the cluster's two CTAs: each copies half of it (32 k rows, or 128 n rows).
+    CHECK(b.box[1] == (p.b_trans() ? 128u : 32u));
+    CHECK(option(*ks, "A_KMAJOR") == (p.a_trans() ? "0" : "1"));
+    CHECK(option(*ks, "B_KMAJOR") == (p.b_trans() ? "1" : "0"));
+  }
+  // Split-K asks for a workspace of tile counters and fp32 partials, zeroed once.
+  Problem m256 = Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
+  Space s = fam.space(m256, kHopper);
+  auto ks = fam.build(m256, cfg(s, "bm=128,bn=128,stages=6,cluster=2x1,split=4"), kHopper, nullptr);
+  REQUIRE(ks);
+  CHECK(ks->workspace_zero == GT_WORKSPACE_ZERO_ONCE);
+  CHECK(ks->workspace_bytes == uint64_t(64 * 4 + 2 * 32 * 4 * 128 * 128 * 4));
+  CHECK(ks->scalars[2] == 4);
+  CHECK(ks->grid[0] == 2u * 32u * 4u);
+}
+
+TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]") {
+  // `gemmtune compile --family wgmma_tma` compiles every valid candidate (docs/kernel-notes.md
+  // has the count); here one build of each tile, consumer layout, pipeline and cluster kind.
+  const Family& fam = family();
+  test::CompileSample sample(fam);
+  Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
+  Problem t = Problem::make(4096, 4096, 4096, DType::f16, DType::f32, Layout::tt);
+  Space s = fam.space(p, kHopper), st = fam.space(t, kHopper);
+  for (const char* c : {"bm=64,bn=64,consumers=1,stages=2,cluster=1x1", "bm=256,bn=128,stages=4,cluster=1x2",
+                        "bm=128,bn=192,stages=4,inflight=0,cluster=1x1", "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=4x1",
+                        "bm=128,bn=128,consumers=2,wg=n,stages=6,cluster=1x4"}) {
+    REQUIRE(sample.add(p, cfg(s, c), "sm_90").empty());
+    REQUIRE(sample.add(t, cfg(st, c), "sm_90").empty());
+  }
+  for (auto& j : sample.results()) {
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.spill_stores == 0);
+    CHECK(j.result.res.spill_loads == 0);
+  }
+}
+
+TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, spills nothing and fits setmaxnreg",
+          "[compile][wgmma_tma][sass]") {
+  const std::string tool = cuobjdump();
+  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
+  REQUIRE_FALSE(tool.empty());
+  const Family& fam = family();
+  test::CompileSample sample(fam);
+  std::set<std::string> queued;
+  for (auto p : {Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn),
+                 Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn),
+                 Problem::make(4096, 4096, 4096, DType::f16, DType::f32, Layout::tn)}) {
+    Space s = fam.space(p, kHopper);
+    std::vector<Config> cs = {s.default_config()};
+    for (auto& c : fam.suggest(p, kHopper, 64, s.dims())) cs.push_back(c);
+    for (auto& c : cs) {
+      auto ks = fam.build(p, c, kHopper, nullptr);
+      REQUIRE(ks);
+      std::string key = p.key() + " " + [&] {
+        std::string o;
+        for (auto& x : ks->options) o += x + " ";
+        return o;
+      }();
+      if (queued.insert(key).second) REQUIRE(sample.add(p, c, "sm_90").empty());
+    }
+  }
+  CHECK(queued.size() >= 10);
+  for (auto& j : sample.results()) {
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.spill_stores == 0);
+    CHECK(j.result.res.spill_loads == 0);
+    CHECK(j.result.res.stack_bytes == 0);
+    CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
+    const std::string sass = sass_of(j.result.cubin, tool);
+    CHECK_THAT(sass, Catch::Contains("HGMMA"));
+    CHECK_THAT(sass, Catch::Contains("USETMAXREG"));
+    CHECK_THAT(sass, Catch::Contains("UTMALDG"));  // TMA tile copies
+    CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
+    CHECK(highest_register(sass) < 232);  // the consumers' setmaxnreg
+  }
+}
+
+TEST_CASE("wgmma_tma is correct at cluster edges, uneven splits, both consumer layouts and in-flight modes",
+          "[gpu][wgmma_tma]") {
+  GT_REQUIRE_GPU();
+  const Family& fam = family();
+  const gt_device d = device_info(0).limits;
+  // Tile counts odd along M and N (a cluster sticking out of C), K not a multiple of 64 and
+  // split unevenly, M = 256 at the LLM shapes' width, one row of tiles.
+  using Shape = std::array<int64_t, 3>;
+  const std::vector<Shape> shapes = {{1100, 1544, 776}, {300, 1000, 1000}, {256, 2048, 4096}, {64, 520, 4104}};
+  const std::vector<std::string> variants = {
+      "bm=128,bn=256,stages=4,cluster=2x1,persistent=yes",
+      "bm=128,bn=256,stages=4,cluster=1x2,persistent=no,raster=n,group=4",
+      "bm=256,bn=128,stages=4,cluster=2x1,persistent=yes,split=3",
+      "bm=64,bn=128,consumers=1,stages=6,cluster=4x1,persistent=no",
+      "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=1x4,persistent=yes,split=2",
+      "bm=128,bn=128,consumers=2,wg=n,stages=6,inflight=0,cluster=2x1,split=4",
+      "bm=128,bn=192,stages=4,inflight=0,cluster=1x1,persistent=yes,group=16",
+  };
+  std::vector<std::pair<Problem, Config>> jobs;
+  size_t turn = 0;
+  for (auto lay : {Layout::nn, Layout::nt, Layout::tn, Layout::tt})
+    for (auto& sh : shapes)
+      for (auto& v : variants) {
+        const DType in = turn % 2 ? DType::f16 : DType::bf16;
+        const DType out = turn % 3 == 0 ? DType::f32 : in;
+        ++turn;
+        Problem p = Problem::make(sh[0], sh[1], sh[2], in, out, lay);
+        Space s = fam.space(p, d);
+        Config c = cfg(s, v);
+        if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
+      }
+  INFO(jobs.size() << " checks");
+  CHECK(jobs.size() >= 60);
+  test::check_correct(fam, jobs);
+}
