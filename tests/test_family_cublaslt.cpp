@@ -237,6 +237,21 @@ TEST_CASE("the plugin maps every layout, dtype and leading dimension onto cuBLAS
   CHECK(workspace_runs > 0);
 }
 
+TEST_CASE("tf32 inputs are refused with a 16-bit output, as cuBLASLt's type table has it (stand-in)",
+          "[plugins][cublaslt]") {
+  // Seen on the H200: one of the heuristic's algorithms for tf32 -> f16 at 1000x1504x776 (algo
+  // 21, tile 64x64) ran into an illegal address. TF32 compute writes f32 C and D only.
+  const Family& f = standin();
+  const gt_device d = arch_limits("sm_90");
+  for (DType out : {DType::f16, DType::bf16}) {
+    Problem p = Problem::make(1000, 1504, 776, DType::tf32, out, Layout::nn);
+    CHECK_THROWS_WITH(f.space(p, d), Catch::Contains("tf32 inputs into f32 output only"));
+  }
+  Problem ok = Problem::make(1000, 1504, 776, DType::tf32, DType::f32, Layout::nn);
+  Space s = f.space(ok, d);
+  CHECK_FALSE(f.refusal(ok, s.default_config(), d));
+}
+
 TEST_CASE("the plugin's space, picks and refusals (stand-in)", "[plugins][cublaslt]") {
   const Family& f = standin();
   gt_device d = arch_limits("sm_90");

@@ -193,6 +193,7 @@ void CompileSample::require_all_compiled() {
 }
 
 void compile_ahead(const Family& fam, const std::vector<std::pair<Problem, Config>>& jobs) {
+  if (fam.is_library()) return;  // nothing to compile
   const DeviceInfo dev = device_info(0);
   CubinCache cache(gpu_check_cache_dir());
   Compiler compiler(&cache);

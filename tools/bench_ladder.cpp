@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
       {"register tile 8x8", "register_tile", DType::f32, DType::f32, lab_register(8)},
       {"register_tile best", "register_tile", DType::f32, DType::f32, "@best"},
       {"wmma best (f16>f32)", "wmma", DType::f16, DType::f32, "@best"},
+      // The top hand-written rung: Hopper's wgmma fed by TMA (sm_90a; refused elsewhere).
+      {"wgmma_tma default (f16>f32)", "wgmma_tma", DType::f16, DType::f32, ""},
+      {"wgmma_tma best (f16>f32)", "wgmma_tma", DType::f16, DType::f32, "@best"},
       {"cuBLASLt fp32", "cublaslt", DType::f32, DType::f32, ""},
       {"cuBLASLt fp16>fp32", "cublaslt", DType::f16, DType::f32, ""},
       {"cuBLASLt fp16", "cublaslt", DType::f16, DType::f16, ""},

@@ -244,6 +244,12 @@ Mapping map_problem(const gt_problem& p) {
     case GT_BF16: m.out = CUDA_R_16BF; break;
     default: throw Refusal(GT_REFUSAL_DTYPE, "unsupported output dtype " + std::string(dtype_name(p.out_dtype)));
   }
+  // cuBLASLt's table of supported types has TF32 compute with fp32 C and D only; asked for a
+  // 16-bit output, its heuristic still offers algorithms, and one of them (algo 21, tile 64x64)
+  // ran into an illegal address on the H200 at 1000x1504x776 (the conformance suite).
+  if (p.in_dtype == GT_TF32 && p.out_dtype != GT_F32)
+    throw Refusal(GT_REFUSAL_DTYPE, std::string("cuBLASLt computes tf32 inputs into f32 output only, not ") +
+                                        dtype_name(p.out_dtype));
   if (p.m < 1 || p.n < 1 || p.k < 1) throw Refusal(GT_REFUSAL_SHAPE, "empty problem");
   const bool at = a_transposed(p), bt = b_transposed(p);
   m.op_x = bt ? CUBLAS_OP_T : CUBLAS_OP_N;
