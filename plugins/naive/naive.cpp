@@ -47,11 +47,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
 }
 
 Launch launch(const gt_problem& p, const Plan& pl) {
-  Launch l;
-  l.source = k_naive;
-  l.source_name = k_naive_name;
-  l.kernel_name = "gemm_naive";
-  l.options = {
+  Launch l = kernel_launch(k_naive, k_naive_name, "gemm_naive", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("TF32", p.in_dtype == GT_TF32 ? 1 : 0),
@@ -60,7 +56,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("MAPPING", pl.map),
       define("BX", pl.bx),
       define("BY", pl.by),
-  };
+  });
   l.grid = {pl.grid[0], pl.grid[1], pl.grid[2]};
   l.block = {uint32_t(pl.bx), uint32_t(pl.by), 1};
   return l;

@@ -204,11 +204,7 @@ gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out,
 }
 
 Launch launch(const gt_problem& p, const Plan& P) {
-  Launch l;
-  l.source = k_register_tile;
-  l.source_name = k_register_tile_name;
-  l.kernel_name = "gemm_register_tile";
-  l.options = {
+  Launch l = kernel_launch(k_register_tile, k_register_tile_name, "gemm_register_tile", {
       define("A_TRANS", a_transposed(p) ? 1 : 0),
       define("B_TRANS", b_transposed(p) ? 1 : 0),
       define("BM", P.bm),
@@ -227,7 +223,7 @@ Launch launch(const gt_problem& p, const Plan& P) {
       define("SWZ", P.swz),
       define("MIN_BLOCKS", P.occ),
       define("CVEC", P.cvec),
-  };
+  });
   l.grid = {uint32_t(P.grid_m * P.grid_n), 1, 1};
   l.block = {uint32_t(P.threads), 1, 1};
   l.dynamic_smem = uint32_t(P.smem_bytes);

@@ -54,11 +54,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
 }
 
 Launch launch(const gt_problem& p, const Plan& P) {
-  Launch l;
-  l.source = k_shared_tile;
-  l.source_name = k_shared_tile_name;
-  l.kernel_name = "gemm_shared_tile";
-  l.options = {
+  Launch l = kernel_launch(k_shared_tile, k_shared_tile_name, "gemm_shared_tile", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("TF32", p.in_dtype == GT_TF32 ? 1 : 0),
@@ -69,7 +65,7 @@ Launch launch(const gt_problem& p, const Plan& P) {
       define("TILE_N", P.tile_n),
       define("TILE_K", P.tile_k),
       define("PAD", P.pad),
-  };
+  });
   l.grid = {uint32_t(P.blocks), 1, 1};
   l.block = {uint32_t(P.tile_n), uint32_t(P.tile_m), 1};
   return l;

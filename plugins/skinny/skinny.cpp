@@ -32,16 +32,6 @@ const ParamTable& table() {
   return t;
 }
 
-// Tables that differ only in their default (they live for the process, as a gt_space must).
-const ParamTable& table_with_default(const std::vector<int64_t>& def) {
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::unique_ptr<ParamTable>> tables;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = tables[def];
-  if (!slot) slot = std::make_unique<ParamTable>(param_defs(def.data()));
-  return *slot;
-}
-
 constexpr int64_t kMaxPasses = 4;      // M up to 4 * mr: beyond that B is read too often
 constexpr int64_t kMaxSmem = 48 * 1024;  // static launch limit, no opt-in needed
 
@@ -107,11 +97,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
 }
 
 Launch launch(const gt_problem& p, const Plan& pl) {
-  Launch l;
-  l.source = k_skinny;
-  l.source_name = k_skinny_name;
-  l.kernel_name = "gemm_skinny";
-  l.options = {
+  Launch l = kernel_launch(k_skinny, k_skinny_name, "gemm_skinny", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("A_TRANS", a_transposed(p) ? 1 : 0),
@@ -120,7 +106,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("KY", pl.ky),
       define("VEC", pl.vec),
       define("UNROLL", pl.unroll),
-  };
+  });
   l.grid = {pl.grid[0], pl.grid[1], pl.grid[2]};
   l.block = {pl.block[0], pl.block[1], pl.block[2]};
   l.dynamic_smem = uint32_t(pl.smem);
@@ -159,18 +145,11 @@ std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
   return {kPreferred, kPreferred + kParams};  // nothing runs: every config is refused with its reason
 }
 
-gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
-  return guarded(reply, [&] {
-    *out = table_with_default(choose_default(*p, *d)).space();
-    return GT_OK;
-  });
-}
-
 const gt_plugin kPlugin = source_family<plan, launch>(
     "skinny", "1.0",
     "streams B once for few rows of C (M up to 64, LLM decode): K split over the block, fp32 SIMT FMAs, partial sums "
     "added in shared memory",
-    k_skinny, describe_space, describe_config);
+    k_skinny, space_with_default<param_defs, choose_default>, describe_config);
 }  // namespace
 
 extern "C" GT_PLUGIN_EXPORT const gt_plugin* gemmtune_plugin_entry(uint32_t) { return &kPlugin; }

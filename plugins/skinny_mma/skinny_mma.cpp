@@ -81,11 +81,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
 }
 
 Launch launch(const gt_problem& p, const Plan& pl) {
-  Launch l;
-  l.source = k_skinny_mma;
-  l.source_name = k_skinny_mma_name;
-  l.kernel_name = "gemm_skinny_mma";
-  l.options = {
+  Launch l = kernel_launch(k_skinny_mma, k_skinny_mma_name, "gemm_skinny_mma", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
@@ -94,7 +90,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("NW", pl.nw),
       define("WK", pl.wk),
       define("UNROLL", pl.unroll),
-  };
+  });
   l.grid = {pl.grid[0], pl.grid[1], pl.grid[2]};
   l.block = {pl.block[0], pl.block[1], pl.block[2]};
   l.dynamic_smem = uint32_t(pl.smem);

@@ -65,17 +65,6 @@ const ParamTable& base_table() {
   return t;
 }
 
-// Tables that differ only in their default, one per default handed out (they live for the
-// process, as the ABI requires of a gt_space's strings).
-const ParamTable& table_with_default(const std::vector<int64_t>& def) {
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::unique_ptr<ParamTable>> tables;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = tables[def];
-  if (!slot) slot = std::make_unique<ParamTable>(param_defs(def.data()));
-  return *slot;
-}
-
 std::string str(int64_t v) { return std::to_string(v); }
 
 struct Plan {
@@ -176,11 +165,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
 Launch launch(const gt_problem& p, const Plan& pl) {
   const int64_t bm = pl.c[pBm], bn = pl.c[pBn];
   const int cluster = pl.cluster_m * pl.cluster_n;
-  Launch l;
-  l.source = k_wgmma_tma;
-  l.source_name = k_wgmma_tma_name;
-  l.kernel_name = "gemm_wgmma_tma";
-  l.options = {
+  Launch l = kernel_launch(k_wgmma_tma, k_wgmma_tma_name, "gemm_wgmma_tma", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
@@ -197,7 +182,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("PRODUCER_REGS", kProducerRegs),
       define("CONSUMER_REGS", kConsumerRegs),
       "--maxrregcount=" + std::to_string(kEntryRegs),
-  };
+  });
   // The operand the cluster shares is copied in slices, one per CTA (the kernel's load_stage).
   const uint32_t a_slices = uint32_t(pl.cluster_n), b_slices = uint32_t(pl.cluster_m);
   l.tensor_maps = {
@@ -280,13 +265,6 @@ std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
   return most ? *most : candidates().front();  // nothing runs: every config is refused with its reason
 }
 
-gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
-  return guarded(reply, [&] {
-    *out = table_with_default(choose_default(*p, *d)).space();
-    return GT_OK;
-  });
-}
-
 gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
                   gt_reply* reply) {
   return guarded(reply, [&] {
@@ -331,7 +309,7 @@ const gt_plugin kPlugin = [] {
       "wgmma_tma", "1.0",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K",
-      k_wgmma_tma, describe_space, describe_config);
+      k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);
   p.suggest = suggest;
   return p;
 }();

@@ -56,17 +56,6 @@ const ParamTable& base_table() {
   return t;
 }
 
-// Tables that differ only in their default, one per default ever handed out; they live for
-// the process, as the ABI requires of the strings in a gt_space.
-const ParamTable& table_with_default(const std::vector<int64_t>& def) {
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::unique_ptr<ParamTable>> tables;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = tables[def];
-  if (!slot) slot = std::make_unique<ParamTable>(param_defs(def.data()));
-  return *slot;
-}
-
 struct Cfg {
   int64_t v[kParams];
   int64_t operator[](P p) const { return v[p]; }
@@ -310,13 +299,6 @@ std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
   return most ? *most : order.front();  // nothing runs: every config is refused with its reason
 }
 
-gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) {
-  return guarded(reply, [&] {
-    *out = table_with_default(choose_default(*p, *d)).space();
-    return GT_OK;
-  });
-}
-
 // The default first, then the other candidate defaults and a few shapes a large problem may
 // prefer (256×128 tiles, deeper stages, padding, the direct epilogue), where they are valid.
 gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
@@ -352,11 +334,7 @@ Plan plan_of(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& 
 
 Launch launch(const gt_problem& p, const Plan& pl) {
   const Cfg& k = pl.c;
-  Launch l;
-  l.source = k_wmma;
-  l.source_name = k_wmma_name;
-  l.kernel_name = "gemm_wmma";
-  l.options = {
+  Launch l = kernel_launch(k_wmma, k_wmma_name, "gemm_wmma", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("IS_TF32", p.in_dtype == GT_TF32 ? 1 : 0),
@@ -380,7 +358,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("STAGE_BYTES", pl.stage_bytes),
       define("EPI_ROWS", pl.epi_rows),
       define("EPI_LD", pl.epi_ld),
-  };
+  });
   for (auto [name, t] : {std::pair<const char*, const OperandTile*>{"A", &pl.a}, {"B", &pl.b}}) {
     const std::string x(name);
     l.options.push_back(define(x + "_ROWS", t->rows));
@@ -423,7 +401,7 @@ const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan_of, launch>(
       "wmma", "1.0",
       "tensor-core GEMM: WMMA API or ldmatrix + mma.sync, cp.async multi-stage pipeline, fp32 accumulation", k_wmma,
-      describe_space, describe_config);
+      space_with_default<param_defs, choose_default>, describe_config);
   p.suggest = suggest;
   return p;
 }();

@@ -22,6 +22,9 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -187,6 +190,18 @@ struct Launch {
   std::array<int64_t, GT_SCALARS> scalars{};
 };
 
+// A launch of `kernel_name` in `source` with these options (typically define(...)); the
+// family fills in the geometry and the requests.
+inline Launch kernel_launch(const char* source, const char* source_name, std::string kernel_name,
+                            std::vector<std::string> options) {
+  Launch l;
+  l.source = source;
+  l.source_name = source_name;
+  l.kernel_name = std::move(kernel_name);
+  l.options = std::move(options);
+  return l;
+}
+
 // A rank-2 tensor map of an operand as stored (plugin_abi.h): box[0] elements along its
 // rows, box[1] rows.
 inline gt_tensor_map_request tensor_map(gt_operand operand, uint32_t box_inner, uint32_t box_rows, int32_t swizzle,
@@ -255,6 +270,29 @@ template <const ParamTable& (*Table)()>
 gt_status table_space(const gt_problem*, const gt_device*, gt_space* out, gt_reply* reply) noexcept {
   return guarded(reply, [&] {
     *out = Table().space();
+    return GT_OK;
+  });
+}
+
+// Parameter tables that differ only in their defaults, for a family whose default follows the
+// problem: one table per default handed out, alive for the process (a gt_space's strings must
+// be). Defs makes the parameter list with the given default values.
+template <std::vector<ParamDef> (*Defs)(const int64_t*)>
+const ParamTable& table_with_default(const std::vector<int64_t>& def) {
+  static std::mutex mu;
+  static std::map<std::vector<int64_t>, std::unique_ptr<ParamTable>> tables;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = tables[def];
+  if (!slot) slot = std::make_unique<ParamTable>(Defs(def.data()));
+  return *slot;
+}
+
+// describe_space for such a family: Default chooses the default config for the problem.
+template <std::vector<ParamDef> (*Defs)(const int64_t*),
+          std::vector<int64_t> (*Default)(const gt_problem&, const gt_device&)>
+gt_status space_with_default(const gt_problem* p, const gt_device* d, gt_space* out, gt_reply* reply) noexcept {
+  return guarded(reply, [&] {
+    *out = table_with_default<Defs>(Default(*p, *d)).space();
     return GT_OK;
   });
 }

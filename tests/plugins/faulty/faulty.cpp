@@ -25,11 +25,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device&) {
 }
 
 Launch launch(const gt_problem& p, const Plan& pl) {
-  Launch l;
-  l.source = k_faulty;
-  l.source_name = k_faulty_name;
-  l.kernel_name = "gemm_faulty";
-  l.options = {define("MODE", pl.mode)};
+  Launch l = kernel_launch(k_faulty, k_faulty_name, "gemm_faulty", {define("MODE", pl.mode)});
   l.grid = {ceil_div(p.n, 16), ceil_div(p.m, 16), 1};
   l.block = {16, 16, 1};
   return l;

@@ -43,11 +43,8 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
 }
 
 Launch launch(const gt_problem&, const Plan& pl) {
-  Launch l;
-  l.source = k_requests;
-  l.source_name = k_requests_name;
-  l.kernel_name = "gemm_requests";
-  l.options = {define("BX", pl.bx), define("BY", pl.by), define("CLUSTER_X", 2), define("MAGIC", kMagic)};
+  Launch l = kernel_launch(k_requests, k_requests_name, "gemm_requests",
+                           {define("BX", pl.bx), define("BY", pl.by), define("CLUSTER_X", 2), define("MAGIC", kMagic)});
   if (const char* tag = std::getenv("GEMMTUNE_TEST_HOST_TAG"); tag && *tag) l.options.push_back(define("HOST_TAG", tag));
   l.grid = {pl.grid_x, pl.grid_y, 1};
   l.block = {uint32_t(pl.bx), uint32_t(pl.by), 1};
