@@ -40,7 +40,7 @@ uint64_t Budget::planned(uint64_t valid_space) const {
 
 std::string Budget::describe() const {
   std::string s;
-  auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
+  auto add = [&](const std::string& x) { s += (s.empty() ? "" : " or ") + x; };  // the first reached stops
   if (max_evaluations != std::numeric_limits<uint64_t>::max()) add(fmt::format("{} evaluations", max_evaluations));
   if (std::isfinite(max_seconds)) add(fmt::format("{:g} s", max_seconds));
   if (max_fraction < 1.0) add(fmt::format("{:g} % of the space", 100 * max_fraction));

@@ -37,8 +37,15 @@ Verdict decide(const std::vector<Contender>& cs, std::optional<size_t> reference
   return v;
 }
 
+// How a note names the contender called `name` (its label where it has one).
+static std::string shown(const std::vector<Contender>& cs, const std::string& name) {
+  for (auto& c : cs)
+    if (c.name == name) return c.shown();
+  return name;
+}
+
 std::string family_note(const Verdict& v, const std::vector<Contender>& cs, double min_gain, bool in_confirmation) {
-  const std::string& leader = cs[v.leader].name;
+  const std::string& leader = cs[v.leader].shown();
   if (v.kept == Kept::tie)
     return in_confirmation ? fmt::format("tie with {} (overlapping intervals in the confirmation, {:+.1f} %); the "
                                          "baseline kept",
@@ -47,7 +54,8 @@ std::string family_note(const Verdict& v, const std::vector<Contender>& cs, doub
   if (v.kept == Kept::margin)
     return fmt::format("{} {:+.1f} % against the baseline{} (switching needs {:g} %); the baseline kept", leader,
                        100 * v.lead, in_confirmation ? " in the confirmation" : "", 100 * min_gain);
-  if (v.decision.tie) return fmt::format("tie with {} (overlapping intervals); broken by time", v.decision.tie_with);
+  if (v.decision.tie)
+    return fmt::format("tie with {} (overlapping intervals); broken by time", shown(cs, v.decision.tie_with));
   return "";
 }
 

@@ -17,8 +17,11 @@
 namespace gt::search {
 
 struct Contender {
-  std::string name;  // a config's name, or a family's
-  Stats time;        // its figure and interval in the timing that decides
+  Contender(std::string n, Stats t, std::string l = "") : name(std::move(n)), time(t), label(std::move(l)) {}
+  std::string name;   // a config's name, or a family's
+  Stats time;         // its figure and interval in the timing that decides
+  std::string label;  // how a note names it for people (a config's readable form); "": the name
+  const std::string& shown() const { return label.empty() ? name : label; }
 };
 
 enum class Kept {

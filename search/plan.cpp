@@ -88,7 +88,10 @@ TuneOptions resolve_options(const PlanRequest& r, const Job& job) {
   if (r.seconds && !(*r.seconds > 0)) throw InputError("--time: must be a positive number of seconds");
   if (r.evaluations && *r.evaluations == 0) throw InputError("--budget: must be at least 1 evaluation");
   if (r.patience && *r.patience == 0) throw InputError("--patience: must be at least 1 evaluation");
-  o.budget = budget_of(r.base.budget, js, r);
+  const bool named = r.evaluations || r.seconds || r.fraction || r.patience || js.evaluations || js.seconds ||
+                     js.fraction || js.patience;
+  o.budget_is_default = !named && r.default_budget.has_value();
+  o.budget = budget_of(o.budget_is_default ? *r.default_budget : r.base.budget, js, r);
   for (auto& [family, jb] : js.family_budgets) o.family_budgets[family] = budget_of(o.budget, jb, r);
   o.seed = r.seed.value_or(js.seed.value_or(o.seed));
   o.quick_explore = r.full ? false : js.quick.value_or(o.quick_explore);

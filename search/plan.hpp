@@ -61,7 +61,21 @@ struct PlanRequest {
   int device = 0;                   // --device
   int consistency = -1;             // --consistency N (< 0: the default)
   TuneOptions base;                 // the command's defaults and the settings only flags give
+  // The command's default budget (tune: kDefaultTuneBudget), used whole when neither a flag
+  // (--budget, --time, --fraction, --patience) nor the job's [tune] names any budget; once one
+  // is named, only what is named limits the search. Unset: base.budget.
+  std::optional<Budget> default_budget;
 };
+
+// tune's budget when none is named: per (problem, family), 100 evaluations or 30 s, whichever
+// comes first. With every family loaded that bounds a problem at a few minutes on an H200
+// (30 s per family, plus the settle and the finalists' re-timing).
+inline Budget default_tune_budget() {
+  Budget b;
+  b.max_evaluations = 100;
+  b.max_seconds = 30;
+  return b;
+}
 
 struct PlannedProblem {
   Problem problem;

@@ -72,7 +72,7 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
         if (done.gpu_of[i] != int(g) || !done.outcomes[i] || done.outcomes[i]->winner < 0) continue;
         if (seen++ != round) continue;
         const FamilyOutcome& w = done.outcomes[i]->families[size_t(done.outcomes[i]->winner)];
-        sample.push_back({done.outcomes[i]->problem, w.family, w.best_name, g, {}, kNaN});
+        sample.push_back({done.outcomes[i]->problem, w.family, w.best_name, g, {}, kNaN, w.best_params});
         any = true;
         break;
       }

@@ -39,6 +39,7 @@ struct ConsistencySample {
   size_t decided_on = 0;         // the GPU that tuned the problem
   std::vector<Measurement> per_gpu;  // in the run's GPU order
   double spread = kNaN;          // slowest / fastest - 1 over the GPUs that timed it
+  std::string config_params;     // the config's readable form (Space::readable)
 };
 
 struct RunResult {

@@ -18,9 +18,9 @@ std::string describe(const TuneOptions& o) {
   std::string own;  // families with a budget of their own
   for (auto& [family, b] : o.family_budgets) own += fmt::format("{}{}: {}", own.empty() ? " (" : "; ", family, b.describe());
   if (!own.empty()) own += ")";
-  return fmt::format("strategy {}, budget {} per family{}, seed {}, {} exploration, {} finalists x {} rounds{}, "
+  return fmt::format("strategy {}, budget {} per family{}{}, seed {}, {} exploration, {} finalists x {} rounds{}, "
                      "switching from the baseline needs {:g} %",
-                     o.strategy, o.budget.describe(), own, o.seed, o.quick_explore ? "quick" : "full", o.finalists,
+                     o.strategy, o.budget.describe(), o.budget_is_default ? " (the default)" : "", own, o.seed, o.quick_explore ? "quick" : "full", o.finalists,
                      o.retime.rounds,
                      o.retime.cap_aware() ? fmt::format(" (at the power cap {}, each turn after {:g} s alone)",
                                                         o.retime.rounds_at_cap(), o.retime.capped_warmup_s)
@@ -266,6 +266,10 @@ bool Tuner::plan_family(const Problem& p, const std::string& family, const std::
   plan.prov_full = provenance_(family, false);
   plan.fingerprint = plan.prov_full.fingerprint();
   if (store_) {
+    // So that an export can spell the configs readably where the space cannot be had again.
+    std::vector<std::string> names;
+    for (auto& prm : space.params()) names.push_back(prm.name);
+    store_->note_param_names(family, plan.prov_full.family_version, names);
     out.stale = uint64_t(store_->count_stale(p, measurer_.device().name, family, plan.fingerprint));
     if (out.stale && on_note)
       on_note(fmt::format("{}: {} stored measurements were made with another toolchain or plugin source: "
@@ -357,7 +361,7 @@ class Tuner::Explorer : public Evaluator {
       ok.push_back({c, m, row, plan_.space.name(c), ""});
       if (!(m.time_us() >= best_us)) {
         best_us = m.time_us();
-        best_name = ok.back().name;
+        best_name = plan_.space.readable(c);  // shown in the progress display
       }
     }
     return outcome_of(m);
@@ -466,7 +470,8 @@ std::optional<std::pair<Verdict, std::string>> Tuner::confirm(const Problem& p, 
     d = retime(p, {Candidate{plan.family, plan.fam, leader.config}, Candidate{plan.family, plan.fam, baseline.config}},
                o_.seed + 2);
   } catch (const RuntimeFailure& e) {
-    return kept(fmt::format("the confirmation of {} against the baseline failed ({}); the baseline kept", leader.name,
+    return kept(fmt::format("the confirmation of {} against the baseline failed ({}); the baseline kept",
+                            plan.space.readable(leader.config),
                             e.what()));
   }
   const std::string what = "confirmation: the winner and the baseline re-timed alone " + describe(o_.retime, d.capped);
@@ -474,7 +479,8 @@ std::optional<std::pair<Verdict, std::string>> Tuner::confirm(const Problem& p, 
   baseline.m.time = d.stats[1];
   leader.row = record_retimed(p, plan.space, leader.config, leader.m, plan.prov_full, what);
   baseline.row = record_retimed(p, plan.space, baseline.config, baseline.m, plan.prov_full, what);
-  const std::vector<Contender> pair = {{leader.name, leader.m.time}, {baseline.name, baseline.m.time}};
+  const std::vector<Contender> pair = {{leader.name, leader.m.time, plan.space.readable(leader.config)},
+                                       {baseline.name, baseline.m.time, plan.space.readable(baseline.config)}};
   Verdict v = decide(pair, size_t(1), o_.min_gain);
   if (v.kept == Kept::no) return std::nullopt;
   return std::make_pair(v, family_note(v, pair, o_.min_gain, true));
@@ -485,7 +491,7 @@ void Tuner::decide_family(const Problem& p, const FamilyPlan& plan, Finalists& f
   size_t w = 0;
   if (!fin.from_store) {
     std::vector<Contender> cs;
-    for (auto& f : list) cs.push_back({f.name, f.m.time});
+    for (auto& f : list) cs.push_back({f.name, f.m.time, plan.space.readable(f.config)});
     const std::string bname = plan.baseline ? plan.space.name(*plan.baseline) : "";
     auto b = std::find_if(list.begin(), list.end(), [&](const Result& r) { return plan.baseline && r.name == bname; });
     std::optional<size_t> ref;
@@ -505,6 +511,7 @@ void Tuner::decide_family(const Problem& p, const FamilyPlan& plan, Finalists& f
   const Result& best = list[w];
   out.best = best.config;
   out.best_name = best.name;
+  out.best_params = plan.space.readable(best.config);
   out.best_m = best.m;
   out.best_row = best.row;
   out.figure_note = best.figure_note;

@@ -32,6 +32,7 @@ namespace gt::search {
 struct TuneOptions {
   std::string strategy = "auto";  // "auto": exhaustive for small spaces, else the model-based one
   Budget budget;                  // per (problem, family)
+  bool budget_is_default = false;  // `budget` is the command's default: no flag or job key named one
   // Families searched under a budget of their own (a job's [tune.budget.FAMILY]): cuBLASLt
   // compiles nothing, so hundreds of its configs cost what a few dozen compiled ones do.
   std::map<std::string, Budget> family_budgets;
@@ -75,6 +76,7 @@ struct FamilyOutcome {
   double seconds = 0, compile_s = 0, measure_s = 0;
   std::optional<Config> best;
   std::string best_name, best_description;
+  std::string best_params;  // the best's readable form, "p1=V1 p2=V2" (Space::readable)
   Measurement best_m;  // the best's measurement; time = its re-timed statistics
   int64_t best_row = 0;  // its row in the store (0: not stored)
   Decision decision;     // how the rule chose it: a tie (with whom), the runner-up, the margin
@@ -97,7 +99,7 @@ struct TuneEvent {
   std::string family;
   uint64_t done, total;  // total: the budget's evaluations or the valid space (0: unknown)
   double best_us;        // NaN until something passed
-  std::string best_name;
+  std::string best_name;  // the best's readable form (Space::readable)
   double elapsed_s, left_s;  // left_s: NaN when unknown
 };
 

@@ -4,6 +4,8 @@
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 using namespace gt;
 
@@ -96,4 +98,32 @@ TEST_CASE("ptxas resource reports are parsed", "[compile]") {
   CHECK(r.spill_stores == 8);
   CHECK(r.spill_loads == 4);
   CHECK(r.static_smem == 33792);
+}
+
+TEST_CASE("gemmtune compile builds each distinct kernel once and says how many candidates share them",
+          "[compile][cli]") {
+  // wgmma_tma's raster, group, persistent and split values are launch scalars: thousands of
+  // candidates, a few hundred builds. A sample of two builds compiles in seconds here.
+  test::TempDir cache;
+  auto r = test::run_command(fmt::format("'{}' --json --cache-dir '{}' --plugin-dir '{}' compile --family wgmma_tma "
+                                         "--shape 4096x4096x4096 --dtype f16 --limit 2",
+                                         test::gemmtune_binary().string(), cache.path.string(),
+                                         test::plugin_dir().string()));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 1);
+  const uint64_t candidates = j[0]["candidates"], distinct = j[0]["distinct_builds"];
+  CHECK(candidates > 10 * distinct);
+  CHECK(distinct > 2);
+  CHECK(j[0]["builds"] == 2);
+  CHECK(j[0]["compiled"] == 2);
+  // Again: both from the cache, nothing compiled.
+  r = test::run_command(fmt::format("'{}' --json --cache-dir '{}' --plugin-dir '{}' compile --family wgmma_tma "
+                                    "--shape 4096x4096x4096 --dtype f16 --limit 2",
+                                    test::gemmtune_binary().string(), cache.path.string(), test::plugin_dir().string()));
+  REQUIRE(r.exit_code == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j[0]["from_cache"] == 2);
+  CHECK(j[0]["compiled"] == 0);
 }

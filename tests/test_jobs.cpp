@@ -8,7 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 using namespace gt;
@@ -45,6 +47,45 @@ TEST_CASE("every shipped job parses, names known families, and the default is em
 }
 
 // The README documents the job format with one example: it must be a job this build accepts.
+TEST_CASE("tune's default budget applies whole when no budget is named, and not at all once one is", "[jobs]") {
+  Catalog cat;
+  cat.families = {"a", "b"};
+  PlanRequest r;
+  r.problem = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
+  r.shard = "0/1";
+  r.default_budget = default_tune_budget();
+  JobPlan plan = resolve_plan(r, cat);
+  CHECK(plan.options.budget_is_default);
+  CHECK(plan.options.budget.max_evaluations == 100);
+  CHECK(plan.options.budget.max_seconds == 30);
+  CHECK_THAT(describe(plan.options), Catch::Contains("budget 100 evaluations or 30 s per family (the default)"));
+  // --budget alone: only the evaluations limit the search (the default's 30 s do not stay).
+  r.evaluations = 200;
+  plan = resolve_plan(r, cat);
+  CHECK_FALSE(plan.options.budget_is_default);
+  CHECK(plan.options.budget.max_evaluations == 200);
+  CHECK_FALSE(std::isfinite(plan.options.budget.max_seconds));
+  // A job's [tune] budget key replaces the default too; a job with none gets it.
+  test::TempDir tmp;
+  auto with = tmp.path / "with.toml", without = tmp.path / "without.toml";
+  std::ofstream(with) << "[tune]\nseconds = 12\n[[problems]]\nshapes = [\"64x64x64\"]\n";
+  std::ofstream(without) << "[tune]\nseed = 3\n[tune.budget.b]\nevaluations = 7\n[[problems]]\nshapes = [\"64x64x64\"]\n";
+  PlanRequest j;
+  j.shard = "0/1";
+  j.default_budget = default_tune_budget();
+  j.config = with.string();
+  plan = resolve_plan(j, cat);
+  CHECK_FALSE(plan.options.budget_is_default);
+  CHECK(plan.options.budget.max_seconds == 12);
+  CHECK(plan.options.budget.max_evaluations == std::numeric_limits<uint64_t>::max());
+  j.config = without.string();
+  plan = resolve_plan(j, cat);
+  CHECK(plan.options.budget_is_default);
+  CHECK(plan.options.budget_for("a").max_evaluations == 100);
+  CHECK(plan.options.budget_for("b").max_evaluations == 7);  // its own key over the default it starts from
+  CHECK(plan.options.budget_for("b").max_seconds == 30);
+}
+
 TEST_CASE("the README's example job parses, and its families and fixed configs exist", "[jobs]") {
   std::ifstream f(test::source_dir() / "README.md");
   std::stringstream ss;

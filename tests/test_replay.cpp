@@ -394,11 +394,12 @@ TEST_CASE("compare shows the families a job names for each problem", "[replay][c
     return l;
   };
   CHECK(j[0]["problem"] == "4096x4096x4096 f32>f32 nn a16");
-  CHECK(labels(0) == std::vector<std::string>{"shared_tile", "cublaslt (best)"});
+  // The recording's pick (its rank-0 row) beside cuBLASLt's best, as on a GPU.
+  CHECK(labels(0) == std::vector<std::string>{"shared_tile", "cublaslt (pick)", "cublaslt (best)"});
   // No families named: every recorded hand-written family that has a winner here (the f32
   // families have none at f16 and are left out).
-  CHECK(labels(1) == std::vector<std::string>{"wgmma_tma", "wmma", "cublaslt (best)"});
-  CHECK(labels(2) == std::vector<std::string>{"cublaslt (best)"});
+  CHECK(labels(1) == std::vector<std::string>{"wgmma_tma", "wmma", "cublaslt (pick)", "cublaslt (best)"});
+  CHECK(labels(2) == std::vector<std::string>{"cublaslt (pick)", "cublaslt (best)"});
   for (size_t i = 0; i < 3; ++i) CHECK(j[i]["replay"] == true);
 }
 

@@ -76,6 +76,26 @@ TEST_CASE("canonical names spell the config and parse back", "[space]") {
   CHECK(s.assignments(c) == "bm=128,mode=slow,k_tile=8");
 }
 
+TEST_CASE("the readable form is what tables print, and it parses back", "[space]") {
+  Space s = demo();
+  Config c{128, 1, 8};
+  CHECK(s.readable(c) == "bm=128 mode=slow k_tile=8");
+  std::string err;
+  auto back = s.parse(s.readable(c), &err);
+  REQUIRE(back);
+  CHECK(*back == c);
+  auto mixed = s.parse("mode=slow, bm=128", &err);  // commas and spaces together
+  REQUIRE(mixed);
+  CHECK(*mixed == c);
+  // From the canonical name and the parameter names alone (no space at hand: a library family
+  // without a GPU); names that contain '_' are matched whole.
+  const std::vector<std::string> names = {"bm", "mode", "k_tile"};
+  CHECK(assignments_from_name(s.name(c), "demo", names) == std::optional<std::string>("bm=128,mode=slow,k_tile=8"));
+  CHECK_FALSE(assignments_from_name(s.name(c), "other", names));
+  CHECK_FALSE(assignments_from_name("demo_bm128_k_tile8", "demo", names));  // mode is missing
+  CHECK(readable_assignments("a=1,b=2x3") == "a=1 b=2x3");
+}
+
 TEST_CASE("hashes are stable across runs and machines", "[space]") {
   Space s = demo();
   // The hash is XXH3 of a fixed text: a changed value here means every stored row breaks.

@@ -954,3 +954,35 @@ TEST_CASE("store: provenance collected from a device and a plugin", "[store]") {
   CHECK_FALSE(p.host.empty());
   CHECK(p.gemmtune_version == std::string(kGemmtuneVersion));
 }
+
+TEST_CASE("store: a family's parameter names, per version, read back, merged, and unread as absent", "[store]") {
+  test::TempDir d;
+  const fs::path a = d.path / "a.db", b = d.path / "b.db";
+  {
+    Store s = Store::open(a);
+    CHECK(s.param_names("cublaslt", "1.0").empty());
+    s.note_param_names("cublaslt", "1.0", {"algo", "tile", "split_k"});
+    s.note_param_names("cublaslt", "1.0", {"algo", "tile", "split_k"});  // again: no change
+    s.note_param_names("toy", "2.0", {"x"});
+    CHECK(s.param_names("cublaslt", "1.0") == std::vector<std::string>{"algo", "tile", "split_k"});
+    // Another version: its own names where noted, else another version's.
+    CHECK(s.param_names("cublaslt", "1.1") == std::vector<std::string>{"algo", "tile", "split_k"});
+    s.note_param_names("cublaslt", "1.1", {"algo", "stages"});
+    CHECK(s.param_names("cublaslt", "1.1") == std::vector<std::string>{"algo", "stages"});
+    CHECK(s.param_names("cublaslt", "1.0") == std::vector<std::string>{"algo", "tile", "split_k"});
+    CHECK(s.param_names("cublas", "1.0").empty());  // a family whose name is a prefix of another's
+    CHECK(s.param_names("toy", "2.0") == std::vector<std::string>{"x"});
+  }
+  Store ro = Store::open_readonly(a);
+  CHECK(ro.param_names("toy", "2.0") == std::vector<std::string>{"x"});
+  ro.note_param_names("toy", "2.0", {"y"});  // read-only: nothing written, nothing thrown
+  CHECK(ro.param_names("toy", "2.0") == std::vector<std::string>{"x"});
+  Store out = Store::open(b);
+  out.note_param_names("toy", "2.0", {"x"});
+  out.merge_from(ro);
+  CHECK(out.param_names("cublaslt", "1.0") == std::vector<std::string>{"algo", "tile", "split_k"});
+  CHECK(out.param_names("cublaslt", "1.1") == std::vector<std::string>{"algo", "stages"});
+  CHECK(out.param_names("toy", "2.0") == std::vector<std::string>{"x"});
+  std::string why;
+  CHECK(out.check_integrity(&why));
+}

@@ -189,9 +189,19 @@ TEST_CASE("export: recorded winners first, then family winners, then the best me
   CHECK(e768->origin == "best measured");
   CHECK(e768->params == "map=coalesced,bx=32,by=16");
   CHECK_FALSE(e768->replay);
-  bool replay_noted = false;
-  for (auto& n : notes) replay_noted |= n.find("--include-replay") != std::string::npos;
-  CHECK(replay_noted);
+  // One note about replays, counted in problems (keys): 512 had replays only and is left out;
+  // 768 had replays too and is served by its GPU measurement.
+  size_t replay_notes = 0;
+  for (auto& n : notes)
+    if (n.find("--include-replay") != std::string::npos) {
+      ++replay_notes;
+      CHECK_THAT(n, Catch::Contains("1 problem left out") && Catch::Contains("1 problem served by GPU measurements"));
+    }
+  CHECK(replay_notes == 1);
+  ExportSummary summary;
+  table_from_store(store, export_options(), nullptr, &summary);
+  CHECK(summary.replay_left_out == 1);
+  CHECK(summary.replay_passed_over == 1);
 
   const TableEntry* other = entry_for(t, 4096, 4096, 4096, "Other GPU");
   REQUIRE(other);
@@ -785,7 +795,11 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("match:  exact") != std::string::npos);
-  CHECK(r.out.find("naive_mapcoalesced_bx32_by8") != std::string::npos);
+  // The family and the readable config; the canonical name is the JSON's.
+  CHECK(r.out.find("naive  map=coalesced bx=32 by=8") != std::string::npos);
+  CHECK(r.out.find("naive_mapcoalesced_bx32_by8") == std::string::npos);
+  CHECK(json::parse(test::run_command(lookup + " --shape 4096x4096x4096 --json").out)["config"] ==
+        "naive_mapcoalesced_bx32_by8");
   // The 4096^3 winner is naive's default; naive is a source family, so its config carries over.
   r = test::run_command(lookup + " --shape 4000x4100x3900 --json");
   REQUIRE(r.exit_code == 0);
@@ -824,7 +838,7 @@ TEST_CASE("gemmtune export and lookup", "[table][cli]") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find(toml_file.string() + ": 6 entries") != std::string::npos);
   CHECK(r.out.find("4096x4096x4096 f32>f32 nn a16") != std::string::npos);
-  CHECK(r.out.find("naive_mapcoalesced_bx32_by8") != std::string::npos);
+  CHECK(r.out.find("map=coalesced bx=32 by=8") != std::string::npos);
   r = test::run_command(lookup + " --json");
   REQUIRE(r.exit_code == 0);
   j = json::parse(r.out);
@@ -858,10 +872,11 @@ TEST_CASE("gemmtune export: a store of replays only is said to be one, not to ho
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("exported 0 entries") != std::string::npos);
   CHECK(r.out.find("holds no successful measurement") == std::string::npos);  // it holds two keys of them
-  CHECK(r.out.find("1 recorded winner(s) came from replayed measurements") != std::string::npos);
-  CHECK(r.out.find("every successful measurement in the store " + db.string() + " came from replaying") !=
-        std::string::npos);
-  CHECK(r.out.find("--include-replay exports them (2 entries)") != std::string::npos);
+  // One note, counted in problems: both keys are replays only.
+  CHECK(r.out.find("the table is empty: every result in the store " + db.string() +
+                   " (2 problems) was replayed from a recording") != std::string::npos);
+  CHECK(r.out.find("--include-replay exports replayed results too") != std::string::npos);
+  CHECK(r.out.find("winner(s)") == std::string::npos);
   // The same for the one device, and in the JSON summary.
   fs::path out = d.path / "t.json";
   r = test::run_command(fmt::format("{} --json export --device '{}' -o '{}'", bin, kDevice, out.string()));
@@ -870,7 +885,8 @@ TEST_CASE("gemmtune export: a store of replays only is said to be one, not to ho
   json j = json::parse(r.out);
   CHECK(j["entries"] == 0);
   std::string notes = j["notes"].dump();
-  CHECK(notes.find(fmt::format("for device '{}' came from replaying", kDevice)) != std::string::npos);
+  CHECK(notes.find(fmt::format("for device '{}' (2 problems) was replayed", kDevice)) != std::string::npos);
+  CHECK(j["replay_left_out"] == 2);
   CHECK(notes.find("holds no successful measurement") == std::string::npos);
   // With --include-replay they are exported; for a device with no rows at all, the store holds nothing.
   r = test::run_command(bin + " export --include-replay --format json");
@@ -879,5 +895,5 @@ TEST_CASE("gemmtune export: a store of replays only is said to be one, not to ho
   r = test::run_command(bin + " export --device 'Other GPU' --format json");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("holds no successful measurement for device 'Other GPU'") != std::string::npos);
-  CHECK(r.out.find("came from replaying") == std::string::npos);
+  CHECK(r.out.find("replayed from a recording") == std::string::npos);
 }

@@ -23,6 +23,7 @@ from collections import OrderedDict, defaultdict
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patheffects  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
@@ -35,9 +36,12 @@ FAMILY_COLORS = {
     "shared_tile": "#2e7d5b",
     "register_tile": "#3b6ea5",
     "wmma": "#7a4f8c",
+    "wgmma_tma": "#b08d2a",
+    "skinny": "#4f8c8a",
+    "skinny_mma": "#5b5f97",
     "cublaslt": "#c4521e",
 }
-EXTRA_COLORS = ["#b08d2a", "#4f8c8a", "#a5463b", "#5b5f97", "#6b8e23"]
+EXTRA_COLORS = ["#a5463b", "#6b8e23", "#8c6d4f", "#4f6d8c", "#8c4f6d"]
 PICK_COLOR = "#111111"
 DTYPE_MARKERS = {"f32": "o", "tf32": "s", "f16": "^", "bf16": "D"}
 ROOF_STYLES = {"fp32_fma": ("#3b6ea5", "fp32 FMA"), "tensor_tf32": ("#2e7d5b", "tensor tf32"),
@@ -118,8 +122,23 @@ class Raw(str):
     """A table cell given as ready HTML (a <td> with its own markup)."""
 
 
-def code_cell(s):
-    return Raw(f'<td class="cfg"><code>{esc(s)}</code></td>')
+def code_cell(s, title=""):
+    tip = f' title="{esc(title)}"' if title else ""
+    return Raw(f'<td class="cfg"><code{tip}>{esc(s)}</code></td>')
+
+
+def readable(m):
+    """A config as a person reads it, "k=v k=v", where its parameters have their own names (from the
+    plugin, the names the store noted, or the config name); else its canonical name."""
+    if m.get("params_from") in ("plugin", "store", "name") and m.get("_params"):
+        return " ".join(f"{k}={v}" for k, v in m["_params"].items())
+    return m["config"]
+
+
+def config_cell(m):
+    """A readable config, its canonical name (what --json and exports give) on hover."""
+    text = readable(m)
+    return code_cell(text, m["config"] if text != m["config"] else "")
 
 
 def num_cell(s):
@@ -403,7 +422,11 @@ def section_roofline(model, dev):
     log_ticks(ax, "y")
     ax.set_xlabel("arithmetic intensity (FLOP per byte; 2MNK ÷ minimal bytes of A + B + C)")
     ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"Roofline of {dev}: measured roofs, every measured config (best timing of each)")
+    replayed = all(m.get("replay") for m in pts) and pts
+    what = "every replayed config" if replayed else "every measured config"
+    ax.set_title(f"Roofline of {dev}: measured roofs, {what} (best timing of each)" if has_roofs else
+                 f"{dev}: {what} by arithmetic intensity (best timing of each); no roofs measured: "
+                 "`gemmtune roofs`", fontsize=9 if not has_roofs else None)
     if handles:
         leg1 = ax.legend(handles=handles, loc="upper left", fontsize=8, title="measured roofs", title_fontsize=8)
         ax.add_artist(leg1)
@@ -417,7 +440,8 @@ def section_roofline(model, dev):
     body = fig_html(fig, "roofline")
     text = ("<h2>Roofline</h2><p>Each point is one measured config at its problem's best possible intensity "
             "(every input read once, the output written once); one problem's configs stand in a column. "
-            "The lines are this device's measured roofs, never datasheet numbers.</p>")
+            + ("The lines are this device's measured roofs, never datasheet numbers.</p>" if has_roofs else
+               "No roofs are drawn: the store holds none for this device, and datasheet numbers are never used.</p>"))
     return text + "".join(f'<p class="note">{esc(n)}</p>' for n in notes) + body
 
 
@@ -443,21 +467,25 @@ def section_sizes(model, dev):
         for ser in groups[g].values():
             for n in [n for n in ser if not round_size(n)]:
                 del ser[n]
-    sweeps = {g: s for g, s in groups.items() if len({n for ser in s.values() for n in ser}) >= 2}
+    # Every dtype (and layout) with a square problem gets its panel, a sweep or a single size.
+    sweeps = {g: s for g, s in groups.items() if any(s.values())}
     if not sweeps:
         return "<h2>TFLOP/s against size</h2>" + omitted(
-            "TFLOP/s against size", "the store holds no square sweep (at least two square sizes of one dtype and "
-            "layout; configs/squares.toml is one)")
-    keys = sorted(sweeps)
-    ncol = min(2, len(keys))
+            "TFLOP/s against size", "the store holds no square problem (configs/squares.toml sweeps them)")
+    def sizes_of(g):
+        return sorted({n for ser in sweeps[g].values() for n in ser})
+    keys = sorted(sweeps, key=lambda g: (list(DTYPE_ROOF).index(g[0]) if g[0] in DTYPE_ROOF else 9, g))
+    single = [g for g in keys if len(sizes_of(g)) == 1]
+    ncol = min(3, len(keys))
     nrow = math.ceil(len(keys) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.4 * nrow), squeeze=False)
     for ax, g in zip(axes.flat, keys):
         series = sweeps[g]
         for name in sorted(series, key=lambda s: (s == "cuBLASLt pick", s)):
             pts = sorted(series[name].items())
-            style = dict(color=PICK_COLOR, ls="--", marker="s", ms=3.5) if name == "cuBLASLt pick" else \
-                dict(color=color_of(name), marker="o", ms=3.5)
+            # The pick as a hollow square around the points: where cuBLASLt's best is its pick, both show.
+            style = dict(color=PICK_COLOR, ls="--", marker="s", ms=8, markerfacecolor="none", mew=1.2, zorder=2) \
+                if name == "cuBLASLt pick" else dict(color=color_of(name), marker="o", ms=4, zorder=3)
             ax.plot([n for n, _ in pts], [m["tflops"] for _, m in pts], lw=1.3, label=name, **style)
         roof = model.dtype_roof(dev, g[0])
         if roof:
@@ -469,17 +497,22 @@ def section_sizes(model, dev):
         ax.set_xticks(ns)
         ax.set_xticklabels([size_label(n) for n in ns], rotation=45 if len(ns) > 6 else 0, fontsize=7.5)
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylim(bottom=0)
+        top = max([m["tflops"] for ser in series.values() for m in ser.values()] + [(roof or 0) / 1e12])
+        ax.set_ylim(0, top * 1.12)  # room above the roof line and a point that reaches it
         io_ = g[0] if g[0] == g[1] else f"{g[0]}→{g[1]}"
-        ax.set_title(f"{io_}, layout {g[2]}")
+        ax.set_title(f"{io_}, layout {g[2]}" + (" (one size)" if g in single else ""))
         ax.set_xlabel("n (n×n·n×n)")
         ax.set_ylabel("TFLOP/s")
         ax.legend(fontsize=7.5, loc="lower right")
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     fig.tight_layout()
-    return ("<h2>TFLOP/s against size</h2><p>Square problems (sizes that are powers of two or multiples of 256): "
-            "each family's best config per size, and cuBLASLt's own pick (heuristic rank 0).</p>" + fig_html(fig, "TFLOP/s against size"))
+    names = ", ".join((g[0] if g[0] == g[1] else f"{g[0]}→{g[1]}") + f" {g[2]}" for g in single)
+    one = (f" {names}: one square size in the store, so a point per family, not a curve "
+           "(<code>configs/squares.toml</code> sweeps the sizes).") if single else ""
+    return ("<h2>TFLOP/s against size</h2><p>Square problems (sizes that are powers of two or multiples of 256), one "
+            "panel per dtype and layout in the store: each family's best config per size, and cuBLASLt's own pick "
+            "(heuristic rank 0)." + one + "</p>" + fig_html(fig, "TFLOP/s against size"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -496,7 +529,7 @@ def compare_runs(model, dev):
     runs = defaultdict(list)
     for m in model.meas:
         if (m["device"] == dev and str(m.get("tune_id") or "").startswith("compare-") and not m.get("quick")
-                and not m.get("replay") and COMPARED in (m.get("description") or "")):
+                and COMPARED in (m.get("description") or "")):
             runs[(m["key"], m["tune_id"])].append(m)
     latest = {}
     for (key, _), rows in runs.items():
@@ -506,6 +539,57 @@ def compare_runs(model, dev):
         if key not in latest or when > latest[key][0]:
             latest[key] = (when, rows)
     return {k: v[1] for k, v in latest.items()}
+
+
+def speedup_figure(rows, side, gm, worst):
+    """Bars from 1.0 (the pick) on a log axis, so that 0.98× and 1.02× point apart and read as far from
+    1 as they are; each family's row as a tick drawn over the bars, the pick's own at 1.0 included."""
+    h = max(2.2, 0.3 * len(rows) + 1.3)
+    fig, ax = plt.subplots(figsize=(8.6, h))
+    ys = list(range(len(rows)))
+    vals = [r[1] for r in rows]
+    ax.barh(ys, [v - 1.0 for v in vals], left=1.0, color=[color_of(r[2]["family"]) for r in rows], height=0.55,
+            alpha=0.85, zorder=2)
+    fams_seen = OrderedDict()
+    halo = [matplotlib.patheffects.withStroke(linewidth=4, foreground="white")]
+    for y, r in zip(ys, rows):
+        for f, sp in sorted(r[3].items(), key=lambda kv: kv[0] == "cublaslt"):
+            ax.plot([sp], [y], marker="|", ms=15, mew=2.4, color=color_of(f), zorder=4, path_effects=halo)
+            fams_seen.setdefault(f, None)
+        right = r[1] >= 1.0
+        ax.annotate(f"{r[1]:.3f}×" + ("" if r[4] else " *"), (max(r[1], 1.0) if right else min(r[1], 1.0), y),
+                    xytext=(6 if right else -6, 0), textcoords="offset points", va="center",
+                    ha="left" if right else "right", fontsize=7.5, zorder=5)
+    ax.axvline(1.0, color="#b5ae9f", lw=0.8, zorder=1)
+    # The pick's own tick, over everything: the reference every bar starts from.
+    ax.plot([1.0] * len(ys), ys, ls="", marker="|", ms=15, mew=2.4, color=PICK_COLOR, zorder=5, path_effects=halo)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([r[0] for r in rows], fontsize=7.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first shape on top, no margins
+    allv = vals + [sp for r in rows for sp in r[3].values()] + [1.0]
+    lo, hi = min(allv), max(allv)
+    # At least ±5 % around the pick, and room for the labels at either end.
+    ax.set_xscale("log")
+    ax.set_xlim(min(lo, 0.95) / 1.12, max(hi, 1.05) * 1.12)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    span = math.log10(max(hi, 1.05) * 1.12) - math.log10(min(lo, 0.95) / 1.12)
+    ticks = [0.1, 0.2, 0.5, 1, 2, 5] if span > 0.8 else [0.5, 0.7, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.2, 1.3, 1.5, 2]
+    ax.set_xticks([t for t in ticks if min(lo, 0.95) / 1.12 <= t <= max(hi, 1.05) * 1.12])
+    ax.set_xlabel("speed-up over cuBLASLt's pick (pick time ÷ time, log scale; bars start at the pick, 1×)"
+                  + ("" if side == len(rows) else ";  *: best stored timings, not side by side"))
+    ax.set_title(f"Speed-up over cuBLASLt's pick: geomean {gm:.3f}×, worst {worst[1]:.3f}× ({worst[0]}); "
+                 f"{side} of {len(rows)} shapes side by side", fontsize=9, loc="left")
+    handles = [Line2D([], [], color=color_of(f), marker="s", ls="", label=f"{f} (bar: the table's config)") for f in
+               sorted({r[2]["family"] for r in rows})]
+    handles += [Line2D([], [], color=color_of(f), marker="|", ms=10, mew=2.2, ls="",
+                       label=f"{f} best (tick)")
+                for f in fams_seen]
+    handles.append(Line2D([], [], color=PICK_COLOR, marker="|", ms=10, mew=2.2, ls="", label="cuBLASLt's pick (1×)"))
+    ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", visible=False)
+    fig.tight_layout()
+    return fig, ax
 
 
 def section_speedup(model, dev):
@@ -538,34 +622,7 @@ def section_speedup(model, dev):
     side = sum(1 for r in rows if r[4])
     gm = geomean([r[1] for r in rows])
     worst = min(rows, key=lambda r: r[1])
-    h = max(2.2, 0.28 * len(rows) + 1.2)
-    fig, ax = plt.subplots(figsize=(8.6, h))
-    ys = list(range(len(rows)))
-    ax.barh(ys, [r[1] for r in rows], color=[color_of(r[2]["family"]) for r in rows], height=0.6, zorder=2)
-    fams_seen = OrderedDict()
-    for y, r in zip(ys, rows):
-        for f, s in r[3].items():
-            ax.plot([s], [y], marker="|", ms=13, mew=2.2, color=color_of(f), zorder=3)
-            fams_seen.setdefault(f, None)
-        ax.annotate(f"{r[1]:.2f}×" + ("" if r[4] else " *"), (r[1], y), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=7.5)
-    ax.axvline(1.0, color=INK, lw=1)
-    ax.set_yticks(ys)
-    ax.set_yticklabels([r[0] for r in rows], fontsize=7.5)
-    ax.set_ylim(len(rows) - 0.5, -0.5)  # first shape on top, no margins
-    allv = [r[1] for r in rows] + [s for r in rows for s in r[3].values()]
-    ax.set_xlim(0, max(allv + [1.0]) * 1.15)
-    ax.set_xlabel("speed-up over cuBLASLt's pick (pick time ÷ time; > 1: faster than the pick)"
-                  + ("" if side == len(rows) else ";  *: best stored timings, not side by side"))
-    ax.set_title(f"Speed-up over cuBLASLt's pick: geomean {gm:.3f}×, worst {worst[1]:.3f}× ({worst[0]}); "
-                 f"{side} of {len(rows)} shapes side by side", fontsize=9, loc="left")
-    handles = [Line2D([], [], color=color_of(f), marker="s", ls="", label=f"{f} (bar)") for f in
-               sorted({r[2]["family"] for r in rows})]
-    handles += [Line2D([], [], color=color_of(f), marker="|", ms=10, mew=2.2, ls="", label=f"{f} best (tick)")
-                for f in fams_seen]
-    ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.grid(axis="y", visible=False)
-    fig.tight_layout()
+    fig, ax = speedup_figure(rows, side, gm, worst)
     return ("<h2>Speed-up over cuBLASLt's pick</h2><p>Per shape, as cuBLASLt pick's time ÷ the config's time. "
             f"<b>{side} of {len(rows)} shapes side by side</b>: from the latest <code>gemmtune compare</code> run that "
             "timed them, on the same buffers and interleaved; the bar is the config the table holds (the winner of "
@@ -644,7 +701,7 @@ def section_parameters(model, dev):
     # descriptions), with the configs measured per problem.
     named = defaultdict(lambda: defaultdict(list))  # family -> key -> configs
     for (d, key, fam, _), m in model.configs.items():
-        if d == dev and m.get("params_from") in ("plugin", "name", "description") and m["_params"]:
+        if d == dev and m.get("params_from") in ("plugin", "store", "name", "description") and m["_params"]:
             named[fam][key].append(m)
     cands = {f: ks for f, ks in named.items() if any(len(v) >= 3 for v in ks.values())}
     if not cands:
@@ -716,7 +773,7 @@ def section_winners(model, dev):
         for label, m in entries:
             speed = pick["time_us"] / m["time_us"] if pick else float("nan")
             star = "★ " if m["config"] == star_cfg and label != "cuBLASLt pick" else ""
-            rows.append([star + label, code_cell(m["config"]), num_cell(fmt_us(m["time_us"])),
+            rows.append([star + label, config_cell(m), num_cell(fmt_us(m["time_us"])),
                          num_cell(fmt_num(m.get("tflops"))), num_cell(fmt_num(pct_roof(model, m))),
                          num_cell(fmt_ratio(speed)), num_cell(fmt_sci(m.get("err_rel_fro"))),
                          "replay" if m.get("replay") else ("quick" if m.get("quick") else "full")])
@@ -951,7 +1008,8 @@ def lab_tiles(lab):
     ax.set_ylabel("TFLOP/s")
     fam_h = [Line2D([], [], ls="", marker="o", color=color_of(f), label=f) for f in sorted({p[0]["family"] for p in pts})]
     ax.legend(handles=handles + fam_h, fontsize=7.5, loc="lower right")
-    ax.set_title("The tile is the intensity: each kernel on the measured fp32 roofline")
+    ax.set_title("The tile is the intensity: each kernel on the measured fp32 roofline" if fp32 and bw else
+                 "The tile is the intensity: each kernel at its tile's intensity (no fp32 or memory roof measured)")
     note = "" if fp32 and bw else '<p class="note">no measured fp32 or memory roof: run `gemmtune roofs`.</p>'
     out.append(note + fig_html(fig, "tiles on the roofline"))
     return "\n".join(out)
@@ -1019,7 +1077,8 @@ def lab_cublas_size(lab):
         ax.set_ylim(bottom=0)
     ax.set_xlabel("n (n×n·n×n)")
     ax.set_ylabel("TFLOP/s" + (" (log)" if ax.get_yscale() == "log" else ""))
-    ax.set_title("cuBLASLt's pick against size (dotted: that dtype's measured roof)")
+    ax.set_title("cuBLASLt's pick against size" + (" (dotted: that dtype's measured roof)"
+                                                    if any(model.dtype_roof(dev, d) for d in dts) else ""))
     ax.legend(fontsize=8)
     out.append(fig_html(fig, "cuBLASLt against size"))
     return "\n".join(out)
@@ -1111,7 +1170,7 @@ def lab_cublas_kernels(lab):
         base = next((m for m in ms if m["n"] == 4096), None)
         rows = [[m["n"], m["align"], num_cell(fmt_us(m["time_us"])), num_cell(fmt_num(m["tflops"], 1)),
                  num_cell(f"{100 * (m['time_us'] / base['time_us'] - 1):+.1f} %" if base else "–"),
-                 code_cell(short_description(m) or m["config"])] for m in ms]
+                 code_cell(short_description(m) or readable(m), m["config"])] for m in ms]
         out.append(f"<h4>{esc(d)}</h4>")
         out.append(table_html(["n", "alignment", "time µs", "TFLOP/s", "vs 4096", "cuBLASLt's chosen algorithm"], rows))
     return "\n".join(out)
@@ -1208,7 +1267,7 @@ def lab_generic(lab):
             speedups.append((pick["time_us"] / best["time_us"], key))
         for fam in sorted({f for (d, k, f) in lab.model.fam_best if d == lab.dev and k == key}):
             m = lab.tuned(key, fam)
-            rows.append([key, fam, code_cell(m["config"]), num_cell(fmt_us(m["time_us"])),
+            rows.append([key, fam, config_cell(m), num_cell(fmt_us(m["time_us"])),
                          num_cell(fmt_num(m["tflops"], 1)),
                          num_cell(fmt_ratio(pick["time_us"] / m["time_us"]) if pick else "–")])
     if not rows:
@@ -1245,28 +1304,37 @@ def section_jobs(model, dev):
                                        else len(order), j["id"]))
     named = model.data.get("jobs_named")
     out = ["<h2>The lab's experiments</h2>" if all(j.get("lab") for j in jobs) else "<h2>Experiments</h2>"]
+    absent = []  # (title, source, why): experiments this store has nothing of, listed once at the end
     for job in jobs:
         lab = Lab(model, dev, job)
         title, fn = LAB_SECTIONS.get(job["id"], (job.get("name") or job["id"], lab_generic)) \
             if job.get("lab") else (job.get("name") or job["id"], lab_generic)
-        head = f'<h3>{esc(title)} <span class="src">{esc(job.get("source", ""))}</span></h3>'
+        src = job.get("source", "")
+        head = f'<h3>{esc(title)} <span class="src">{esc(src)}</span></h3>'
         if not lab.has_data():
-            out.append(f'<p class="omitted"><b>{esc(title)}</b>: no data in the store for its problems — run '
-                       f'<code>gemmtune tune --config {esc(job.get("source", ""))}</code>.</p>')
+            absent.append((title, src, "no data for its problems"))
             continue
         body = fn(lab)
         if body is None:
-            out.append(f'<p class="omitted"><b>{esc(title)}</b>: the store holds its problems but not the configs '
-                       "this experiment measures.</p>")
+            absent.append((title, src, "its problems, but not the configs it measures"))
             continue
         desc = f'<p class="desc">{esc(job.get("description", ""))}</p>' if job.get("description") else ""
         found, total, missing = lab.coverage()
         cov = ""
         if missing:
-            shown = "; ".join(missing[:4]) + (f"; and {len(missing) - 4} more" if len(missing) > 4 else "")
-            cov = (f'<p class="note">{found} of the {total} kernels this experiment names are in the store; missing: '
-                   f"{esc(shown)}.</p>")
+            # One line, and the list folded away: what is shown matters more than what is not.
+            cov = (f'<div class="meta"><p>{found} of the {total} kernels it names are in the store '
+                   f'(<code>gemmtune tune --config {esc(src)}</code> measures the rest).</p>'
+                   f'<details><summary>The {len(missing)} missing</summary><ul class="examples">'
+                   + "".join(f"<li>{esc(x)}</li>" for x in missing) + "</ul></details></div>")
         out.append(head + desc + cov + body)
+    if absent:
+        items = "".join(f"<li><b>{esc(t)}</b> <span class=\"src\">{esc(src)}</span>: {esc(why)}</li>"
+                        for t, src, why in absent)
+        out.append(f'<h3>Not in this store</h3><p class="meta">{len(absent)} of the {len(jobs)} experiments have '
+                   "nothing here to show; <code>gemmtune tune --config FILE</code> runs one, "
+                   "<code>tools/run_lab.sh OUT</code> all of them (on a GPU).</p><ul class=\"examples\">"
+                   + items + "</ul>")
     if not named:
         out.insert(1, "<p>Every job in configs/lab, shown where the store holds its problems (name jobs with "
                       "<code>--job</code> to choose).</p>")

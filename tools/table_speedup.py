@@ -25,7 +25,9 @@ def fail(msg):
     sys.exit(2)
 
 
-ROW = re.compile(r"^  (\S+(?: \(\w+\))?)\s+([\d.]+)\s+\S+\s+\S+\s+[\d.]+\s+\S+\s+(\S+)\s*$")
+# The config is the rest of the line: its readable form ("algo=66 tile=128x8 ..."), or the
+# canonical name in the output of gemmtune before 2026-12.
+ROW = re.compile(r"^  (\S+(?: \(\w+\))?)\s+([\d.]+)\s+\S+\s+\S+\s+[\d.]+\s+\S+\s+(\S.*?)\s*$")
 
 
 def load_table(path):
@@ -37,7 +39,9 @@ def load_table(path):
     out = {}
     for e in t.get("entries", []):
         key = (e["m"], e["n"], e["k"], e["dtype"], e["out_dtype"], e["layout"], e["align"])
-        out[key] = (e["family"], e["config"])
+        # compare prints the readable form (the params with spaces); older output the name.
+        readable = e.get("params", "").replace(",", " ")
+        out[key] = (e["family"], e["config"], readable)
     if not out:
         fail(f"{path}: no [[entries]]: not an exported gemmtune table")
     return out
@@ -82,11 +86,12 @@ def main():
             if key not in table:
                 print(f"  {shape}: not in {a.table}, left out")
                 continue
-            family, config = table[key]
-            if "pick" not in times or config not in times:
+            family, config, readable = table[key]
+            timed = next((c for c in (readable, config) if c and c in times), None)
+            if "pick" not in times or timed is None:
                 print(f"  {shape}: the table's {config} or cuBLASLt's pick was not timed, left out")
                 continue
-            rows.append((shape, times["pick"] / times[config], family, times[config], times["pick"]))
+            rows.append((shape, times["pick"] / times[timed], family, times[timed], times["pick"]))
         if not rows:
             fail(f"{path}: no shape of the table was timed beside cuBLASLt's pick")
         g = math.exp(sum(math.log(r[1]) for r in rows) / len(rows))

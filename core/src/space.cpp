@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -125,6 +126,32 @@ std::string Space::assignments(const Config& c) const {
   return s;
 }
 
+std::string Space::readable(const Config& c) const { return readable_assignments(assignments(c)); }
+
+std::string readable_assignments(std::string_view assignments) {
+  std::string s(assignments);
+  std::replace(s.begin(), s.end(), ',', ' ');
+  return s;
+}
+
+std::optional<std::string> assignments_from_name(std::string_view name, std::string_view family,
+                                              const std::vector<std::string>& param_names) {
+  if (param_names.empty() || name.substr(0, family.size()) != family) return std::nullopt;
+  std::string_view rest = name.substr(family.size());
+  std::string out;
+  for (size_t i = 0; i < param_names.size(); ++i) {
+    const std::string head = "_" + param_names[i];
+    if (rest.substr(0, head.size()) != head) return std::nullopt;
+    rest.remove_prefix(head.size());
+    size_t end = i + 1 < param_names.size() ? rest.find("_" + param_names[i + 1]) : rest.size();
+    if (end == std::string_view::npos || end == 0) return std::nullopt;
+    out += fmt::format("{}{}={}", i ? "," : "", param_names[i], rest.substr(0, end));
+    rest.remove_prefix(end);
+  }
+  if (!rest.empty()) return std::nullopt;
+  return out;
+}
+
 std::optional<Config> Space::parse(std::string_view text, std::string* error) const {
   auto fail = [&](std::string msg) -> std::optional<Config> {
     if (error) *error = std::move(msg);
@@ -135,7 +162,8 @@ std::optional<Config> Space::parse(std::string_view text, std::string* error) co
     std::vector<bool> seen(params_.size(), false);
     size_t pos = 0;
     while (pos <= text.size()) {
-      size_t end = text.find(',', pos);
+      // Items are separated by commas (the assignments form) or spaces (the readable one).
+      size_t end = text.find_first_of(", \t", pos);
       if (end == std::string_view::npos) end = text.size();
       std::string_view item = text.substr(pos, end - pos);
       pos = end + 1;

@@ -63,7 +63,9 @@ class Space {
   std::string name(const Config& c) const;
   // "p1=V1,p2=V2": readable and parseable.
   std::string assignments(const Config& c) const;
-  // Parse a canonical name or "K=V,K=V" (unnamed parameters keep their defaults).
+  // "p1=V1 p2=V2": what a person reads in tables (tune, compare, lookup); parse() takes it too.
+  std::string readable(const Config& c) const;
+  // Parse a canonical name or "K=V,K=V" / "K=V K=V" (unnamed parameters keep their defaults).
   // Error message in the optional's absence is written to *error.
   std::optional<Config> parse(std::string_view text, std::string* error) const;
   // Stable hash of (family, version, name): the same on every machine and build.
@@ -78,6 +80,13 @@ class Space {
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;
 };
+
+// "K=V,K=V" as a person reads it: "K=V K=V".
+std::string readable_assignments(std::string_view assignments);
+// A canonical name (family_p1V1_p2V2...) as "p1=V1,p2=V2", given the family's parameter names
+// in order (values are taken as spelled); nullopt when the name does not spell them.
+std::optional<std::string> assignments_from_name(std::string_view name, std::string_view family,
+                                              const std::vector<std::string>& param_names);
 
 // 64-bit hash of bytes (XXH3), stable across builds and machines.
 uint64_t stable_hash(std::string_view bytes);

@@ -1084,6 +1084,17 @@ int64_t Store::merge_from(const Store& other) {
       dst.step();
     }
   }
+  {
+    // The families' parameter names (note_param_names): names for a version are the same
+    // wherever they were noted, so either store's will do.
+    Stmt src(other.impl_->db, "SELECT key, value FROM meta WHERE substr(key, 1, 12) = 'param_names/'");
+    Stmt dst(db, "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING");
+    while (src.step()) {
+      dst.reset();
+      for (int i = 0; i < 2; ++i) sqlite3_bind_value(dst.get(), i + 1, sqlite3_column_value(src.get(), i));
+      dst.step();
+    }
+  }
   t.commit();
   return added;
 }
@@ -1132,6 +1143,46 @@ void Store::put_roof(const RoofRow& r0) {
   sqlite3_bind_text(s, 9, r.time_utc.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_double(s, 10, r.time_unix);
   st.step();
+}
+
+static std::string param_names_key(const std::string& family, const std::string& version) {
+  return "param_names/" + family + "/" + version;
+}
+
+static std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i <= s.size() && !s.empty();) {
+    size_t j = std::min(s.find(',', i), s.size());
+    out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+void Store::note_param_names(const std::string& family, const std::string& version,
+                             const std::vector<std::string>& names) {
+  if (impl_->readonly || names.empty()) return;
+  std::string joined;
+  for (auto& n : names) joined += (joined.empty() ? "" : ",") + n;
+  if (split_names(joined) == param_names(family, version)) return;  // one write per new set of names
+  std::lock_guard lock(impl_->mu);
+  Stmt st(impl_->db, "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+  sqlite3_bind_text(st.get(), 1, param_names_key(family, version).c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.get(), 2, joined.c_str(), -1, SQLITE_TRANSIENT);
+  st.step();
+}
+
+std::vector<std::string> Store::param_names(const std::string& family, const std::string& version) const {
+  std::lock_guard lock(impl_->mu);
+  // The version's own names first, else another version's (the most recently added key).
+  const std::string prefix = "param_names/" + family + "/";
+  Stmt st(impl_->db, "SELECT value FROM meta WHERE key = ?1 UNION ALL SELECT value FROM (SELECT value FROM meta "
+                     "WHERE substr(key, 1, length(?2)) = ?2 ORDER BY rowid DESC LIMIT 1)");
+  sqlite3_bind_text(st.get(), 1, param_names_key(family, version).c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.get(), 2, prefix.c_str(), -1, SQLITE_TRANSIENT);
+  if (!st.step()) return {};
+  const unsigned char* v = sqlite3_column_text(st.get(), 0);
+  return v ? split_names(reinterpret_cast<const char*>(v)) : std::vector<std::string>{};
 }
 
 std::vector<RoofRow> Store::roofs(const std::optional<std::string>& device_name) const {

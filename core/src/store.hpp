@@ -13,7 +13,8 @@
 // A Store object is safe to use from several threads (calls are serialised).
 //
 // Schema (the file's `meta` table says which version, PRAGMA application_id marks it):
-//   meta(key, value)          application = gemmtune, schema_version, created = UTC time
+//   meta(key, value)          application = gemmtune, schema_version, created = UTC time;
+//                             param_names/FAMILY/VERSION = the family's parameter names
 //   results(...)              one row per measurement: identity (row_uuid), time, tune_id,
 //                             replay, the key (device_name m n k in_dtype out_dtype layout
 //                             align) + lda/ldb/ldc, family, config (JSON array), config_name,
@@ -233,6 +234,14 @@ class Store {
   // newest kept. compare and the report read them; they are never datasheet numbers.
   void put_roof(const RoofRow& r);
   std::vector<RoofRow> roofs(const std::optional<std::string>& device_name = std::nullopt) const;
+
+  // A family's parameter names in order (meta key param_names/FAMILY/VERSION), noted by the
+  // tuner from the space it searched, so that a config name reads as "p1=V1 p2=V2" where the
+  // space cannot be had (a library family without a GPU: an export of a replay). Noting is a
+  // write only when the names are new; param_names: the version's, else the latest noted
+  // for the family (empty: none).
+  void note_param_names(const std::string& family, const std::string& version, const std::vector<std::string>& names);
+  std::vector<std::string> param_names(const std::string& family, const std::string& version) const;
 
   // PRAGMA integrity_check (and the foreign keys of winners); false with the report in *why.
   bool check_integrity(std::string* why = nullptr) const;

@@ -1071,7 +1071,8 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
 // ---------------------------------------------------------------------------------------
 // From the store
 
-LookupTable table_from_store(const Store& store, const ExportOptions& o, std::vector<std::string>* notes) {
+LookupTable table_from_store(const Store& store, const ExportOptions& o, std::vector<std::string>* notes,
+                             ExportSummary* summary) {
   auto note = [&](std::string s) {
     if (notes) notes->push_back(std::move(s));
   };
@@ -1108,8 +1109,18 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
   t.info.generated_at = now;
   t.info.generator = std::string("gemmtune ") + kGemmtuneVersion;
   t.info.source = store.path().string();
-  size_t replay_skipped = 0, unknown_params = 0;
+  size_t unknown_params = 0;
   std::set<std::string> unknown_params_families;
+  // Keys with replayed results, when replays are left out: each is either left out (nothing
+  // measured on a GPU) or served by measured rows only. Counted per key, one note for both.
+  std::set<ResultKey> replayed;
+  if (!o.include_replay) {
+    RowFilter rf;
+    rf.device_name = o.device;
+    rf.replay = true;
+    rf.status = Status::ok;
+    for (auto& k : store.keys(rf)) replayed.insert(k);
+  }
   for (const ResultKey& k : keys) {
     std::optional<StoredRow> chosen;
     std::string origin;
@@ -1119,10 +1130,7 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
       for (const Winner& w : wit->second) {
         auto row = store.get_by_uuid(w.row_uuid);
         if (!row) continue;
-        if (!usable(*row)) {
-          if (row->replay && !o.include_replay) ++replay_skipped;
-          continue;
-        }
+        if (!usable(*row)) continue;
         if (w.family == kAllFamilies)
           overall = row;
         else if (!fastest_family || row->m.time_us() < fastest_family->m.time_us())
@@ -1172,10 +1180,26 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
     t.entries.push_back(std::move(e));
   }
   t.sort();
-  if (replay_skipped)
-    note(fmt::format("{} recorded winner(s) came from replayed measurements and were left out (--include-replay "
-                     "keeps them)",
-                     replay_skipped));
+  ExportSummary sum;
+  for (const ResultKey& k : replayed) {
+    const bool served = std::any_of(t.entries.begin(), t.entries.end(), [&](const TableEntry& e) { return e.key == k; });
+    ++(served ? sum.replay_passed_over : sum.replay_left_out);
+  }
+  if (summary) *summary = sum;
+  if (sum.replay_left_out || sum.replay_passed_over) {
+    auto problems = [](size_t n) { return fmt::format("{} problem{}", n, n == 1 ? "" : "s"); };
+    std::string what;
+    if (sum.replay_left_out && t.entries.empty())
+      what = fmt::format("the table is empty: every result in the store {}{} ({}) was replayed from a recording",
+                         store.path().string(), o.device ? fmt::format(" for device '{}'", *o.device) : "",
+                         problems(sum.replay_left_out));
+    else if (sum.replay_left_out)
+      what = fmt::format("{} left out: their results were replayed from a recording", problems(sum.replay_left_out));
+    if (sum.replay_passed_over)
+      what += fmt::format("{}{} served by GPU measurements only, their replayed results passed over",
+                          what.empty() ? "" : "; ", problems(sum.replay_passed_over));
+    note(what + " (a replay is not a measurement on a GPU; --include-replay exports replayed results too)");
+  }
   if (unknown_params) {
     std::string fams;
     for (auto& s : unknown_params_families) fams += (fams.empty() ? "" : ", ") + s;

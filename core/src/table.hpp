@@ -259,8 +259,16 @@ struct ExportOptions {
 // One entry per key: the recorded winner over all families (origin "winner"); else the
 // fastest of the recorded per-family winners ("family winner"); else the fastest ok row
 // (Store::best, "best measured"). Winners whose row is a replay row are passed over unless
-// include_replay. `notes` (optional) receives one line per thing worth telling the user.
-LookupTable table_from_store(const Store& store, const ExportOptions& o, std::vector<std::string>* notes = nullptr);
+// include_replay. `notes` (optional) receives one line per thing worth telling the user (one
+// about replays, counted in problems as `summary` counts them).
+// What an export left out, per problem (key): where replays are left out, the keys whose only
+// results were replayed, and those served by GPU measurements though they had replayed ones.
+struct ExportSummary {
+  size_t replay_left_out = 0;
+  size_t replay_passed_over = 0;
+};
+LookupTable table_from_store(const Store& store, const ExportOptions& o, std::vector<std::string>* notes = nullptr,
+                             ExportSummary* summary = nullptr);
 
 // ---------------------------------------------------------------------------------------
 // Plugins: checking entries and choosing defaults.

@@ -52,7 +52,11 @@ PY
 step "the installed CLI finds the installed plugins"
 (cd "$work" && check_cli "$prefix/bin/gemmtune" "$prefix/lib/gemmtune/plugins")
 "$prefix/bin/gemmtune" lookup --table "$table" --shape 1x4096x4096 --dtype bf16 | tee "$work/lookup.txt"
-head -1 "$work/lookup.txt" | grep -qx "$config" || fail "installed lookup answered $(head -1 "$work/lookup.txt")"
+# The text names the config readably; --json carries the canonical name.
+"$prefix/bin/gemmtune" --json lookup --table "$table" --shape 1x4096x4096 --dtype bf16 > "$work/lookup.json"
+"$py" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["config"] != sys.argv[2])' "$work/lookup.json" "$config" ||
+  fail "installed lookup answered $(head -1 "$work/lookup.txt")"
+head -1 "$work/lookup.txt" | grep -q "^cublaslt  algo=66 tile=128x8 " || fail "installed lookup printed $(head -1 "$work/lookup.txt")"
 
 step "an out-of-tree CMake project: find_package(gemmtune CONFIG)"
 cmake -S "$src/tests/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \

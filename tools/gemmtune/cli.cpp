@@ -91,6 +91,7 @@ void add_min_gain_option(CLI::App* app, double& min_gain, const std::string& whe
 }
 
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {
+  app->footer(kProblemNotation);
   auto* o = app->add_option("--shape", a.shape,
                             "MxNxK: C is MxN, the reduction is over K. Each dimension 1..2147483647 (kernels take "
                             "32-bit sizes and index in 64 bits)");
@@ -148,6 +149,27 @@ std::filesystem::path config_dir() {
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+const char* const kProblemNotation =
+    "A problem is written MxNxK IN>OUT LAYOUT aALIGN, e.g. 4096x4096x4096 f16>f16 nn a16: C (M x N) = A (M x K) "
+    "times B (K x N); IN>OUT: the input type and the output type (accumulation is fp32); LAYOUT: A's letter then "
+    "B's, n = stored as written (row-major), t = stored transposed; aALIGN: the largest power of two, at most 16, "
+    "that divides every leading dimension times the element size, in bytes.";
+
+std::string no_gpu_hint(const std::string& command) {
+  const std::string rec = (config_dir() / "default_job.replay.json").string();
+  if (command == "tune")
+    return fmt::format("gemmtune: without a GPU, `gemmtune tune --default-job` runs the default job as a replay of "
+                       "its recorded H200 measurements, and `gemmtune tune --replay FILE` replays any recording (e.g. "
+                       "{}); add --db FILE to keep the replay's results for compare, report and export",
+                       rec);
+  if (command == "compare")
+    return fmt::format("gemmtune: without a GPU, `gemmtune compare --replay FILE` compares from a recording (e.g. {})",
+                       rec);
+  return fmt::format("gemmtune: without a GPU, `gemmtune tune --default-job` replays the default job's recorded H200 "
+                     "measurements (--replay FILE: any recording); list, compile, export, lookup, report and merge "
+                     "need no GPU");
+}
 
 DeviceInfo gpu_or_exit(int index) { return require_device(index); }
 

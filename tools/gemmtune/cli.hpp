@@ -88,6 +88,11 @@ std::string human_seconds(double s);
 // install), else the source tree this binary was built from.
 std::filesystem::path config_dir();
 void print_json(const nlohmann::json& j);
+// What to run instead when `command` found no GPU (the lines after the exit-3 message): the
+// replays, and the commands that need none.
+std::string no_gpu_hint(const std::string& command);
+// The problem notation every table prints, explained (for --help and messages).
+extern const char* const kProblemNotation;
 // The device to measure on, or NoGpuError (exit 3) with the reason.
 DeviceInfo gpu_or_exit(int index);
 // Device limits for constraints: the GPU's when there is one, else the named arch's.

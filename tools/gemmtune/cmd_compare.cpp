@@ -34,7 +34,7 @@ struct Entry {
   std::string label;  // family, or "cublaslt (pick)" / "cublaslt (best)"
   std::string family;
   Config config;
-  std::string name, description;
+  std::string name, params, description;  // params: the readable form (Space::readable)
   Measurement m;
   int64_t row = 0;
   int same_as = -1;  // an earlier entry with the same family and config: measured once, shown twice
@@ -61,7 +61,8 @@ void add_compare_options(CLI::App* sub, CompareArgs& a) {
   sub->add_option("--config", a.config, "a TOML job: compare every problem of it");
   sub->add_option("--family", a.families,
                   "hand-written families to include (default: the job's for each problem, else every source family "
-                  "but naive); cuBLASLt's pick (not in a replay) and its best found are shown beside them");
+                  "but naive); cuBLASLt's pick (in a replay: the recorded one) and its best found are shown beside "
+                  "them");
   sub->add_option("--budget", a.budget,
                   "evaluations per family when a family has no stored winner yet (default: the job's budget, its "
                   "[tune.budget.FAMILY] included, else 60)");
@@ -69,13 +70,16 @@ void add_compare_options(CLI::App* sub, CompareArgs& a) {
   sub->add_option("--device", a.device, "GPU index")->default_val(0);
   add_interleave_options(sub, a.rounds, a.turn_warmup, 10);
   add_min_gain_option(sub, a.min_gain, " when compare tunes a family that has no stored winner (no effect with --no-tune)");
-  sub->add_option("--replay", a.replay, "a recording instead of the GPU");
+  sub->add_option("--replay", a.replay,
+                  "a recording instead of the GPU (no GPU needed); without a problem or --config, the recording's "
+                  "problems");
 }
 
 search::PlanRequest request_of(const CompareArgs& a, const search::Catalog& cat) {
   search::PlanRequest r;
   r.config = a.config;
-  if (a.pa.given() || a.config.empty()) r.problem = a.pa.resolve();
+  // A replay with neither a problem nor a job compares the recording's problems (as tune does).
+  if (a.pa.given() || (a.config.empty() && cat.recorded.empty())) r.problem = a.pa.resolve();
   r.families = a.families;
   // The hand-written families shown by default: every source family but naive.
   for (auto& f : cat.families)
@@ -132,7 +136,7 @@ void add_winner(CompareRun& run, const Problem& p, const std::string& family, co
                err);
     return;
   }
-  entries.push_back({label, family, *c, s.name(*c), "", {}, 0, -1});
+  entries.push_back({label, family, *c, s.name(*c), s.readable(*c), "", {}, 0, -1});
 }
 
 std::vector<Entry> entries_of(CompareRun& run, const Problem& p, const std::vector<std::string>& hand) {
@@ -142,9 +146,20 @@ std::vector<Entry> entries_of(CompareRun& run, const Problem& p, const std::vect
   if (const Family* lt = run.session.plugins() ? run.session.plugins()->find("cublaslt") : nullptr) {
     Space s = lt->space(p, dev.limits);
     auto picks = lt->suggest(p, dev.limits, 1, s.dims());
-    if (!picks.empty()) entries.push_back({"cublaslt (pick)", "cublaslt", picks[0], s.name(picks[0]), "", {}, 0, -1});
+    if (!picks.empty())
+      entries.push_back({"cublaslt (pick)", "cublaslt", picks[0], s.name(picks[0]), s.readable(picks[0]), "", {}, 0, -1});
     add_winner(run, p, "cublaslt", "cublaslt (best)", entries);
-  } else if (run.session.replay()) {
+  } else if (const search::Recording* rec = run.session.recording()) {
+    // The recording's pick: the recorded space's default is the plugin's, cuBLASLt's rank 0.
+    if (const search::RecordedSpace* rs = rec->find(p.key(), "cublaslt")) {
+      const Space s = rs->space();
+      const Config pick = s.default_config();
+      if (rs->recorded(pick))
+        entries.push_back({"cublaslt (pick)", "cublaslt", pick, s.name(pick), s.readable(pick), "", {}, 0, -1});
+      else
+        fmt::print(stderr, "note: {} holds no measurement of cuBLASLt's pick for {}: no pick row\n", run.a.replay,
+                   p.key());
+    }
     add_winner(run, p, "cublaslt", "cublaslt (best)", entries);
   }
   return entries;
@@ -163,8 +178,9 @@ void measure_entries(CompareRun& run, const Problem& p, std::vector<Entry>& entr
       if (entries[j].family == e.family && entries[j].name == e.name) e.same_as = int(j);
     if (e.same_as >= 0) continue;  // cuBLASLt's best is its pick: one kernel, timed once
     const Family* fam = run.session.plugins() ? run.session.plugins()->find(e.family) : nullptr;
-    e.description = fam ? fam->describe(p, e.config) : "";
     e.m = meas.measure(Candidate{e.family, fam, e.config}, true);
+    // A replay has no plugin to ask: the recorded row's message is the config's description.
+    e.description = fam ? fam->describe(p, e.config) : e.m.status == Status::ok ? e.m.message : "";
     if (e.m.status == Status::ok) {
       cands.push_back(Candidate{e.family, fam, e.config});
       ok_idx.push_back(i);
@@ -228,18 +244,19 @@ nlohmann::json print_problem(CompareRun& run, const Problem& p, const std::vecto
     double pct = ok ? 100.0 * p.flops() / (e.m.time_us() * 1e-6) / line.flops_per_s : kNaN;
     double speed = ok ? pick_us / e.m.time_us() : kNaN;
     if (ok && !(speed <= best.speed)) best = {p.key(), e.label, speed};
-    rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"description", e.description},
+    rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"params", e.params},
+                    {"description", e.description},
                     {"status", to_string(e.m.status)}, {"message", e.m.message}, {"time_us", e.m.time},
                     {"tflops", ok ? nlohmann::json(tf) : nlohmann::json()}, {"pct_roof", num(pct)},
                     {"speedup_vs_pick", num(speed)}, {"err_rel_fro", num(e.m.err_rel_fro)}});
     if (json) continue;
     if (!ok) {
-      fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), e.name);
+      fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), e.params);
       continue;
     }
     fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9}  {}\n", e.label, e.m.time_us(), tf,
                std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-", std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-",
-               std::isfinite(e.m.err_rel_fro) ? fmt::format("{:.1e}", e.m.err_rel_fro) : "-", e.name);
+               std::isfinite(e.m.err_rel_fro) ? fmt::format("{:.1e}", e.m.err_rel_fro) : "-", e.params);
     if (!e.description.empty()) fmt::print("  {:<16} {}\n", "", e.description);
   }
   if (std::isfinite(best.speed)) bests.push_back(best);
@@ -271,7 +288,6 @@ int run_compare(Globals& g, const CompareArgs& a) {
   std::optional<search::Recording> rec;
   if (!a.replay.empty()) rec = search::Recording::load(a.replay);
   search::Catalog cat = catalog_of(g, rec ? &*rec : nullptr, a.replay);
-  cat.recorded.clear();  // compare names its problems
   const search::JobPlan plan = search::resolve_plan(request_of(a, cat), cat);
   std::vector<std::pair<const search::PlannedProblem*, std::vector<std::string>>> work;
   for (const search::PlannedProblem* pp : problems_to_compare(plan, rec ? &*rec : nullptr, a.replay)) {

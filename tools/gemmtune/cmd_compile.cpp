@@ -2,17 +2,117 @@
 #include "cli.hpp"
 #include "evaluate.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <future>
+#include <map>
+#include <random>
 
 namespace gt::cli {
 
 static Command add_compile(CLI::App& app, Globals& g);
 static Registrar reg_compile(30, add_compile);
 
+namespace {
+
+// One distinct build: the candidates whose compile requests are identical (configs that differ
+// only in what needs no recompile, such as launch scalars) share it.
+struct Build {
+  CompileRequest request;
+  std::string first_name;  // the first candidate that asks for it (named in failures)
+  uint64_t candidates = 0;
+  std::shared_future<CompileResult> result;
+};
+
+struct FamilyCounts {
+  uint64_t candidates = 0, refused = 0, builds = 0, compiled = 0, cached = 0, failed = 0;
+  uint64_t all_builds = 0;  // before --limit
+  double compile_s = 0, wall_s = 0;
+  std::vector<std::pair<std::string, std::string>> failures;  // first few: a candidate's name, the log
+};
+
+// The family's valid candidates as distinct builds, in a shuffled order (fixed seed): the
+// progress estimate is the rate so far, which holds only if the builds done so far are like
+// those left (in index order the larger tiles, which compile slower, come last). `limit`:
+// at most this many builds, a sample spread over the space.
+std::vector<Build> builds_of(const Family& f, const Problem& p, const gt_device& lim, const std::string& arch,
+                             uint64_t limit, FamilyCounts& n) {
+  Space s = f.space(p, lim);
+  std::vector<Build> builds;
+  std::map<std::string, size_t> by_key;
+  for (uint64_t i = 0; i < s.raw_size(); ++i) {
+    Config c = s.at(i);
+    if (!s.valid(c)) continue;
+    Refused why;
+    auto req = compile_request(f, p, c, lim, arch, nullptr, &why);
+    if (!req) {
+      ++n.refused;
+      continue;
+    }
+    ++n.candidates;
+    auto [it, fresh] = by_key.emplace(Compiler::key_of(*req), builds.size());
+    if (fresh) builds.push_back({std::move(*req), s.name(c), 0, {}});
+    ++builds[it->second].candidates;
+  }
+  std::mt19937_64 rng(stable_hash(f.name() + p.key()));
+  std::shuffle(builds.begin(), builds.end(), rng);
+  n.all_builds = builds.size();
+  if (limit && builds.size() > limit) builds.resize(size_t(limit));
+  n.builds = builds.size();
+  return builds;
+}
+
+// Compiles the builds on the pool: those in the cache first (instant), then the rest with a
+// progress display whose estimate is the rate of the compiles so far.
+void compile_builds(std::vector<Build>& builds, CompilePool& pool, const CubinCache& cache, const std::string& what,
+                    bool progress, FamilyCounts& n) {
+  auto t0 = std::chrono::steady_clock::now();
+  const auto in_cache = std::stable_partition(builds.begin(), builds.end(), [&](const Build& b) {
+    return std::filesystem::exists(cache.cubin_path(Compiler::key_of(b.request)));
+  });
+  const size_t cached_ahead = size_t(in_cache - builds.begin());
+  for (auto& b : builds) b.result = pool.submit(b.request);
+  Progress prog(what, builds.size() - cached_ahead, progress);
+  for (size_t i = 0; i < builds.size(); ++i) {
+    const CompileResult& r = builds[i].result.get();
+    if (!r.ok) {
+      ++n.failed;
+      if (n.failures.size() < 3) n.failures.emplace_back(builds[i].first_name, r.log);
+    } else if (r.from_cache) {
+      ++n.cached;
+    } else {
+      ++n.compiled;
+      n.compile_s += r.seconds;
+    }
+    if (i >= cached_ahead) prog.update(i + 1 - cached_ahead);
+  }
+  prog.finish();
+  n.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void print_counts(const Family& f, const Problem& p, const std::string& arch, const FamilyCounts& n,
+                  const CubinCache& cache, unsigned threads) {
+  fmt::print("{} for {} on {}: {} candidates in {} distinct builds{}{}: {} compiled, {} from cache, {} failed, in {}",
+             f.name(), p.key(), arch, n.candidates, n.all_builds,
+             n.all_builds < n.candidates ? " (candidates that differ only in launch values share one)" : "",
+             n.builds < n.all_builds ? fmt::format("; {} of them (--limit, a sample)", n.builds) : "", n.compiled,
+             n.cached, n.failed, human_seconds(n.wall_s));
+  if (n.compiled)
+    fmt::print(" ({} of NVRTC time on {} threads, {} per kernel)", human_seconds(n.compile_s), threads,
+               human_seconds(n.compile_s / double(n.compiled)));
+  fmt::print("\n");
+  if (n.cached == n.builds && n.builds) fmt::print("  all {} came from the cache ({})\n", n.cached, cache.dir().string());
+  for (auto& [name, log] : n.failures)
+    fmt::print("  FAILED {}:\n{}\n", name, log.size() > 2000 ? log.substr(0, 2000) + "\n  [log truncated]" : log);
+}
+
+}  // namespace
+
 static Command add_compile(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("compile", "NVRTC-compiles every valid candidate; prints compiled / from cache / "
-                                            "failed counts and the first failures with their log (no GPU needed). "
-                                            "Exit 1 when any candidate failed to compile.");
+  auto* sub = app.add_subcommand("compile", "NVRTC-compiles every valid candidate (each distinct build once: "
+                                            "candidates that differ only in launch values share one); prints the "
+                                            "candidates, builds, compiled / from cache / failed counts and the first "
+                                            "failures with their log (no GPU needed). Exit 1 when any build failed.");
   static std::vector<std::string> families;
   static std::string arch;
   static ProblemArgs pa;
@@ -21,7 +121,8 @@ static Command add_compile(CLI::App& app, Globals& g) {
   sub->add_option("--family", families, "families to compile (repeatable; default: every source family)");
   sub->add_option("--arch", arch, "target architecture, sm_XY (default: the GPU's, else sm_90)");
   sub->add_option("--threads", threads, "compile threads (default: one per core)");
-  sub->add_option("--limit", limit, "compile at most this many candidates per family (0: all)");
+  sub->add_option("--limit", limit,
+                  "compile at most this many distinct builds per family, a sample spread over the space (0: all)");
   add_problem_options(sub, pa);
   return {sub, [&g] {
             Problem p = pa.resolve("4096x4096x4096");
@@ -43,55 +144,17 @@ static Command add_compile(CLI::App& app, Globals& g) {
                 if (!g.json) fmt::print("{}: a library family; nothing to compile\n", f->name());
                 continue;
               }
-              Space s = f->space(p, lim);
-              struct Job {
-                std::string name;
-                std::shared_future<CompileResult> fut;
-              };
-              std::vector<Job> jobs;
-              uint64_t refused = 0;
-              for (uint64_t i = 0; i < s.raw_size() && (limit == 0 || jobs.size() < limit); ++i) {
-                Config c = s.at(i);
-                if (!s.valid(c)) continue;
-                Refused why;
-                auto req = compile_request(*f, p, c, lim, arch_used, nullptr, &why);
-                if (!req) {
-                  ++refused;
-                  continue;
-                }
-                jobs.push_back({s.name(c), pool.submit(std::move(*req))});
-              }
-              Progress prog(fmt::format("compiling {} ({})", f->name(), arch_used), jobs.size(), !g.quiet && !g.json);
-              uint64_t compiled = 0, cached = 0, failed = 0;
-              double compile_s = 0;
-              std::vector<std::pair<std::string, std::string>> failures;
-              for (size_t i = 0; i < jobs.size(); ++i) {
-                const CompileResult& r = jobs[i].fut.get();
-                if (!r.ok) {
-                  ++failed;
-                  if (failures.size() < 3) failures.emplace_back(jobs[i].name, r.log);
-                } else if (r.from_cache) {
-                  ++cached;
-                } else {
-                  ++compiled;
-                  compile_s += r.seconds;
-                }
-                prog.update(i + 1);
-              }
-              prog.finish();
+              FamilyCounts n;
+              std::vector<Build> builds = builds_of(*f, p, lim, arch_used, limit, n);
+              compile_builds(builds, pool, cache, fmt::format("compiling {} ({})", f->name(), arch_used),
+                             !g.quiet && !g.json, n);
               out.push_back({{"family", f->name()}, {"problem", p.key()}, {"arch", arch_used},
-                             {"candidates", jobs.size()}, {"compiled", compiled}, {"from_cache", cached},
-                             {"failed", failed}, {"refused_at_build", refused}, {"compile_seconds", compile_s}});
-              if (!g.json) {
-                fmt::print("{} for {} on {}: {} candidates: {} compiled, {} from cache, {} failed", f->name(), p.key(),
-                           arch_used, jobs.size(), compiled, cached, failed);
-                if (compiled) fmt::print(" ({} of NVRTC time, {} per kernel)", human_seconds(compile_s), human_seconds(compile_s / double(compiled)));
-                fmt::print("\n");
-                if (cached == jobs.size() && !jobs.empty()) fmt::print("  all {} came from the cache ({})\n", cached, cache.dir().string());
-                for (auto& [name, log] : failures)
-                  fmt::print("  FAILED {}:\n{}\n", name, log.size() > 2000 ? log.substr(0, 2000) + "\n  [log truncated]" : log);
-              }
-              if (failed) exit_code = 1;
+                             {"candidates", n.candidates}, {"distinct_builds", n.all_builds}, {"builds", n.builds},
+                             {"compiled", n.compiled},
+                             {"from_cache", n.cached}, {"failed", n.failed}, {"refused_at_build", n.refused},
+                             {"compile_seconds", n.compile_s}, {"wall_seconds", n.wall_s}, {"threads", pool.threads()}});
+              if (!g.json) print_counts(*f, p, arch_used, n, cache, pool.threads());
+              if (n.failed) exit_code = 1;
             }
             if (g.json) print_json(out);
             return exit_code;

@@ -9,7 +9,9 @@
 #include "tunableop.hpp"
 
 #include <cstdio>
+#include <cctype>
 #include <map>
+#include <set>
 
 namespace gt::cli {
 namespace fs = std::filesystem;
@@ -19,18 +21,54 @@ static Registrar reg_export(75, add_export);
 
 // The readable "k=v,..." of a stored config: from the family's space for the row's problem
 // on the row's architecture, and only when the space still names the config as the row
-// does (a plugin that changed since would spell other parameters).
-static std::optional<std::string> params_of(const PluginRegistry& reg, const StoredRow& r) {
-  const Family* fam = reg.find(r.family);
-  if (!fam) return std::nullopt;
-  try {
-    gt_device lim = arch_limits(r.prov.arch.empty() ? "sm_90" : r.prov.arch);
-    Space s = fam->space(r.problem, lim);
-    if (s.name(r.config) != r.config_name) return std::nullopt;
-    return s.assignments(r.config);
-  } catch (const std::exception&) {
-    return std::nullopt;  // unknown arch, a family that needs a GPU, a config not in the space
+// does (a plugin that changed since would spell other parameters); else the config's name
+// split by the parameter names the store noted when it was tuned (a library family without
+// a GPU: the export of a replay).
+static std::optional<std::string> params_of(const PluginRegistry& reg, const Store& store, const StoredRow& r) {
+  if (const Family* fam = reg.find(r.family)) {
+    try {
+      gt_device lim = arch_limits(r.prov.arch.empty() ? "sm_90" : r.prov.arch);
+      Space s = fam->space(r.problem, lim);
+      if (s.name(r.config) == r.config_name) return s.assignments(r.config);
+    } catch (const std::exception&) {
+      // unknown arch, a family that needs a GPU, a config not in the space: the names below
+    }
   }
+  return assignments_from_name(r.config_name, r.family, store.param_names(r.family, r.prov.family_version));
+}
+
+// The table's format: --format, else the extension of -o (.toml, .json, .csv; .h, .hpp, .hh,
+// .hxx: the C++ header), else (standard output) JSON with --json and TOML otherwise. An -o
+// whose extension names no format, or another format than --format, is refused: a table
+// written in a format its name does not say is one no reader expects.
+static TableFormat table_format(const std::string& format, const std::string& output, bool json) {
+  const bool to_file = !output.empty() && output != "-";
+  const std::string ext = to_file ? fs::path(output).extension().string() : "";
+  if (!format.empty()) {
+    TableFormat f = TableFormat::toml;
+    try {
+      f = parse_table_format(format, "--format");
+    } catch (const InputError&) {
+      throw InputError(fmt::format("--format: unknown format '{}' (expected toml, json, csv, cpp or tunableop)", format));
+    }
+    if (to_file)
+      if (auto named = format_of_extension(output); named && *named != f)
+        throw InputError(fmt::format("-o {}: a {} name, but --format {}: name the file for its format", output, ext,
+                                     format));
+    return f;
+  }
+  if (!to_file) return json ? TableFormat::json : TableFormat::toml;
+  if (auto named = format_of_extension(output)) return *named;
+  static const std::set<std::string> sources = {".cpp", ".cc", ".cxx", ".c++", ".cu"};
+  std::string lower = ext;
+  for (auto& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (sources.count(lower))
+    throw InputError(fmt::format("-o {}: the cpp format is a header (constexpr data that compiles on its own): name "
+                                 "it .h or .hpp, or give --format cpp to write it to this name",
+                                 output));
+  throw InputError(fmt::format("-o {}: {} names no table format: name the file .toml, .json, .csv or .h/.hpp (the "
+                               "C++ header), or give --format toml|json|csv|cpp",
+                               output, ext.empty() ? std::string("a name without an extension") : "'" + ext + "'"));
 }
 
 // A tune's measurements as a replay recording. The parameter lists come from the plugins,
@@ -149,7 +187,9 @@ static Command add_export(CLI::App& app, Globals& g) {
   static bool include_replay = false;
   sub->add_option("--format", format,
                   "toml|json|csv|cpp, or tunableop: PyTorch TunableOp's results file of the cuBLASLt winners "
-                  "(default: from the extension of -o, else json with --json, else toml)");
+                  "(default: from the extension of -o: .toml, .json, .csv, or .h/.hpp/.hh/.hxx for the C++ header; any "
+                  "other extension is refused unless --format names the format; to standard output: json with "
+                  "--json, else toml)");
   sub->add_option("--torch-version", torch_version,
                   "tunableop: the PyTorch version that reads the file (its PT_VERSION validator, e.g. 2.15.0; 2.14 "
                   "or later)");
@@ -172,18 +212,7 @@ static Command add_export(CLI::App& app, Globals& g) {
             }
             for (const char* flag : {"--torch-version", "--cublaslt-version"})
               if (sub->count(flag) > 0) throw InputError(fmt::format("{} is for --format tunableop", flag));
-            TableFormat f = TableFormat::toml;
-            if (!format.empty())
-              try {
-                f = parse_table_format(format, "--format");
-              } catch (const InputError&) {
-                throw InputError(fmt::format("--format: unknown format '{}' (expected toml, json, csv, cpp or tunableop)",
-                                             format));
-              }
-            else if (auto e = output.empty() ? std::nullopt : format_of_extension(output))
-              f = *e;
-            else if (g.json)
-              f = TableFormat::json;
+            const TableFormat f = table_format(format, output, g.json);
             Store store = open_store(g, output);
             fs::path db = store.path();
             ExportOptions o;
@@ -191,29 +220,14 @@ static Command add_export(CLI::App& app, Globals& g) {
             o.include_replay = include_replay;
             // Plugins only spell the parameters out; a family that is missing leaves them empty.
             const PluginRegistry* reg = nullptr;
-            o.params_of = [&g, &reg](const StoredRow& r) {
+            o.params_of = [&g, &reg, &store](const StoredRow& r) {
               if (!reg) reg = &g.plugins();
-              return params_of(*reg, r);
+              return params_of(*reg, store, r);
             };
             std::vector<std::string> notes;
-            LookupTable t = table_from_store(store, o, &notes);
-            // Nothing left once replays are left out, but something with them: say that, not that
-            // the store holds nothing.
-            size_t replay_only = 0;
-            if (t.entries.empty() && !include_replay) {
-              ExportOptions with_replay = o;
-              with_replay.include_replay = true;
-              with_replay.params_of = nullptr;
-              replay_only = table_from_store(store, with_replay).entries.size();
-            }
-            if (replay_only > 0) {
-              notes.push_back(fmt::format(
-                  "the table is empty: every successful measurement in the store {}{} came from replaying a "
-                  "recording (not measured on a GPU), and replays are left out by default; --include-replay "
-                  "exports them ({} entr{})",
-                  db.string(), device.empty() ? std::string() : fmt::format(" for device '{}'", device), replay_only,
-                  replay_only == 1 ? "y" : "ies"));
-            } else if (t.entries.empty()) {
+            ExportSummary summary;
+            LookupTable t = table_from_store(store, o, &notes, &summary);
+            if (t.entries.empty() && summary.replay_left_out == 0) {
               std::string have;
               for (auto& k : store.keys()) {
                 if (have.find("'" + k.device_name + "'") == std::string::npos)
@@ -241,6 +255,8 @@ static Command add_export(CLI::App& app, Globals& g) {
               j["format"] = to_string(f);
               j["entries"] = t.entries.size();
               j["origins"] = origins;
+              j["replay_left_out"] = summary.replay_left_out;  // problems, as the note counts them
+              j["replay_passed_over"] = summary.replay_passed_over;
               j["notes"] = notes;
               j["store"] = db.string();
               print_json(j);

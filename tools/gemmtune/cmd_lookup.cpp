@@ -12,6 +12,11 @@ namespace gt::cli {
 static Command add_lookup(CLI::App& app, Globals& g);
 static Registrar reg_lookup(76, add_lookup);
 
+// A config as a person reads it: "k=v k=v" where its parameters are known, else its name.
+static std::string shown_config(const std::string& params, const std::string& name) {
+  return params.empty() ? name : readable_assignments(params);
+}
+
 // Without a problem: what the table holds (one device's entries when given), one line per entry
 // (JSON: the header and entries, each entry as exported; not itself a table file).
 static int list_table(LookupTable t, const std::string& device, bool json) {
@@ -43,7 +48,8 @@ static int list_table(LookupTable t, const std::string& device, bool json) {
   for (const TableEntry& e : t.entries) w = std::max(w, e.key.text().size());
   fmt::print("  {:<{}} {:<14} {:>11} {:>9}  {}\n", "key", w, "family", "time us", "TFLOP/s", "config");
   for (const TableEntry& e : t.entries)
-    fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops, e.config);
+    fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops,
+               shown_config(e.params, e.config));
   fmt::print("(give --shape and --dtype to ask it for a problem)\n");
   return 0;
 }
@@ -180,10 +186,9 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               return 0;
             }
             if (r.config.empty())
-              fmt::print("({}'s own choice, named only where {} can be asked)\n", r.family, r.family);
+              fmt::print("{}  ({}'s own choice, named only where {} can be asked)\n", r.family, r.family, r.family);
             else
-              fmt::print("{}\n", r.config);
-            fmt::print("  family: {}{}\n", r.family, params.empty() ? "" : "  (" + params + ")");
+              fmt::print("{}  {}\n", r.family, shown_config(params, r.config));
             fmt::print("  match:  {}", r.how);
             if (r.kind == MatchKind::nearest)
               fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
@@ -195,7 +200,8 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               const TableEntry& e = *r.entry;
               fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
               if (!r.transferred.empty())
-                fmt::print("          with {} ({} at that shape, not the config above)\n", e.config, r.transferred);
+                fmt::print("          with {} ({} at that shape, not the config above)\n",
+                           shown_config(e.params, e.config), r.transferred);
               std::string prov;
               auto add = [&prov](const char* what, const std::string& v) {
                 if (!v.empty()) prov += fmt::format("{}{} {}", prov.empty() ? "" : ", ", what, v);

@@ -71,13 +71,15 @@ std::vector<std::string> name_tokens(const StoredRow& r) {
 
 // Resolves parameters through the family's own space (its names and labels), which needs
 // the plugin and, for library families, a GPU. Where that is not possible the canonical
-// name is split instead: a name is family_p1V1_p2V2..., so when it has one token per
+// name is split by the parameter names the store noted when the family was tuned
+// (Store::note_param_names); stores from before that are split by guess: a name is family_p1V1_p2V2..., so when it has one token per
 // parameter, the part all of the family's tokens at a position share is the parameter's
 // name and the rest its value; else the row's description where it spells them (cuBLASLt's
 // "algo N: tile 256x128, stages 8x3, ..."); else the parameters are numbered.
 class ParamResolver {
  public:
-  ParamResolver(Globals& g, bool use_plugins) : g_(g), use_plugins_(use_plugins) {}
+  ParamResolver(Globals& g, bool use_plugins, const std::map<std::string, std::vector<std::string>>& noted)
+      : g_(g), use_plugins_(use_plugins), noted_(noted) {}
 
   // First pass: everything the name-based fallback needs to know about the family.
   void observe(const StoredRow& r) {
@@ -87,6 +89,8 @@ class ParamResolver {
 
   std::pair<Params, std::string> resolve(const StoredRow& r) {
     if (auto p = from_plugin(r)) return {*p, "plugin"};
+    if (auto it = noted_.find(r.family + "|" + r.prov.family_version); it != noted_.end())
+      if (auto a = assignments_from_name(r.config_name, r.family, it->second)) return {split_assignments(*a), "store"};
     auto t = name_tokens(r);
     Params out;
     if (!r.config.empty() && t.size() == r.config.size()) {
@@ -169,6 +173,7 @@ class ParamResolver {
 
   Globals& g_;
   bool use_plugins_;
+  const std::map<std::string, std::vector<std::string>>& noted_;
   std::map<std::string, std::optional<Space>> spaces_;
   std::map<std::string, std::vector<std::vector<std::string>>> tokens_;
   std::map<std::string, std::vector<std::string>> names_;
@@ -449,6 +454,8 @@ struct StoreContents {
   std::vector<RoofRow> roofs;
   std::vector<Winner> winners;
   std::vector<std::string> notes;
+  // family|version -> the parameter names the tuner noted (Store::note_param_names)
+  std::map<std::string, std::vector<std::string>> param_names;
 };
 
 StoreContents read_store(const fs::path& db) {
@@ -463,6 +470,10 @@ StoreContents read_store(const fs::path& db) {
     c.notes.push_back(std::string("the store has no roofs table (an older store): ") + e.what());
   }
   c.winners = store.winners();
+  for (auto& r : c.rows) {
+    const std::string k = r.family + "|" + r.prov.family_version;
+    if (!c.param_names.count(k)) c.param_names[k] = store.param_names(r.family, r.prov.family_version);
+  }
   return c;  // the store is let go of before the slow part
 }
 
@@ -554,7 +565,7 @@ struct RowsJson {
 };
 
 RowsJson rows_json(Globals& g, const StoreContents& c, bool use_plugins) {
-  ParamResolver params(g, use_plugins);
+  ParamResolver params(g, use_plugins, c.param_names);
   for (auto& r : c.rows)
     if (r.m.status == Status::ok) params.observe(r);
   // The cuBLASLt pick: the plugin's description says so where it was measured; other rows of

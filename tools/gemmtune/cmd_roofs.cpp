@@ -91,7 +91,7 @@ static Command add_roofs(CLI::App& app, Globals& g) {
                   if (m.status == Status::ok && !(m.time_us() >= best)) {
                     best = m.time_us();
                     bm = m;
-                    best_name = s.name(c);
+                    best_name = s.readable(c);
                   }
                 }
                 if (!std::isfinite(best)) {

@@ -42,7 +42,8 @@ static void check_trace_path(const std::string& trace) {
   if (!existed) std::filesystem::remove(trace);  // written only with a trace
 }
 
-// The text output: the config, its resources, its verification and its timing.
+// The text output: the config (`name`: the family and its readable form), its resources, its
+// verification and its timing.
 static void print_run(const Family& fam, const Problem& p, const Config& c, const std::string& name,
                       const DeviceInfo& dev, const Measurement& m, Distribution d, uint64_t seed, bool verify_only,
                       int rotation) {
@@ -81,7 +82,7 @@ static Command add_run(CLI::App& app, Globals& g) {
   static bool quick = false, verify_only = false;
   static double settle = kSettleCapS, min_time = -1;
   sub->add_option("--family", family, "kernel family")->required();
-  sub->add_option("--params", params, "K=V,K=V (others keep their defaults) or a canonical config name");
+  sub->add_option("--params", params, "K=V,K=V or \"K=V K=V\" (others keep their defaults) or a canonical config name");
   sub->add_option("--device", device, "GPU index")->default_val(0);
   sub->add_option("--dist", dist, "input distribution: normal (default), uniform, zeros (misleading: zeros run "
                                   "faster and hide unwritten outputs)");
@@ -159,6 +160,7 @@ static Command add_run(CLI::App& app, Globals& g) {
             if (g.json) {
               nlohmann::json j = m;
               j["config"] = name;
+              j["params"] = space.readable(c);
               j["problem"] = p.key();
               j["device"] = dev.name;
               j["tflops"] = m.status == Status::ok && !verify_only ? nlohmann::json(m.tflops(p.flops())) : nlohmann::json();
@@ -167,7 +169,7 @@ static Command add_run(CLI::App& app, Globals& g) {
               j["rotating_sets"] = bench.rotation();
               print_json(j);
             } else {
-              print_run(fam, p, c, name, dev, m, d, seed, verify_only, bench.rotation());
+              print_run(fam, p, c, fam.name() + "  " + space.readable(c), dev, m, d, seed, verify_only, bench.rotation());
             }
             return m.status == Status::ok ? 0 : 1;
           }};

@@ -58,7 +58,8 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                   "search strategy: auto (default: exhaustive for a small space the budget covers, else bayes), exhaustive, random, "
                   "anneal, genetic, bayes");
   const char* replaces = "; replaces the job's, its [tune.budget.FAMILY] too";
-  sub->add_option("--budget", a.budget, std::string("at most this many evaluations per (problem, family)") + replaces);
+  sub->add_option("--budget", a.budget,
+                  std::string("at most this many evaluations per (problem, family) (default: see above)") + replaces);
   sub->add_option("--time", a.seconds,
                   std::string("at most this many seconds per (problem, family) (in a replay: of the recorded GPU's "
                               "simulated time)") + replaces);
@@ -122,6 +123,7 @@ search::PlanRequest request_of(const TuneArgs& a) {
   r.devices = a.devices;
   r.device = a.device;
   r.consistency = a.consistency;
+  r.default_budget = search::default_tune_budget();
   search::TuneOptions& o = r.base;
   o.compile_timeout_s = a.compile_timeout;
   o.retime.rounds = std::max(1, a.rounds);
@@ -156,7 +158,7 @@ void print_problem(const search::ProblemOutcome& po, const std::string& gpu, con
     fmt::print("  {:<14} {:>10} {:>9} {:>13} {:>7}  {:<11} {}{}{}\n", f.family, fmt_us(f.best_m.time_us()),
                f.best ? fmt::format("{:.1f}", f.best_m.tflops(po.problem.flops())) : "-",
                fmt::format("{}{}", f.evaluated, f.reused ? fmt::format(" ({} stored)", f.reused) : ""), failed,
-               f.strategy, f.best ? f.best_name : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
+               f.strategy, f.best ? f.best_params : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
                f.decision.tie ? " (tie)" : "");
     if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
     if (!f.figure_note.empty()) fmt::print("  {:<14} figure: {}\n", "", f.figure_note);
@@ -189,6 +191,7 @@ nlohmann::json problem_json(const search::ProblemOutcome& po, bool replay) {
     fj["by_status"] = st;
     if (f.best) {
       fj["best"] = f.best_name;
+      fj["best_params"] = f.best_params;
       fj["best_measurement"] = f.best_m;
       fj["tflops"] = f.best_m.tflops(po.problem.flops());
       fj["tie"] = f.decision.tie;
@@ -218,10 +221,11 @@ nlohmann::json print_consistency(const std::vector<search::ConsistencySample>& c
                           m.status == Status::ok ? fmt_us(m.time_us()) + " us" : std::string(to_string(m.status)));
     }
     out.push_back({{"problem", s.problem.key()}, {"family", s.family}, {"config", s.config_name},
+                   {"params", s.config_params},
                    {"decided_on", session.measurer(s.decided_on).device().index},
                    {"spread", std::isfinite(s.spread) ? nlohmann::json(s.spread) : nlohmann::json()}, {"per_gpu", per}});
     if (!json)
-      fmt::print("  {} {} {}: {}; {}\n", s.problem.key(), s.family, s.config_name, line,
+      fmt::print("  {} {} {}: {}; {}\n", s.problem.key(), s.family, s.config_params, line,
                  std::isfinite(s.spread) ? fmt::format("{:.1f} % apart", 100 * s.spread) : "not comparable");
   }
   return out;
@@ -277,7 +281,8 @@ int run_tune(Globals& g, TuneArgs& a) {
                session.measurer(0).describe(),
                session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", label);
     fmt::print("  {}; store {}{}\n", describe(o), session.db().string(),
-               session.temporary_db() ? " (temporary: replay results are not kept)" : "");
+               session.temporary_db() ? " (temporary: replay results are not kept; --db FILE keeps them)" : "");
+    std::fflush(stdout);  // before the progress display on stderr, where both go to one place
   }
   std::signal(SIGINT, on_sigint);
   auto t0 = std::chrono::steady_clock::now();
@@ -306,9 +311,11 @@ int run_tune(Globals& g, TuneArgs& a) {
     if (!bars[gpu].empty()) bars[gpu].back()->finish();
     bars[gpu].clear();
     std::lock_guard lock(print_mu);
-    if (!g.json)
+    if (!g.json) {
       print_problem(po, session.measurers() > 1 ? fmt::format(" [GPU {}]", session.measurer(gpu).device().index) : "",
                     label);
+      std::fflush(stdout);
+    }
   };
   search::RunResult res = search::run_plan(plan, run_gpus(session, o.dist, o.input_seed), ctx);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -345,11 +352,17 @@ int run_tune(Globals& g, TuneArgs& a) {
 }
 
 Command add_tune(CLI::App& app, Globals& g) {
+  const search::Budget d = search::default_tune_budget();
   auto* sub = app.add_subcommand(
       "tune",
-      "tunes one problem (flags) or every problem of a job (--config) over the given families (default: all); "
-      "stores every measurement; prints the winners. Needs a GPU unless --replay (--default-job without a GPU "
-      "runs as a replay of recorded H200 measurements, and says so).");
+      fmt::format("tunes one problem (--shape ...) or every problem of a job (--config, --default-job) over the "
+                  "given families (default: every family loaded); stores every measurement; prints each family's "
+                  "best and the problem's winner. The default budget: with no --budget, --time, --fraction or "
+                  "--patience and none in the job's [tune], each (problem, family) stops at {} (a few minutes per "
+                  "problem on an H200 with every family); naming any budget replaces that default whole. Needs a GPU "
+                  "unless --replay FILE (a simulation of a recorded run); --default-job without a GPU runs as a "
+                  "replay of the default job's H200 recording, and says so.",
+                  d.describe()));
   static TuneArgs a;
   add_tune_options(sub, a);
   return {sub, [&g] { return run_tune(g, a); }};

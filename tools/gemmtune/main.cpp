@@ -1,4 +1,4 @@
-// gemmtune: a plugin-based GEMM kernel autotuner. The command contract is shared/cli.md;
+// gemmtune: a plugin-based GEMM kernel autotuner. The command contract is docs/cli.md;
 // exit codes: 0 success, 1 run-time failure, 2 bad input or usage, 3 no GPU.
 #include "cli.hpp"
 
@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
   CLI::App app{"gemmtune: tune GEMM kernels per shape on NVIDIA GPUs, compare with cuBLASLt, export lookup tables.\n"
                "Exit codes: 0 success, 1 run-time failure, 2 bad input or usage, 3 no GPU found."};
   app.set_version_flag("--version", "gemmtune 0.1.0 (plugin ABI v" + std::to_string(GT_ABI_VERSION) + ")");
+  app.footer(std::string(kProblemNotation) +
+             "\nWithout a GPU: `gemmtune tune --default-job` replays recorded H200 measurements. The command-line "
+             "contract: docs/cli.md; `gemmtune COMMAND --help` for each command.");
   app.require_subcommand(1);
   app.fallthrough();
   Globals g;
@@ -39,18 +42,20 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
+  const Command* chosen = nullptr;
+  for (auto& c : commands)
+    if (c.app->parsed()) chosen = &c;
+  if (!chosen) return 2;
   try {
-    for (auto& c : commands)
-      if (c.app->parsed()) return c.run();
+    return chosen->run();
   } catch (const InputError& e) {
     fmt::print(stderr, "gemmtune: error: {}\n", e.what());
     return 2;
   } catch (const NoGpuError& e) {
-    fmt::print(stderr, "gemmtune: {}\n", e.what());
+    fmt::print(stderr, "gemmtune: {}\n{}\n", e.what(), no_gpu_hint(chosen->app->get_name()));
     return 3;
   } catch (const std::exception& e) {
     fmt::print(stderr, "gemmtune: failed: {}\n", e.what());
     return 1;
   }
-  return 2;
 }

@@ -4,6 +4,9 @@
 #include "measure_service.hpp"
 
 #include <cstdlib>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
 
 namespace gt::cli {
 
@@ -14,6 +17,28 @@ std::vector<int> parse_devices(const std::string& s, const std::filesystem::path
   const size_t n = known_devices(cache_dir).size();
   for (size_t i = 0; i < n; ++i) out.push_back(int(i));
   return out;
+}
+
+// A replay kept in a named store (--db) takes the recording's roofs where the store has none
+// of that name for the device: they were measured on the recorded GPU, and with them a report
+// of the store draws the roofline. Dated as the recording, so a roof measured since wins.
+static void keep_recorded_roofs(Store& store, const search::Recording& rec, const std::string& file) {
+  std::string when;
+  for (auto& sp : rec.spaces())
+    if (!sp.recorded().empty() && (when.empty() || sp.recorded() < when)) when = sp.recorded();
+  std::tm tm{};
+  std::istringstream in(when);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  const double unix_time = in.fail() ? 0 : double(timegm(&tm));
+  for (RoofRow r : rec.roofs()) {
+    bool have = false;
+    for (auto& mine : store.roofs(r.device_name)) have = have || mine.name == r.name;
+    if (have) continue;
+    r.how = fmt::format("from the recording {}: {}", file, r.how);
+    r.time_utc = in.fail() ? "" : when;
+    r.time_unix = unix_time;
+    store.put_roof(r);
+  }
 }
 
 Session::Session(Globals& g, const SessionOptions& o)
@@ -27,6 +52,7 @@ Session::Session(Globals& g, const SessionOptions& o)
   }
   if (rec_) {
     store_.emplace(Store::open(db_));
+    if (!temp_db_) keep_recorded_roofs(*store_, *rec_, o.replay);
     auto sim = std::make_unique<search::ReplayMeasurer>(*rec_);
     replay_measurer_ = sim.get();
     measurers_.push_back(std::move(sim));
