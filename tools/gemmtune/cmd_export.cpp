@@ -25,8 +25,8 @@ static std::optional<std::string> params_of(const PluginRegistry& reg, const Sto
   if (!fam) return std::nullopt;
   try {
     gt_device lim = arch_limits(r.prov.arch.empty() ? "sm_90" : r.prov.arch);
-    Space s = fam->space(r.problem, lim);
-    if (s.name(r.config) != r.config_name) return std::nullopt;
+    Space s = fam->space(transformed_problem(r.problem, r.transform), lim);  // the family's problem
+    if (transformed_name(s.name(r.config), r.transform) != r.config_name) return std::nullopt;
     return s.assignments(r.config);
   } catch (const std::exception&) {
     return std::nullopt;  // unknown arch, a family that needs a GPU, a config not in the space
@@ -91,6 +91,7 @@ static std::vector<StoredRow> cublaslt_rows(const Store& store, const std::strin
   RowFilter f;
   f.family = "cublaslt";
   f.device_name = dev;
+  f.transform = Transform::none;  // beyond the winners: the rows a TunableOp file can express
   for (bool replay : {false, true}) {
     if (replay && !include_replay) break;
     f.replay = replay;

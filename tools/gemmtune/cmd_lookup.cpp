@@ -43,7 +43,8 @@ static int list_table(LookupTable t, const std::string& device, bool json) {
   for (const TableEntry& e : t.entries) w = std::max(w, e.key.text().size());
   fmt::print("  {:<{}} {:<14} {:>11} {:>9}  {}\n", "key", w, "family", "time us", "TFLOP/s", "config");
   for (const TableEntry& e : t.entries)
-    fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops, e.config);
+    fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops,
+               transformed_name(e.config, e.transform));
   fmt::print("(give --shape and --dtype to ask it for a problem)\n");
   return 0;
 }
@@ -129,6 +130,10 @@ static Command add_lookup(CLI::App& app, Globals& g) {
 
             std::vector<std::string> notes;
             if (!r.device_note.empty()) notes.push_back(r.device_note);
+            // What the answer's transform does for this problem (the runtime does the same).
+            std::string transform_plan;
+            if (r.transform != Transform::none)
+              if (auto plan = plan_transform(p, r.transform)) transform_plan = plan->describe();
             std::string params = r.params;
             if (const Family* fam = reg.find(r.family)) {
               if (r.entry && !r.entry->family_version.empty() && r.entry->family_version != fam->version())
@@ -158,7 +163,10 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               j["how"] = r.how;
               j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
               j["family"] = r.family;
-              j["config"] = r.config;
+              j["config"] = transformed_name(r.config, r.transform);  // the name, as the runtime's choice says it
+              j["family_config"] = r.config;                          // the family's own (a table's `config`)
+              j["transform"] = to_string(r.transform);
+              j["transform_plan"] = transform_plan.empty() ? nlohmann::json() : nlohmann::json(transform_plan);
               j["params"] = params;
               j["distance"] = r.distance;
               j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
@@ -182,8 +190,10 @@ static Command add_lookup(CLI::App& app, Globals& g) {
             if (r.config.empty())
               fmt::print("({}'s own choice, named only where {} can be asked)\n", r.family, r.family);
             else
-              fmt::print("{}\n", r.config);
+              fmt::print("{}\n", transformed_name(r.config, r.transform));
             fmt::print("  family: {}{}\n", r.family, params.empty() ? "" : "  (" + params + ")");
+            if (r.transform != Transform::none)
+              fmt::print("  transform: {}: {} (docs/transforms.md)\n", to_string(r.transform), transform_plan);
             fmt::print("  match:  {}", r.how);
             if (r.kind == MatchKind::nearest)
               fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
