@@ -227,7 +227,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
       // A fixed list measures exactly its configs; a replay has no transformed measurements.
       if (fixed || measurer_.is_replay() || stopping()) break;
       if (auto why = skip_form(o_.transforms, p, t, sofar)) {
-        if (!o_.transforms.automatic) {
+        if (!o_.transforms.automatic && !o_.transforms.forms.empty()) {  // a list names the forms: say why not
           FormOutcome skipped;
           skipped.transform = t;
           skipped.skipped = *why;

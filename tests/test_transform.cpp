@@ -8,6 +8,7 @@
 #include "compiler.hpp"
 #include "errors.hpp"
 #include "forms.hpp"
+#include "tuner.hpp"
 #include "gemmtune_runtime.h"
 #include "gemmtune_runtime.hpp"
 #include "plugin.hpp"
@@ -640,6 +641,156 @@ TEST_CASE("transforms: the runtime prepares a padded entry, and lookup prints wh
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith(e.config + "+pad\n") && Catch::Contains("transform: pad: the family runs 101x101x104"));
+}
+
+namespace {
+// A GPU stand-in for the tune: a toy family (one knob x = 0..7, default 5) whose time depends on
+// x and on the transform it runs through, the same in exploration and re-timing; it records
+// what it was asked.
+class FormsMeasurer : public Measurer {
+ public:
+  explicit FormsMeasurer(std::function<double(const Candidate&)> us) : us_(std::move(us)) { dev_.name = "Test GPU"; }
+  std::string describe() const override { return "forms stand-in"; }
+  const DeviceInfo& device() const override { return dev_; }
+  void set_problem(const Problem&, Distribution, uint64_t) override {}
+  Measurement measure(const Candidate& c, bool quick) override {
+    measured.push_back(c);
+    Measurement m;
+    m.quick = quick;
+    m.time = flat(us_(c));
+    return m;
+  }
+  double settle(const Candidate&, double) override { return 0; }
+  Retimed retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override {
+    retimings.push_back(cs);
+    std::vector<Stats> out;
+    for (auto& c : cs) out.push_back(flat(us_(c)));
+    return out;
+  }
+  std::vector<Candidate> measured;
+  std::vector<std::vector<Candidate>> retimings;
+
+ private:
+  static Stats flat(double t) {
+    Stats s;
+    s.count = 20;
+    s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
+    s.ci_low = t * 0.999;
+    s.ci_high = t * 1.001;
+    return s;
+  }
+  DeviceInfo dev_;
+  std::function<double(const Candidate&)> us_;
+};
+
+search::SpaceSource toy_spaces() {
+  return [](const std::string& fam, const Problem&) {
+    return Space(fam, "1.0", {Param{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}});
+  };
+}
+search::ProvenanceSource toy_prov() {
+  return [](const std::string& fam, bool quick) {
+    Provenance p;
+    p.device_name = "Test GPU";
+    p.family = fam;
+    p.family_version = "1.0";
+    p.mode = quick ? "quick" : "full";
+    return p;
+  };
+}
+search::TuneOptions toy_tune() {
+  search::TuneOptions o;
+  o.strategy = "exhaustive";
+  o.finalists = 2;
+  o.settle_s = 0;
+  o.tune_id = "forms";
+  return o;
+}
+}  // namespace
+
+TEST_CASE("transforms in the tune: a misaligned problem is explored padded beside plain, one re-timing decides",
+          "[transform][tune]") {
+  const Problem cliff = Problem::make(4097, 4097, 4097, DType::f16, DType::f16, Layout::nn);
+  // Plain: 100 + x us; padded: 60 + x us (the copies included), except where a test says.
+  double pad_base = 60;
+  FormsMeasurer meas([&](const Candidate& c) {
+    return (c.transform == Transform::pad ? pad_base : 100.0) + double(c.config[0]);
+  });
+  test::TempDir d;
+  Store store = Store::open(d.path / "store.db");
+  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), toy_prov(), toy_tune());
+  search::ProblemOutcome po = t.tune(cliff, {"toy"});
+  REQUIRE(po.families.size() == 1);
+  const search::FamilyOutcome& f = po.families[0];
+  REQUIRE(f.forms.size() == 2);  // plain and pad; swap cannot serve a matrix C, pad+swap is not needed
+  CHECK(f.forms[0].transform == Transform::none);
+  CHECK(f.forms[1].transform == Transform::pad);
+  CHECK_THAT(f.forms[1].plan, Catch::Contains("K 4097 -> 4104"));
+  CHECK(f.forms[0].evaluated == 8);
+  CHECK(f.forms[1].evaluated == 8);
+  CHECK(f.evaluated == 16);
+  // One re-timing holds both forms: the fastest of each, and the plain baseline (x = 5).
+  REQUIRE(meas.retimings.size() >= 1);
+  std::set<std::string> retimed;
+  for (auto& c : meas.retimings[0]) retimed.insert(transformed_name("toy_x" + std::to_string(c.config[0]), c.transform));
+  CHECK(retimed.count("toy_x5"));
+  CHECK(retimed.count("toy_x0"));
+  CHECK(retimed.count("toy_x0+pad"));
+  REQUIRE(f.best);
+  CHECK(f.best_transform == Transform::pad);
+  CHECK(f.best_name == "toy_x0+pad");
+  CHECK(*f.best == Config{0});
+  // Stored: each form's rows under their own names, hashes and transform; the winner is the padded row.
+  RowFilter padded;
+  padded.transform = Transform::pad;
+  CHECK(store.count(padded) >= 8);
+  auto w = store.winner(ResultKey::of("Test GPU", cliff), "toy");
+  REQUIRE(w);
+  CHECK(w->config_name == "toy_x0+pad");
+  CHECK(w->transform == Transform::pad);
+  std::set<std::string> hashes;
+  for (auto& r : store.rows()) hashes.insert(r.config_hash + (r.transform == Transform::pad ? "p" : ""));
+  for (auto& r : store.rows()) CHECK((r.transform == Transform::pad) == (r.config_name.ends_with("+pad")));
+
+  SECTION("a warm re-tune reuses both forms and keeps the winner") {
+    meas.measured.clear();
+    search::Tuner again(nullptr, meas, &store, nullptr, toy_spaces(), toy_prov(), toy_tune());
+    search::ProblemOutcome po2 = again.tune(cliff, {"toy"});
+    CHECK(meas.measured.empty());
+    CHECK(po2.families[0].reused == 16);
+    CHECK(po2.families[0].best_name == "toy_x0+pad");
+  }
+  SECTION("a padded config 7 % faster than the plain baseline keeps it under a 10 % margin") {
+    pad_base = 104 - 5 - 1.05;  // padded x = 0 at 97.95 us against the baseline's 105: 7 % ...
+    search::TuneOptions o = toy_tune();
+    o.min_gain = 0.1;           // ... under a 10 % margin
+    search::Tuner margin(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+    search::ProblemOutcome pm = margin.tune(cliff, {"toy"});
+    CHECK(pm.families[0].best_name == "toy_x5");
+    CHECK(pm.families[0].decision.runner_up == "toy_x0+pad");
+  }
+  SECTION("--transforms none explores the plain problem only; an aligned problem needs no pad") {
+    search::TuneOptions o = toy_tune();
+    o.transforms = search::TransformPolicy::parse("none");
+    search::Tuner plain(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+    CHECK(plain.tune(cliff, {"toy"}).families[0].forms.size() == 1);
+    search::Tuner aligned(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), toy_tune());
+    const Problem a16 = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn);
+    auto fa = aligned.tune(a16, {"toy"}).families[0];
+    CHECK(fa.forms.size() == 1);
+    CHECK(fa.best_transform == Transform::none);
+  }
+  SECTION("a list names the forms; those that cannot serve are reported with the reason") {
+    search::TuneOptions o = toy_tune();
+    o.transforms = search::TransformPolicy::parse("swap,pad+swap");
+    search::Tuner listed(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+    auto fl = listed.tune(cliff, {"toy"}).families[0];
+    REQUIRE(fl.forms.size() == 4);
+    CHECK_THAT(fl.forms[1].skipped, Catch::Contains("not asked for"));
+    CHECK_THAT(fl.forms[2].skipped, Catch::Contains("single row (M = 1)"));
+    CHECK(fl.forms[3].skipped.empty());
+    CHECK(fl.forms[3].evaluated == 8);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
