@@ -748,9 +748,14 @@ TEST_CASE("transforms in the tune: a misaligned problem is explored padded besid
   REQUIRE(w);
   CHECK(w->config_name == "toy_x0+pad");
   CHECK(w->transform == Transform::pad);
-  std::set<std::string> hashes;
-  for (auto& r : store.rows()) hashes.insert(r.config_hash + (r.transform == Transform::pad ? "p" : ""));
-  for (auto& r : store.rows()) CHECK((r.transform == Transform::pad) == (r.config_name.ends_with("+pad")));
+  std::set<std::string> plain_hashes, pad_hashes;
+  for (auto& r : store.rows()) {
+    CHECK((r.transform == Transform::pad) == r.config_name.ends_with("+pad"));
+    (r.transform == Transform::pad ? pad_hashes : plain_hashes).insert(r.config_hash);
+  }
+  CHECK(plain_hashes.size() == 8);
+  CHECK(pad_hashes.size() == 8);
+  for (auto& h : pad_hashes) CHECK_FALSE(plain_hashes.count(h));  // x = 0 padded is not x = 0
 
   SECTION("a warm re-tune reuses both forms and keeps the winner") {
     meas.measured.clear();
