@@ -37,7 +37,9 @@ def load_table(path):
     out = {}
     for e in t.get("entries", []):
         key = (e["m"], e["n"], e["k"], e["dtype"], e["out_dtype"], e["layout"], e["align"])
-        out[key] = (e["family"], e["config"])
+        # As compare prints it: a transformed config's name ends with its transform ("...+pad").
+        t = e.get("transform", "none")
+        out[key] = (e["family"], e["config"] + ("" if t == "none" else "+" + t))
     if not out:
         fail(f"{path}: no [[entries]]: not an exported gemmtune table")
     return out
