@@ -90,7 +90,7 @@ Case random_case(std::mt19937_64& rng) {
   c.p.ldb += pad();
   c.p.ldc += pad();
   if (rng() % 8 == 0) c.p.ldc = c.p.n == 1 ? 1 : c.p.ldc;  // tight single columns are a swap case
-  c.p.pointer_align = rng() % 6 == 0 ? int32_t(size_of(in)) : 16;
+  c.p.pointer_align = rng() % 6 == 0 ? int32_t(std::max(size_of(in), size_of(out))) : 16;
   c.p.align = std::min(alignment_of(c.p), c.p.pointer_align);
   c.p.validate();
   c.a.resize(footprint(c.p.a_rows(), c.p.a_cols(), c.p.lda) * size_of(in));
@@ -279,6 +279,13 @@ TEST_CASE("transforms: what each plan copies, and why a transform is refused", "
     REQUIRE(vl);
     CHECK(vl->inner.align <= 4);
     CHECK(vl->pointer_align == 4);
+    // Not even element-aligned: beyond the copies.
+    Problem odd = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
+    odd.pointer_align = 2;
+    odd.align = 2;
+    std::string why;
+    CHECK_FALSE(plan_transform(odd, Transform::pad, &why));
+    CHECK_THAT(why, Catch::Contains("aligned to 2 bytes, less than an element"));
   }
   SECTION("names, hashes and spellings") {
     CHECK(transformed_name("wmma_bm128", Transform::none) == "wmma_bm128");

@@ -154,6 +154,11 @@ std::optional<TransformPlan> plan_transform(const Problem& p, Transform t, std::
   pl.inner = p;
   pl.pointer_align = pointer_alignment(p);
   if (t == Transform::none) return pl;
+  // The copies read and write whole elements: a pointer that is not even element-aligned is
+  // beyond them (and beyond every family).
+  if (pl.pointer_align < int32_t(std::max(size_of(p.in), size_of(p.out))))
+    return refuse(fmt::format("{}: the operands' pointers are aligned to {} bytes, less than an element", to_string(t),
+                              pl.pointer_align));
   bool c_in_place = true;
   Problem q = swaps(t) ? swapped(p, &c_in_place) : p;
   pl.swap_operands = swaps(t);
