@@ -111,6 +111,11 @@ void ReplayMeasurer::charge(const RecordedResult& r, bool quick) {
 Measurement ReplayMeasurer::measure(const Candidate& c, bool quick) {
   Measurement m;
   m.quick = quick;
+  if (c.transform != Transform::none) {  // a recording holds the problem as it was measured
+    m.status = Status::cannot_implement;
+    m.message = fmt::format("replay: a recording holds no transformed ({}) measurements", to_string(c.transform));
+    return m;
+  }
   const RecordedSpace* rs = space_of(c.family);
   if (!rs) {
     m.status = Status::cannot_implement;
@@ -141,6 +146,8 @@ double ReplayMeasurer::settle(const Candidate&, double cap_s) {
 }
 
 std::pair<Stats, std::string> ReplayMeasurer::retimed_figure(const Candidate& c) {
+  if (c.transform != Transform::none)
+    throw RuntimeFailure(fmt::format("replay: a recording holds no transformed ({}) measurements", to_string(c.transform)));
   const RecordedSpace* rs = space_of(c.family);
   auto r = rs ? rs->recorded(c.config) : std::nullopt;
   if (!r || r->explored.status != Status::ok)
@@ -212,6 +219,9 @@ Recording recording_from_store(const Store& store, const std::string& tune_id,
   f.tune_id = tune_id;
   std::set<std::string> devices;
   for (const StoredRow& r : store.rows(f)) {  // oldest first: a config's exploration, then its re-timings
+    // A recording is of the problem as measured: a transformed config's rows (its config is of
+    // another problem's space) have no place in it, and a replay explores no transforms.
+    if (r.transform != Transform::none) continue;
     RecordedDevice dev{r.prov.device_name, r.prov.device_uuid, r.prov.arch};
     devices.insert(dev.name);
     RecordedSpace* rs = rec.find(r.problem.key(), r.family, dev.uuid);

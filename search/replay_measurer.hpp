@@ -82,7 +82,8 @@ Provenance replay_provenance(const Recording& rec, const std::string& family, co
 // config its exploration outcome (the config's first row of the run) with its compile and
 // measure seconds, and its finalists' re-timing (the config's second row of the run, where
 // there is one); the devices' roofs from the store; the run's compile threads. Of replayed
-// rows only the exploration outcome (their times and re-timings were simulated).
+// rows only the exploration outcome (their times and re-timings were simulated). Rows of
+// transformed configs are left out: a recording holds the problem as it was measured.
 Recording recording_from_store(const Store& store, const std::string& tune_id,
                                const std::function<Space(const std::string&, const Problem&)>& space_of,
                                unsigned compile_threads = 0);

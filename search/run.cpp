@@ -72,7 +72,8 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
         if (done.gpu_of[i] != int(g) || !done.outcomes[i] || done.outcomes[i]->winner < 0) continue;
         if (seen++ != round) continue;
         const FamilyOutcome& w = done.outcomes[i]->families[size_t(done.outcomes[i]->winner)];
-        sample.push_back({done.outcomes[i]->problem, w.family, w.best_name, g, {}, kNaN, w.best_params});
+        sample.push_back(
+            {done.outcomes[i]->problem, w.family, w.best_name, w.best_transform, g, {}, kNaN, w.best_params});
         any = true;
         break;
       }
@@ -86,11 +87,11 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
     for (auto& s : sample) {
       Measurement& m = s.per_gpu[g];
       try {
-        Space space = gpu.spaces(s.family, s.problem);
+        Space space = gpu.spaces(s.family, transformed_problem(s.problem, s.transform));
         std::string err;
-        auto c = space.parse(s.config_name, &err);
+        auto c = space.parse(family_config_name(s.config_name, s.transform), &err);
         if (!c) throw RuntimeFailure(err);
-        Candidate cand{s.family, ctx.plugins ? ctx.plugins->find(s.family) : nullptr, *c};
+        Candidate cand{s.family, ctx.plugins ? ctx.plugins->find(s.family) : nullptr, *c, s.transform};
         gpu.measurer->set_problem(s.problem, plan.options.dist, plan.options.input_seed);
         gpu.measurer->settle(cand, plan.options.settle_s);
         m = gpu.measurer->measure(cand, false);
@@ -98,7 +99,8 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
                                 gpus.size());
         if (ctx.store)
           ctx.store->insert(measured_row(s.problem, space, *c, m, gpu.provenance(s.family, false),
-                                         consistency_tune_id(plan.options.tune_id), gpu.measurer->is_replay()));
+                                         consistency_tune_id(plan.options.tune_id), gpu.measurer->is_replay(),
+                                         s.transform));
       } catch (const std::exception& e) {
         m.status = Status::runtime_fault;
         m.message = e.what();

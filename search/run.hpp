@@ -35,7 +35,8 @@ struct RunContext {
 // One config timed on every GPU.
 struct ConsistencySample {
   Problem problem;
-  std::string family, config_name;
+  std::string family, config_name;  // config_name with its transform (transformed_name)
+  Transform transform = Transform::none;
   size_t decided_on = 0;         // the GPU that tuned the problem
   std::vector<Measurement> per_gpu;  // in the run's GPU order
   double spread = kNaN;          // slowest / fastest - 1 over the GPUs that timed it

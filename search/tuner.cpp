@@ -19,29 +19,27 @@ std::string describe(const TuneOptions& o) {
   for (auto& [family, b] : o.family_budgets) own += fmt::format("{}{}: {}", own.empty() ? " (" : "; ", family, b.describe());
   if (!own.empty()) own += ")";
   return fmt::format("strategy {}, budget {} per family{}{}, seed {}, {} exploration, {} finalists x {} rounds{}, "
-                     "switching from the baseline needs {:g} %",
-                     o.strategy, o.budget.describe(), o.budget_is_default ? " (the default)" : "", own, o.seed, o.quick_explore ? "quick" : "full", o.finalists,
+                     "switching from the baseline needs {:g} %{}",
+                     o.strategy, o.budget.describe(), o.budget_is_default ? " (the default)" : "", own, o.seed,
+                     o.quick_explore ? "quick" : "full", o.finalists,
                      o.retime.rounds,
                      o.retime.cap_aware() ? fmt::format(" (at the power cap {}, each turn after {:g} s alone)",
                                                         o.retime.rounds_at_cap(), o.retime.capped_warmup_s)
                                           : "",
-                     100 * o.min_gain);
+                     100 * o.min_gain,
+                     o.transforms.automatic ? std::string()
+                                            : fmt::format(", transforms {}", o.transforms.describe()));
 }
 
 // ---------------------------------------------------------------------------------------
 // The pieces the phases share
 
-struct Tuner::Result {
-  Config config;
-  Measurement m;
-  int64_t row = 0;
-  std::string name;
-  std::string figure_note;  // how the measurer had its re-timed figure, where it says (replay)
-};
-
 struct Tuner::FamilyPlan {
   std::string family;
-  Space space;
+  Transform transform = Transform::none;  // the form: the problem as it is, or through this
+  TransformPlan xplan;                     // its plan; xplan.inner is the problem the family runs
+  std::string label;                       // "wmma", "wmma+pad": the form in notes and progress
+  Space space;                             // the family's, for xplan.inner
   const Family* fam = nullptr;  // null in replay
   bool source = false;          // compiled by NVRTC (not a library)
   Budget budget;
@@ -51,6 +49,18 @@ struct Tuner::FamilyPlan {
   std::string fingerprint;
   uint64_t planned = 0;  // evaluations at most (0: unknown)
   double t0 = 0;         // the run's clock when the family began
+  Candidate candidate(const Config& c) const { return Candidate{family, fam, c, transform}; }
+  std::string name(const Config& c) const { return transformed_name(space.name(c), transform); }
+};
+
+struct Tuner::Result {
+  Config config;
+  Measurement m;
+  int64_t row = 0;
+  std::string name;         // with its transform (FamilyPlan::name)
+  std::string figure_note;  // how the measurer had its re-timed figure, where it says (replay)
+  const FamilyPlan* plan = nullptr;  // its form
+  Candidate candidate() const { return plan->candidate(config); }
 };
 
 struct Tuner::Finalists {
@@ -138,8 +148,8 @@ std::optional<StoredRow> Tuner::reusable(const Problem& p, const FamilyPlan& pla
   // The same config built the same way: its build hash (source, defines, launch, requests)
   // pins what a change of host code would change.
   const std::string& device = measurer_.device().name;
-  const std::string config_hash = hex64(plan.space.hash(c));
-  const uint64_t build = build_hash_of(p, plan.family, c);
+  const std::string config_hash = hex64(transformed_hash(plan.space.hash(c), plan.transform));
+  const uint64_t build = build_hash_of(p, plan.family, c, plan.transform);
   auto hit = store_->find_reusable(p, device, plan.family, config_hash, plan.fingerprint, !o_.quick_explore,
                                    measurer_.is_replay(), build);
   if (!hit && build && stale_build)
@@ -148,49 +158,58 @@ std::optional<StoredRow> Tuner::reusable(const Problem& p, const FamilyPlan& pla
   return hit;
 }
 
-uint64_t Tuner::build_hash_of(const Problem& p, const std::string& family, const Config& c) const {
+uint64_t Tuner::build_hash_of(const Problem& p, const std::string& family, const Config& c, Transform t) const {
   const Family* fam = plugin(family);
   if (!fam) return 0;  // a stand-in objective (tests) builds nothing
   try {
-    return fam->build_hash(p, c, measurer_.device().limits).value_or(0);
+    const uint64_t h = fam->build_hash(transformed_problem(p, t), c, measurer_.device().limits).value_or(0);
+    // A transformed build is the family's build and core's copies (their version).
+    return h && t != Transform::none ? transformed_hash(h ^ (kTransformVersion * 0x5851f42d4c957f2dull), t) : h;
   } catch (const std::exception&) {
     return 0;  // a plugin error: the row records no build and is never reused by its build
   }
 }
 
 // A re-timed measurement: full, with what it was re-timed against.
-int64_t Tuner::record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m,
+int64_t Tuner::record_retimed(const Problem& p, const Space& s, Transform t, const Config& c, Measurement& m,
                               const Provenance& prov, const std::string& what) {
   m.quick = false;
   m.message = what;
-  return record(p, s, c, m, prov);
+  return record(p, s, t, c, m, prov);
 }
 
 StoredRow measured_row(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov,
-                       const std::string& tune_id, bool replay) {
+                       const std::string& tune_id, bool replay, Transform t) {
   StoredRow r;
   r.tune_id = tune_id;
   r.replay = replay;
   r.problem = p;
   r.family = s.family();
   r.config = c;
-  r.config_name = s.name(c);
-  r.config_hash = hex64(s.hash(c));
+  r.config_name = transformed_name(s.name(c), t);
+  r.config_hash = hex64(transformed_hash(s.hash(c), t));
+  r.transform = t;
   r.m = m;
   r.prov = prov;
   r.prov.mode = m.quick ? "quick" : "full";
   return r;
 }
 
-int64_t Tuner::record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov) {
+int64_t Tuner::record(const Problem& p, const Space& s, Transform t, const Config& c, const Measurement& m,
+                      const Provenance& prov) {
   if (!store_) return 0;
-  StoredRow r = measured_row(p, s, c, m, prov, o_.tune_id, measurer_.is_replay());
-  r.prov.build_hash = build_hash_of(p, s.family(), c);
+  StoredRow r = measured_row(p, s, c, m, prov, o_.tune_id, measurer_.is_replay(), t);
+  r.prov.build_hash = build_hash_of(p, s.family(), c, t);
   // What the config is, readably (cuBLASLt's algorithm: tile, stages, split-K, ...), kept
-  // with every successful row so a report can name the kernel without the plugin.
-  if (m.status == Status::ok)
-    if (const Family* fam = plugin(s.family()))
-      if (std::string d = fam->describe(p, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
+  // with every successful row so a report can name the kernel without the plugin; and what
+  // the transform does for the problem.
+  if (m.status == Status::ok) {
+    auto plan = plan_transform(p, t);
+    if (const Family* fam = plugin(s.family()); fam && plan)
+      if (std::string d = fam->describe(plan->inner, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
+    if (plan && t != Transform::none)
+      r.m.message += fmt::format("{}{}: {}", r.m.message.empty() ? "" : "; ", to_string(t), plan->describe());
+  }
   return store_->insert(r);
 }
 
@@ -201,24 +220,97 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   FamilyOutcome out;
   out.family = family;
   const double t0 = now();
-  FamilyPlan plan;
-  plan.t0 = t0;
-  if (plan_family(p, family, fixed, plan, out)) {
-    std::vector<Result> ok = explore(p, plan, out);
-    if (!ok.empty()) {
-      Finalists fin = finalists(p, plan, std::move(ok), out);
-      decide_family(p, plan, fin, out);
+  Plans plans;
+  std::vector<Result> ok;
+  FormsSoFar sofar;
+  for (Transform t : kTransforms) {
+    if (t != Transform::none) {
+      // A fixed list measures exactly its configs; a replay has no transformed measurements.
+      if (fixed || measurer_.is_replay() || stopping()) break;
+      if (auto why = skip_form(o_.transforms, p, t, sofar)) {
+        if (!o_.transforms.automatic && !o_.transforms.forms.empty()) {  // a list names the forms: say why not
+          FormOutcome skipped;
+          skipped.transform = t;
+          skipped.skipped = *why;
+          out.forms.push_back(std::move(skipped));
+        }
+        continue;
+      }
     }
+    FormOutcome form = tune_form(p, family, t, fixed, plans, ok, out);
+    const bool runs = form.skipped.empty();
+    if (t == Transform::none) sofar.plain_runs = runs;
+    sofar.any_runs = sofar.any_runs || runs;
+    out.forms.push_back(std::move(form));
+  }
+  if (!sofar.any_runs) out.skipped = out.forms.front().skipped;  // the plain form's reason
+  if (!ok.empty()) {
+    Finalists fin = finalists(p, plans, std::move(ok), out);
+    decide_family(p, plans, fin, out);
   }
   out.seconds = now() - t0;
   return out;
 }
 
-bool Tuner::plan_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed,
+FormOutcome Tuner::tune_form(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
+                             Plans& plans, std::vector<Result>& ok, FamilyOutcome& out) {
+  FormOutcome form;
+  form.transform = t;
+  FamilyOutcome part;  // this form's own counts
+  part.family = family;
+  FamilyPlan& plan = plans.emplace_back();
+  plan.t0 = now();
+  if (!plan_family(p, family, t, fixed, plan, part)) {
+    plans.pop_back();  // the last one, never referenced: nothing moves
+    form.skipped = part.skipped;
+    if (t != Transform::none && on_note) on_note(fmt::format("{}: {} not explored: {}", family, to_string(t), part.skipped));
+    return form;
+  }
+  if (t != Transform::none) {
+    form.plan = plan.xplan.describe();
+    if (on_note) on_note(fmt::format("{}: exploring {} beside the plain problem: {}", family, to_string(t), form.plan));
+  }
+  std::vector<Result> found = explore(p, plan, part);
+  for (const Result& r : found)
+    if (!(r.m.time_us() >= form.best_us)) {
+      form.best_us = r.m.time_us();
+      form.best_name = r.name;
+    }
+  ok.insert(ok.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  form.valid_space = part.valid_space;
+  form.evaluated = part.evaluated;
+  // The family's figures are its plain form's, or the first form's that ran.
+  const bool first = std::none_of(out.forms.begin(), out.forms.end(), [](const FormOutcome& f) { return f.skipped.empty(); });
+  if (first) {
+    out.strategy = part.strategy;
+    out.valid_space = part.valid_space;
+    out.stop_reason = part.stop_reason;
+  }
+  out.evaluated += part.evaluated;
+  out.reused += part.reused;
+  out.stale += part.stale;
+  out.stale_builds += part.stale_builds;
+  for (auto& [status, n] : part.by_status) out.by_status[status] += n;
+  out.compile_s += part.compile_s;
+  out.measure_s += part.measure_s;
+  return form;
+}
+
+bool Tuner::plan_family(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
                         FamilyPlan& plan, FamilyOutcome& out) {
   plan.family = family;
+  plan.transform = t;
+  plan.label = transformed_name(family, t);
+  std::string why;
+  auto xplan = plan_transform(p, t, &why);
+  if (!xplan) {
+    out.skipped = why;
+    return false;
+  }
+  plan.xplan = *xplan;
+  const Problem& q = plan.xplan.inner;  // what the family runs (p itself for the plain form)
   try {
-    plan.space = spaces_(family, p);
+    plan.space = spaces_(family, q);
   } catch (const std::exception& e) {
     out.skipped = e.what();
     return false;
@@ -255,7 +347,7 @@ bool Tuner::plan_family(const Problem& p, const std::string& family, const std::
     // else its default): always a finalist, so the winner is never one that only looked
     // faster than it in the short exploration timings.
     std::vector<Config> first;
-    if (plan.fam) first = plan.fam->suggest(p, measurer_.device().limits, 32, space.dims());
+    if (plan.fam) first = plan.fam->suggest(q, measurer_.device().limits, 32, space.dims());
     first.push_back(space.default_config());
     plan.baseline = first.front();
     plan.strategy = make_strategy(out.strategy, space, o_.seed, first);
@@ -270,6 +362,8 @@ bool Tuner::plan_family(const Problem& p, const std::string& family, const std::
     std::vector<std::string> names;
     for (auto& prm : space.params()) names.push_back(prm.name);
     store_->note_param_names(family, plan.prov_full.family_version, names);
+  }
+  if (store_ && t == Transform::none) {  // the family's stale rows, all forms': counted once
     out.stale = uint64_t(store_->count_stale(p, measurer_.device().name, family, plan.fingerprint));
     if (out.stale && on_note)
       on_note(fmt::format("{}: {} stored measurements were made with another toolchain or plugin source: "
@@ -297,12 +391,14 @@ class Tuner::Explorer : public Evaluator {
     if (plan_.source && t_.pool_) {
       Refused why;
       const DeviceInfo& dev = t_.measurer_.device();
-      auto req = compile_request(*plan_.fam, p_, c, dev.limits, dev.arch(), nullptr, &why);
+      auto req = compile_request(*plan_.fam, plan_.xplan.inner, c, dev.limits, dev.arch(), nullptr, &why);
       if (!req) {
         Measurement m;
         m.status = refusal_status(why.code);
-        m.message = why.why;
-        return counted(c, m, t_.record(p_, plan_.space, c, m, plan_.prov_full));
+        m.message = plan_.transform == Transform::none
+                        ? why.why
+                        : fmt::format("under {} ({}): {}", to_string(plan_.transform), plan_.xplan.inner.key(), why.why);
+        return counted(c, m, t_.record(p_, plan_.space, plan_.transform, c, m, plan_.prov_full));
       }
       compile = t_.pool_->submit(std::move(*req));
     }
@@ -335,7 +431,7 @@ class Tuner::Explorer : public Evaluator {
     }
     if (runnable) {
       t_.ensure_problem(p_);
-      m = t_.measure_settled(Candidate{plan_.family, plan_.fam, c});
+      m = t_.measure_settled(plan_.candidate(c));
       if (m.res.registers < 0) m.res = cr.res;
     }
     if (compile.valid()) {
@@ -344,7 +440,7 @@ class Tuner::Explorer : public Evaluator {
     }
     if (!m.compiled_from_cache) out_.compile_s += m.compile_s;
     out_.measure_s += m.measure_s;
-    return counted(c, m, t_.record(p_, plan_.space, c, m, m.quick ? plan_.prov_quick : plan_.prov_full));
+    return counted(c, m, t_.record(p_, plan_.space, plan_.transform, c, m, m.quick ? plan_.prov_quick : plan_.prov_full));
   }
 
   double seconds() const override { return t_.now() - plan_.t0; }
@@ -358,7 +454,7 @@ class Tuner::Explorer : public Evaluator {
   Outcome counted(const Config& c, const Measurement& m, int64_t row) {
     ++out_.by_status[m.status];
     if (m.status == Status::ok && std::isfinite(m.time_us())) {
-      ok.push_back({c, m, row, plan_.space.name(c), ""});
+      ok.push_back({c, m, row, plan_.name(c), "", &plan_});
       if (!(m.time_us() >= best_us)) {
         best_us = m.time_us();
         best_name = plan_.space.readable(c);  // shown in the progress display
@@ -379,12 +475,12 @@ std::vector<Tuner::Result> Tuner::explore(const Problem& p, FamilyPlan& plan, Fa
   SearchOptions so;
   so.lookahead = o_.lookahead ? o_.lookahead : (pool_ ? 2 * size_t(pool_->threads()) : 8);
   so.valid_space = out.valid_space;
-  so.shuffle_seed = o_.seed ^ stable_hash(p.key() + plan.family);
+  so.shuffle_seed = o_.seed ^ stable_hash(p.key() + plan.label);  // the label is the family for the plain form
   so.on_evaluated = [&](const Observation&, const Progress& prog) {
     if (!on_progress) return;
     const uint64_t total = plan.planned, done = prog.evaluations;
     const double left = total > done ? prog.seconds / double(done) * double(total - done) : kNaN;
-    on_progress(TuneEvent{&p, plan.family, done, total, ev.best_us, ev.best_name, prog.seconds, left});
+    on_progress(TuneEvent{&p, plan.label, done, total, ev.best_us, ev.best_name, prog.seconds, left});
   };
   SearchResult r = drive(*plan.strategy, ev, plan.budget, so);
   out.evaluated = r.history.size();
@@ -392,8 +488,17 @@ std::vector<Tuner::Result> Tuner::explore(const Problem& p, FamilyPlan& plan, Fa
   return std::move(ev.ok);
 }
 
-Tuner::Finalists Tuner::finalists(const Problem& p, const FamilyPlan& plan, std::vector<Result> ok, FamilyOutcome& out) {
-  // The fastest distinct configs, and the baseline beside them.
+namespace {
+// The name of a plan's baseline (its family's first choice for its problem), "" without one.
+template <class Plan>
+std::string baseline_name(const Plan& plan) {
+  return plan.baseline ? plan.name(*plan.baseline) : std::string();
+}
+}  // namespace
+
+Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vector<Result> ok, FamilyOutcome& out) {
+  // The fastest distinct configs of every form, and beside them each form's baseline and fastest
+  // config: every form is in the one re-timing.
   std::sort(ok.begin(), ok.end(), faster<Result>);
   Finalists fin;
   auto in = [&](const std::string& name) {
@@ -401,15 +506,19 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const FamilyPlan& plan, std:
   };
   for (auto& r : ok)
     if (fin.list.size() < size_t(std::max(1, o_.finalists)) && in(r.name) == fin.list.end()) fin.list.push_back(r);
-  const std::string bname = plan.baseline ? plan.space.name(*plan.baseline) : "";
-  auto b = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return plan.baseline && r.name == bname; });
-  if (b != ok.end() && in(bname) == fin.list.end()) fin.list.push_back(*b);
+  for (const FamilyPlan& plan : plans) {
+    const std::string bname = baseline_name(plan);
+    auto b = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return !bname.empty() && r.name == bname; });
+    if (b != ok.end() && in(bname) == fin.list.end()) fin.list.push_back(*b);
+    auto fastest = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return r.plan == &plan; });
+    if (fastest != ok.end() && in(fastest->name) == fin.list.end()) fin.list.push_back(*fastest);
+  }
   // A warm re-tune that measured nothing new: the winner settled last time stands. Its reused
   // row is its re-timed one, which at the power cap can read slower than other configs' quick
   // exploration rows, so it need not rank among the fastest explored.
   const ResultKey key = ResultKey::of(measurer_.device().name, p);
   if (store_ && o_.reuse && out.reused == out.evaluated)
-    if (auto stored = store_->winner(key, plan.family)) {
+    if (auto stored = store_->winner(key, plans.front().family)) {
       auto it = in(stored->config_name);
       if (it == fin.list.end()) {
         auto o = std::find_if(ok.begin(), ok.end(), [&](const Result& x) { return x.name == stored->config_name; });
@@ -428,14 +537,14 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const FamilyPlan& plan, std:
     }
   if (stopping()) return fin;
   std::vector<Candidate> cs;
-  for (auto& f : fin.list) cs.push_back(Candidate{plan.family, plan.fam, f.config});
+  for (auto& f : fin.list) cs.push_back(f.candidate());
   try {
     Retimed rt = retime(p, cs, o_.seed);
     for (size_t i = 0; i < fin.list.size(); ++i) {
       Result& f = fin.list[i];
       f.m.time = rt.stats[i];
       if (i < rt.notes.size()) f.figure_note = rt.notes[i];
-      f.row = record_retimed(p, plan.space, f.config, f.m, plan.prov_full,
+      f.row = record_retimed(p, f.plan->space, f.plan->transform, f.config, f.m, f.plan->prov_full,
                              fmt::format("finalist: re-timed interleaved with {} others {}{}", fin.list.size() - 1,
                                          describe(o_.retime, rt.capped),
                                          f.figure_note.empty() ? "" : " (" + f.figure_note + ")"));
@@ -444,14 +553,13 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const FamilyPlan& plan, std:
     fin.retimed = true;
   } catch (const RuntimeFailure& e) {
     if (on_note)
-      on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", plan.family,
+      on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", plans.front().family,
                           e.what()));
   }
   return fin;
 }
 
-std::optional<std::pair<Verdict, std::string>> Tuner::confirm(const Problem& p, const FamilyPlan& plan, Result& leader,
-                                                              Result& baseline) {
+std::optional<std::pair<Verdict, std::string>> Tuner::confirm(const Problem& p, Result& leader, Result& baseline) {
   // The finalists' re-timing chose the fastest of several noisy figures, which overstates its
   // lead: the leader is re-timed against the baseline alone, and that decides. Both get the
   // confirmation's figures and rows.
@@ -467,33 +575,36 @@ std::optional<std::pair<Verdict, std::string>> Tuner::confirm(const Problem& p, 
   if (stopping()) return kept("stopped before the confirmation against the baseline; the baseline kept");
   Retimed d;
   try {
-    d = retime(p, {Candidate{plan.family, plan.fam, leader.config}, Candidate{plan.family, plan.fam, baseline.config}},
-               o_.seed + 2);
+    d = retime(p, {leader.candidate(), baseline.candidate()}, o_.seed + 2);
   } catch (const RuntimeFailure& e) {
     return kept(fmt::format("the confirmation of {} against the baseline failed ({}); the baseline kept",
-                            plan.space.readable(leader.config),
+                            leader.plan->space.readable(leader.config),
                             e.what()));
   }
   const std::string what = "confirmation: the winner and the baseline re-timed alone " + describe(o_.retime, d.capped);
   leader.m.time = d.stats[0];
   baseline.m.time = d.stats[1];
-  leader.row = record_retimed(p, plan.space, leader.config, leader.m, plan.prov_full, what);
-  baseline.row = record_retimed(p, plan.space, baseline.config, baseline.m, plan.prov_full, what);
-  const std::vector<Contender> pair = {{leader.name, leader.m.time, plan.space.readable(leader.config)},
-                                       {baseline.name, baseline.m.time, plan.space.readable(baseline.config)}};
+  leader.row = record_retimed(p, leader.plan->space, leader.plan->transform, leader.config, leader.m,
+                              leader.plan->prov_full, what);
+  baseline.row = record_retimed(p, baseline.plan->space, baseline.plan->transform, baseline.config, baseline.m,
+                                baseline.plan->prov_full, what);
+  const std::vector<Contender> pair = {{leader.name, leader.m.time, leader.plan->space.readable(leader.config)},
+                                       {baseline.name, baseline.m.time, baseline.plan->space.readable(baseline.config)}};
   Verdict v = decide(pair, size_t(1), o_.min_gain);
   if (v.kept == Kept::no) return std::nullopt;
   return std::make_pair(v, family_note(v, pair, o_.min_gain, true));
 }
 
-void Tuner::decide_family(const Problem& p, const FamilyPlan& plan, Finalists& fin, FamilyOutcome& out) {
+void Tuner::decide_family(const Problem& p, const Plans& plans, Finalists& fin, FamilyOutcome& out) {
   std::vector<Result>& list = fin.list;
   size_t w = 0;
   if (!fin.from_store) {
     std::vector<Contender> cs;
-    for (auto& f : list) cs.push_back({f.name, f.m.time, plan.space.readable(f.config)});
-    const std::string bname = plan.baseline ? plan.space.name(*plan.baseline) : "";
-    auto b = std::find_if(list.begin(), list.end(), [&](const Result& r) { return plan.baseline && r.name == bname; });
+    for (auto& f : list) cs.push_back({f.name, f.m.time, f.plan->space.readable(f.config)});
+    // The reference: the plain form's baseline (the first form's, where the plain problem
+    // could not be planned). A transformed config replaces it only by the rule, as any other.
+    const std::string bname = baseline_name(plans.front());
+    auto b = std::find_if(list.begin(), list.end(), [&](const Result& r) { return !bname.empty() && r.name == bname; });
     std::optional<size_t> ref;
     if (b != list.end()) ref = size_t(b - list.begin());
     Verdict v = decide(cs, ref, o_.min_gain);
@@ -502,22 +613,27 @@ void Tuner::decide_family(const Problem& p, const FamilyPlan& plan, Finalists& f
     out.note = family_note(v, cs, o_.min_gain, false);
     // A winner other than the baseline must also pass the confirmation against it alone.
     if (fin.retimed && ref && w != *ref && o_.min_gain > 0)
-      if (auto kept = confirm(p, plan, list[w], list[*ref])) {
+      if (auto kept = confirm(p, list[w], list[*ref])) {
         out.decision = kept->first.decision;
         out.note = kept->second;
         w = *ref;
       }
   }
   const Result& best = list[w];
+  const FamilyPlan& form = *best.plan;
   out.best = best.config;
+  out.best_transform = form.transform;
   out.best_name = best.name;
-  out.best_params = plan.space.readable(best.config);
+  out.best_params = form.space.readable(best.config);
   out.best_m = best.m;
   out.best_row = best.row;
   out.figure_note = best.figure_note;
-  if (plan.fam) out.best_description = plan.fam->describe(p, best.config);
+  if (form.fam) out.best_description = form.fam->describe(form.xplan.inner, best.config);
+  if (form.transform != Transform::none)
+    out.best_description += (out.best_description.empty() ? "" : "; ") +
+                            fmt::format("{}: {}", to_string(form.transform), form.xplan.describe());
   if (store_ && out.best_row && !fin.from_store)
-    store_->set_winner(ResultKey::of(measurer_.device().name, p), plan.family, out.best_name, out.best_row, out.note,
+    store_->set_winner(ResultKey::of(measurer_.device().name, p), form.family, out.best_name, out.best_row, out.note,
                        out.decision);
 }
 
@@ -573,7 +689,9 @@ bool Tuner::reuse_problem_winner(ProblemOutcome& po, const std::vector<size_t>& 
 // printed and the winner's row agree.
 void Tuner::retime_family_winners(ProblemOutcome& po, const std::vector<size_t>& idx) {
   std::vector<Candidate> cs;
-  for (size_t i : idx) cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best});
+  for (size_t i : idx)
+    cs.push_back(Candidate{po.families[i].family, plugin(po.families[i].family), *po.families[i].best,
+                           po.families[i].best_transform});
   try {
     Retimed rt = retime(po.problem, cs, o_.seed + 1);
     for (size_t j = 0; j < idx.size(); ++j) {
@@ -581,8 +699,8 @@ void Tuner::retime_family_winners(ProblemOutcome& po, const std::vector<size_t>&
       f.best_m.time = rt.stats[j];
       if (j < rt.notes.size()) f.figure_note = rt.notes[j];
       if (store_)
-        f.best_row = record_retimed(po.problem, spaces_(f.family, po.problem), *f.best, f.best_m,
-                                    provenance_(f.family, false),
+        f.best_row = record_retimed(po.problem, spaces_(f.family, transformed_problem(po.problem, f.best_transform)),
+                                    f.best_transform, *f.best, f.best_m, provenance_(f.family, false),
                                     fmt::format("family winner: re-timed interleaved with the {} other families' winners {}",
                                                 idx.size() - 1, describe(o_.retime, rt.capped)));
     }

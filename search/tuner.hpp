@@ -6,6 +6,11 @@
 //   finalists the fastest distinct configs and the baseline, re-timed interleaved (finalists);
 //   decide    the decision rule (decide.hpp): the baseline stays unless beaten measurably and
 //             by the margin, confirmed against the baseline alone (decide_family).
+// A family is searched in more than one form where problem transforms can matter (forms.hpp):
+// the plain problem, and the problem padded or swapped, each form a plan and an exploration of
+// its own (its space is the family's for the transformed problem), all of them verified against
+// the problem as given; the finalists of every form are re-timed together, the plain form's
+// baseline the reference.
 // Then the families' winners are re-timed against each other and decided by the same rule,
 // with cuBLASLt as the reference (decide_problem). Everything of one problem runs on the one
 // measurer (GPU) the tuner holds: ratios are taken within a GPU, never across two.
@@ -14,6 +19,7 @@
 #include "budget.hpp"
 #include "compiler.hpp"
 #include "decide.hpp"
+#include "forms.hpp"
 #include "measurer.hpp"
 #include "provenance.hpp"
 #include "store.hpp"
@@ -21,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -62,11 +69,24 @@ struct TuneOptions {
   uint64_t auto_exhaustive_below = 400;  // "auto" searches spaces this small exhaustively
   std::string tune_id;
   const std::atomic<bool>* stop = nullptr;  // set by Ctrl-C: stop after the measurement in flight
+  TransformPolicy transforms;     // the forms explored beside the plain problem (forms.hpp)
 };
 
+// One form of a family's search: the family on the problem as it is, or through a transform.
+struct FormOutcome {
+  Transform transform = Transform::none;
+  std::string plan;       // what the transform does for the problem (TransformPlan::describe); "" for none
+  std::string skipped;    // why it was not searched ("" when it was)
+  uint64_t valid_space = 0, evaluated = 0;
+  std::string best_name;  // its fastest config by the figures it had ("" when none passed)
+  double best_us = kNaN;
+};
+
+// A family's search over its forms. The counts add up every form's; skipped, strategy,
+// valid_space and stop_reason are the plain form's (the first form searched, when it was not).
 struct FamilyOutcome {
   std::string family;
-  std::string skipped;  // why the family was not tuned ("" when it was)
+  std::string skipped;  // why the family was not tuned ("" when it was, in some form)
   std::string strategy;
   uint64_t valid_space = 0;  // 0: unknown (too large to count)
   uint64_t evaluated = 0, reused = 0, stale = 0;
@@ -74,14 +94,16 @@ struct FamilyOutcome {
   std::map<Status, uint64_t> by_status;
   std::string stop_reason;
   double seconds = 0, compile_s = 0, measure_s = 0;
-  std::optional<Config> best;
-  std::string best_name, best_description;
+  std::optional<Config> best;   // of the family's space for best_transform's problem
+  Transform best_transform = Transform::none;
+  std::string best_name, best_description;  // the name with its transform (transformed_name)
   std::string best_params;  // the best's readable form, "p1=V1 p2=V2" (Space::readable)
   Measurement best_m;  // the best's measurement; time = its re-timed statistics
   int64_t best_row = 0;  // its row in the store (0: not stored)
   Decision decision;     // how the rule chose it: a tie (with whom), the runner-up, the margin
   std::string note;      // the winner's note in the store: a tie, or a baseline kept for the margin
   std::string figure_note;  // how the measurer had the best's figure, where it says (replay)
+  std::vector<FormOutcome> forms;  // the plain form first, then each transform considered
 };
 
 struct ProblemOutcome {
@@ -130,17 +152,21 @@ class Tuner {
   struct Finalists;   // the configs re-timed at the end, and how
   class Explorer;     // the search loop's evaluator: store, compile ahead, measure, record
 
+  using Plans = std::deque<FamilyPlan>;  // a family's forms' plans (a plan never moves)
+
   FamilyOutcome tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed);
-  // False when the family is skipped (out.skipped says why). The plan's strategy holds its space:
+  // One form: plan and explore it; its results are added to `ok`, its counts to `out`.
+  FormOutcome tune_form(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
+                        Plans& plans, std::vector<Result>& ok, FamilyOutcome& out);
+  // False when the form is skipped (out.skipped says why). The plan's strategy holds its space:
   // a plan is filled in place, never moved.
-  bool plan_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed, FamilyPlan& plan,
-                   FamilyOutcome& out);
+  bool plan_family(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
+                   FamilyPlan& plan, FamilyOutcome& out);
   std::vector<Result> explore(const Problem& p, FamilyPlan& plan, FamilyOutcome& out);
-  Finalists finalists(const Problem& p, const FamilyPlan& plan, std::vector<Result> ok, FamilyOutcome& out);
-  void decide_family(const Problem& p, const FamilyPlan& plan, Finalists& fin, FamilyOutcome& out);
+  Finalists finalists(const Problem& p, const Plans& plans, std::vector<Result> ok, FamilyOutcome& out);
+  void decide_family(const Problem& p, const Plans& plans, Finalists& fin, FamilyOutcome& out);
   // The confirmation of a family's leader against its baseline alone; nullopt when it stands.
-  std::optional<std::pair<Verdict, std::string>> confirm(const Problem& p, const FamilyPlan& plan, Result& leader,
-                                                         Result& baseline);
+  std::optional<std::pair<Verdict, std::string>> confirm(const Problem& p, Result& leader, Result& baseline);
   void decide_problem(ProblemOutcome& po);
   bool reuse_problem_winner(ProblemOutcome& po, const std::vector<size_t>& idx);
   void retime_family_winners(ProblemOutcome& po, const std::vector<size_t>& idx);
@@ -150,15 +176,18 @@ class Tuner {
   // whether one of another build (a host-code change) was passed over.
   std::optional<StoredRow> reusable(const Problem& p, const FamilyPlan& plan, const Config& c,
                                     bool* stale_build = nullptr) const;
-  // The config's build hash (Family::build_hash) on this tune's device; 0 without a plugin.
-  uint64_t build_hash_of(const Problem& p, const std::string& family, const Config& c) const;
+  // The config's build hash (Family::build_hash for the transform's problem, the transform
+  // mixed in) on this tune's device; 0 without a plugin.
+  uint64_t build_hash_of(const Problem& p, const std::string& family, const Config& c, Transform t) const;
   void ensure_problem(const Problem& p);
   // Measures one candidate; the first one of a problem that works settles the clock first.
   Measurement measure_settled(const Candidate& c);
   Retimed retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
-  int64_t record(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov);
-  int64_t record_retimed(const Problem& p, const Space& s, const Config& c, Measurement& m, const Provenance& prov,
-                         const std::string& what);
+  // `s`: the family's space for the transform's problem; the row is of `p`.
+  int64_t record(const Problem& p, const Space& s, Transform t, const Config& c, const Measurement& m,
+                 const Provenance& prov);
+  int64_t record_retimed(const Problem& p, const Space& s, Transform t, const Config& c, Measurement& m,
+                         const Provenance& prov, const std::string& what);
   const Family* plugin(const std::string& family) const;
   bool stopping() const { return o_.stop && o_.stop->load(); }
 
@@ -176,8 +205,10 @@ class Tuner {
 
 std::string describe(const TuneOptions& o);
 
-// A measurement of a config as a row of the store, with the provenance it was made under.
+// A measurement of a config as a row of the store, with the provenance it was made under. `s`
+// is the family's space for the transform's problem; the row's key is `p`'s, its config's name
+// and hash carry the transform.
 StoredRow measured_row(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov,
-                       const std::string& tune_id, bool replay);
+                       const std::string& tune_id, bool replay, Transform t = Transform::none);
 
 }  // namespace gt::search

@@ -34,12 +34,13 @@ using nlohmann::json;
 
 namespace {
 
-// SQL that turns this build's store back into schema v2's (no decision columns, v3; no build
-// hashes, v4).
+// SQL that turns this build's store back into schema v4's (no transforms, v5).
+const char* kDropTransforms = "ALTER TABLE results DROP COLUMN transform; ";
+// ... and back into schema v2's (no decision columns, v3; no build hashes, v4).
 const char* kDropDecisions =
     "ALTER TABLE winners DROP COLUMN tie; ALTER TABLE winners DROP COLUMN tie_with; "
     "ALTER TABLE winners DROP COLUMN runner_up; ALTER TABLE winners DROP COLUMN margin; "
-    "ALTER TABLE results DROP COLUMN build_hash; ";
+    "ALTER TABLE results DROP COLUMN build_hash; ALTER TABLE results DROP COLUMN transform; ";
 
 Provenance sample_prov(const std::string& family = "fam_a") {
   Provenance p;
@@ -679,7 +680,8 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       Store s = Store::open(p);
       s.insert(r);
     }
-    raw_sql(p, "ALTER TABLE results DROP COLUMN build_hash; UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+    raw_sql(p, std::string(kDropTransforms) +
+                   "ALTER TABLE results DROP COLUMN build_hash; UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     {
       Store ro = Store::open_readonly(p);  // read as it is: no column, every build unknown
       auto rows = ro.rows();
@@ -700,6 +702,56 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     CHECK(rw.find_reusable(q, rows[0].prov.device_name, rows[0].family, rows[0].config_hash, rows[0].fingerprint, false));
     CHECK_FALSE(rw.find_reusable(q, rows[0].prov.device_name, rows[0].family, rows[0].config_hash, rows[0].fingerprint,
                                  false, false, 0x1234));
+  }
+  SECTION("a store of schema v4 has no transforms; it is migrated in place and every old row ran the plain problem") {
+    fs::path p = tmp.path / "v4.db";
+    StoredRow r = sample_row();
+    {
+      Store s = Store::open(p);
+      s.insert(r);
+      s.set_winner(r.key(), r.family, r.config_name, r.id, "kept");
+    }
+    raw_sql(p, std::string(kDropTransforms) + "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+    const std::string v4_bytes = test::read_file(p);
+    {
+      Store ro = Store::open_readonly(p);  // read as it is: every row plain
+      auto rows = ro.rows();
+      REQUIRE(rows.size() == 1);
+      CHECK(rows[0].transform == Transform::none);
+      RowFilter plain, padded;
+      plain.transform = Transform::none;
+      padded.transform = Transform::pad;
+      CHECK(ro.count(plain) == 1);
+      CHECK(ro.count(padded) == 0);
+      REQUIRE(ro.winners().size() == 1);
+      CHECK(ro.winners()[0].transform == Transform::none);
+    }
+    CHECK(test::read_file(p) == v4_bytes);  // reading changes nothing
+    Store rw = Store::open(p);
+    CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
+    StoredRow padded = sample_row(Status::ok, "fam_a", 2);
+    padded.transform = Transform::pad;
+    padded.config_name = transformed_name(padded.config_name, Transform::pad);
+    rw.insert(padded);
+    auto rows = rw.rows();
+    REQUIRE(rows.size() == 2);
+    require_same_row(rows[0], r);
+    CHECK(rows[1].transform == Transform::pad);
+    CHECK(rows[1].config_name == padded.config_name);
+    RowFilter only_pad;
+    only_pad.transform = Transform::pad;
+    CHECK(rw.count(only_pad) == 1);
+    rw.set_winner(padded.key(), padded.family, padded.config_name, rows[1].id, "padded");
+    auto w = rw.winner(padded.key(), padded.family);
+    REQUIRE(w);
+    CHECK(w->transform == Transform::pad);
+    CHECK(json(*w).get<Winner>().transform == Transform::pad);
+    CHECK(json(rows[1]).get<StoredRow>().transform == Transform::pad);
+    CHECK(rw.check_integrity());
+    // A transformed row must carry its transform in its name: the name is what tells them apart.
+    StoredRow unnamed = sample_row(Status::ok, "fam_a", 3);
+    unnamed.transform = Transform::swap;
+    CHECK_THROWS_WITH(rw.insert(unnamed), Catch::Contains("without it"));
   }
   SECTION("a store of a newer schema") {
     fs::path p = tmp.path / "newer.db";

@@ -253,8 +253,10 @@ TEST_CASE("TOML and JSON tables round-trip exactly", "[table]") {
   odd.time_us = 0.1 + 0.2;
   odd.tflops = 1e-7;
   odd.library = "cublasLt 130000 (13.0.0) from /usr/lib/x\n";
+  odd.transform = Transform::pad_swap;
   t.entries.push_back(odd);
   TableEntry big = odd;
+  big.transform = Transform::swap;
   big.key.k = 7;
   big.time_us = 123456789.123456789;
   big.tflops = 5e300;
@@ -303,10 +305,10 @@ TEST_CASE("CSV export: a header and RFC 4180 quoting", "[table]") {
   t.entries.push_back(e);
   std::string csv = t.serialize(TableFormat::csv);
   std::string header = csv.substr(0, csv.find("\r\n"));
-  CHECK(header.rfind("device,m,n,k,dtype,out_dtype,layout,align,family,config,params,time_us,tflops,", 0) == 0);
+  CHECK(header.rfind("device,m,n,k,dtype,out_dtype,layout,align,family,config,params,transform,time_us,tflops,", 0) == 0);
   std::string row = csv.substr(header.size() + 2);
   CHECK(row.rfind("\"GPU, \"\"the\"\" one\",64,32,16,bf16,f32,tn,8,naive,naive_mapcoalesced_bx32_by8,"
-                  "\"map=coalesced,bx=32,by=8\",12.5,0.25,",
+                  "\"map=coalesced,bx=32,by=8\",none,12.5,0.25,",
                   0) == 0);
   CHECK(row.find("\"line1\nline2\"") != std::string::npos);
   CHECK_THROWS_WITH(LookupTable::parse(csv, TableFormat::csv, "t.csv"), Catch::Contains("cannot be read back"));
@@ -340,6 +342,7 @@ TEST_CASE("C++ header: compiles on its own, escapes every name, and can be searc
   t.entries.push_back(make("NVIDIA H200", "naive_mapcoalesced_bx32_by8", 256, 10.5));
   t.entries.push_back(make(evil_device, evil_config, 512, 20.25));
   t.entries.push_back(make("NVIDIA H200", "naive_mapcoalesced_bx64_by4", 4096, 300));
+  t.entries.back().transform = Transform::pad;  // the header says what a program must do for it
   t.info.generated_at = "now */ \n #error in a comment";
   t.info.source = "/tmp/evil\\\n#error spliced";
   t.sort();
@@ -368,6 +371,9 @@ static_assert(find_exact("", 4096, 256, 128, "f32", "f32", "nn", 16) != nullptr,
 static_assert(find_exact("NVIDIA H200", 4096, 256, 128, "f32", "f32", "nn", 16)->time_us == 300, "its time");
 static_assert(find_exact("NVIDIA H200", 4096, 256, 128, "f32", "f32", "nt", 16) == nullptr, "other layout");
 static_assert(find_exact("", 4096, 256, 128, "f32", "f32", "nn", 8) == nullptr, "other alignment");
+static_assert(find_exact("", 4096, 256, 128, "f32", "f32", "nn", 16)->transform == "pad", "its transform");
+static_assert(find_exact("", 256, 256, 128, "f32", "f32", "nn", 16)->transform == "none", "none");
+static_assert(padded_ld(4097, 2) == 4104 && padded_ld(4104, 2) == 4104 && padded_ld(5, 4) == 8, "16-byte rows");
 int main() {
   for (const Entry& e : kEntries) {
     std::fwrite(e.device.data(), 1, e.device.size(), stdout); std::fputc(0, stdout);
@@ -710,8 +716,12 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
       {"config of another family", "a.toml", toml_with("config = \"naive_", "config = \"wmma_"),
        {"field 'config'", "not a config name of family 'naive'"}},
       {"bad family name", "a.toml", toml_with("family = \"naive\"", "family = \"Naive!\""), {"field 'family'"}},
+      {"unknown transform", "a.toml", toml_with("time_us = 1.5", "transform = \"pad2\"\ntime_us = 1.5"),
+       {"(line 14)", "field 'transform'", "unknown transform 'pad2' (expected none, pad, swap or pad+swap)"}},
+      {"transform in the config name", "a.toml", toml_with("bx32_by8\"", "bx32_by8+pad\""),
+       {"field 'config'", "a transform is its own field ('transform')"}},
       {"TOML syntax", "a.toml", toml_with("n = 64", "n = "), {"a.toml:6:", "not valid TOML"}},
-      {"newer format", "a.toml", "gemmtune_table = 2\n", {"gemmtune_table", "newer gemmtune"}},
+      {"newer format", "a.toml", "gemmtune_table = 3\n", {"gemmtune_table", "newer gemmtune"}},
       {"not a table", "a.toml", "title = \"x\"\n", {"not a gemmtune table"}},
       {"entries not an array", "a.toml", "gemmtune_table = 1\nentries = 3\n", {"'entries'", "array"}},
       {"JSON syntax", "a.json", "{\"gemmtune_table\": 1,\n \"entries\": [ }", {"a.json:2:", "not valid JSON"}},
@@ -745,6 +755,7 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
   LookupTable g = LookupTable::load(d.path / "g.json");
   REQUIRE(g.entries.size() == 1);
   CHECK(g.entries[0].tflops == Approx(2.0 * 64 * 64 * 64 / 1.5e-6 / 1e12));  // derived when missing
+  CHECK(g.entries[0].transform == Transform::none);  // format version 1: no transform field, the plain problem
   CHECK_THROWS_WITH(LookupTable::load(d.path / "missing.json"), Catch::Contains("missing.json") &&
                                                                     Catch::Contains("cannot be read"));
   CHECK_THROWS_WITH(LookupTable::load(d.path), Catch::Contains("is a directory"));

@@ -166,6 +166,20 @@ TEST_CASE("tunableop: the file, its validators and what is left out", "[tunableo
   CHECK(f.lines == 2);
   REQUIRE_FALSE(f.notes.empty());
   CHECK_THAT(f.notes[0], Catch::Contains("left out NVIDIA H200 8x16x32 f16>f32 nn a16: writes C as f32"));
+  {
+    // A transformed winner: TunableOp re-creates an algorithm for PyTorch's own problem, it cannot pad or swap.
+    std::vector<StoredRow> with = rows;
+    StoredRow padded = cublaslt_row(Problem::make(64, 4097, 4096, DType::bf16, DType::bf16, Layout::nn), 40);
+    padded.transform = Transform::pad;
+    padded.config_name = transformed_name(padded.config_name, Transform::pad);
+    with.push_back(padded);
+    TunableOpFile g = tunableop_file(with, o);
+    CHECK(g.text == f.text);
+    std::string all;
+    for (auto& n : g.notes) all += n + "\n";
+    CHECK_THAT(all, Catch::Contains("left out NVIDIA H200 64x4097x4096 bf16>bf16 nn a2: its cuBLASLt winner") &&
+                        Catch::Contains("runs through the transform 'pad', which a TunableOp file cannot express"));
+  }
 
   o.cublaslt_version = "130401";
   f = tunableop_file(rows, o);

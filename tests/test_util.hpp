@@ -59,8 +59,10 @@ std::filesystem::path naive_only_dir();
 #include <vector>
 
 namespace gt::test {
-// Verifies (and, with time_it, times quickly) one config on GPU 0 with fresh inputs.
-Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it = false);
+// Verifies (and, with time_it, times quickly) one config on GPU 0 with fresh inputs; through a
+// problem transform, the config is of the family's space for the transformed problem.
+Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it = false,
+                      Transform t = Transform::none);
 // The plugins of the build, loaded once.
 const PluginRegistry& plugins();
 

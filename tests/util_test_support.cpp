@@ -101,7 +101,7 @@ const PluginRegistry& plugins() {
 // The cache gpu_check compiles into, and compile_ahead fills.
 static fs::path gpu_check_cache_dir() { return fs::temp_directory_path() / "gemmtune-test-cubins"; }
 
-Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it) {
+Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool time_it, Transform t) {
   static std::random_device rd;
   DeviceInfo dev = device_info(0);
   ProblemBench bench(p, dev, Distribution::normal, (uint64_t(rd()) << 32) | rd(), size_t(256) << 20);
@@ -110,6 +110,7 @@ Measurement gpu_check(const Family& fam, const Problem& p, const Config& c, bool
   EvaluateOptions o;
   o.time_it = time_it;
   o.quick = true;
+  o.transform = t;
   return evaluate(fam, p, c, dev, bench, compiler, nullptr, o).m;
 }
 

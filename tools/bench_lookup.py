@@ -85,10 +85,12 @@ def cases(table, limit, shapes):
     return out
 
 
-def timed(gt, p, family, config, settle):
+def timed(gt, p, family, config, settle, transform="none"):
     args = ["run", "--family", family, "--seed", "7", "--settle", str(settle)]
     if config:
         args += ["--params", config]  # none: the family's default (cuBLASLt: its heuristic pick, rank 0)
+    if transform and transform != "none":
+        args += ["--transform", transform]  # the config is of the transformed problem's space (docs/transforms.md)
     return gt_json(gt, args + problem_args(p))["time_us"]["value"]
 
 
@@ -110,12 +112,14 @@ def measure(gt, p, held, ans, settle):
     """The row's figures: tuned (None without a held-out entry), answer, pick, entry (None: not asked)."""
     t_pick = timed(gt, p, "cublaslt", "", settle)
     is_pick = ans["rule"] == "library default"
-    t_ans = t_pick if is_pick else timed(gt, p, ans["family"], ans["config"], settle)
-    t_tuned = timed(gt, p, held["family"], held["config"], settle) if held else None
+    t_ans = t_pick if is_pick else timed(gt, p, ans["family"], ans.get("family_config", ans["config"]), settle,
+                                         ans.get("transform", "none"))
+    t_tuned = timed(gt, p, held["family"], held["config"], settle, held.get("transform", "none")) if held else None
     t_entry = None
     if ans["rule"] in ("transferred", "adapted") and ans.get("entry"):
         try:
-            t_entry = timed(gt, p, ans["entry"]["family"], ans["entry"]["config"], settle)
+            t_entry = timed(gt, p, ans["entry"]["family"], ans["entry"]["config"], settle,
+                            ans["entry"].get("transform", "none"))
         except CannotImplement:
             t_entry = float("nan")  # cannot run this shape: the rule without the step passed over it
     return t_tuned, t_ans, t_pick, t_entry

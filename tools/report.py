@@ -185,13 +185,21 @@ class Model:
             if cur is None or rank(m) < rank(cur):
                 self.configs[k] = m
         self.fam_best, self.best, self.pick = {}, {}, {}
+        # Per problem transform ("none", "pad", "swap", "pad+swap"; docs/transforms.md): a
+        # family's best in each form it ran in, and cuBLASLt's pick for each transformed problem.
+        # The problem's own pick is the plain one.
+        self.form_best, self.form_pick = {}, {}
         self.problems = OrderedDict()
         # Bests likewise: a config timed in full beats one only explored quickly (the
         # tuner re-times its finalists in full; a quick time is a ranking, not a result).
         for (dev, key, fam, _), m in sorted(self.configs.items(), key=lambda kv: problem_order(kv[1])):
             self.problems.setdefault((dev, key), m)
-            for table, k in ((self.fam_best, (dev, key, fam)), (self.best, (dev, key))) + \
-                    (((self.pick, (dev, key)),) if m.get("pick") else ()):
+            form = m.get("transform", "none")
+            picks = ()
+            if m.get("pick"):
+                picks = ((self.pick, (dev, key)),) if form == "none" else ((self.form_pick, (dev, key, form)),)
+            for table, k in ((self.fam_best, (dev, key, fam)), (self.best, (dev, key)),
+                             (self.form_best, (dev, key, fam, form))) + picks:
                 if k not in table or rank(m) < rank(table[k]):
                     table[k] = m
         self.roofs = defaultdict(dict)
@@ -826,6 +834,16 @@ class Lab:
     def tuned(self, key, family):
         return self.model.fam_best.get((self.dev, key, family))
 
+    def tuned_forms(self, key, family):
+        """(transform, row): the family's best at the problem in each form it ran in, plain first."""
+        forms = sorted({t for (d, k, f, t) in self.model.form_best if d == self.dev and k == key and f == family},
+                       key=lambda t: (t != "none", t))
+        return [(t, self.model.form_best[(self.dev, key, family, t)]) for t in forms]
+
+    def transformed_picks(self, key):
+        """(transform, row): cuBLASLt's pick for each transformed problem measured (compare's padded pick)."""
+        return sorted((t, m) for (d, k, t), m in self.model.form_pick.items() if d == self.dev and k == key)
+
     def pick(self, key):
         return self.model.pick.get((self.dev, key))
 
@@ -1093,14 +1111,18 @@ def lab_alignment(lab):
         p = lab.pick(key)
         if p:
             by_n[n]["cuBLASLt pick"] = p
+        # Transformed forms beside the plain ones: "cuBLASLt pick, pad" is its pick for the padded
+        # problem, copies included; "wmma tuned, pad" the family's best through pad.
+        for t, m in lab.transformed_picks(key):
+            by_n[n][f"cuBLASLt pick, {t}"] = m
         for m in lab.fixed(jp, "shared_tile"):
             by_n[n]["fixed 32×32 shared tiles"] = m
         for fam in jp.get("families", []):
             if jp.get("configs", {}).get(fam):
                 continue
-            m = lab.tuned(key, fam)
-            if m:
-                by_n[n][f"{fam} tuned" if fam != "cublaslt" else "cuBLASLt best"] = m
+            base = f"{fam} tuned" if fam != "cublaslt" else "cuBLASLt best"
+            for t, m in lab.tuned_forms(key, fam):
+                by_n[n][base if t == "none" else f"{base}, {t}"] = m
     by_n = {n: s for n, s in by_n.items() if s}
     if not by_n:
         return None
@@ -1134,15 +1156,18 @@ def lab_alignment(lab):
                 pts = [(n, by_n[n][x]["tflops"]) for n in ns if x in by_n[n]]
                 if not pts:
                     continue
-                style = dict(color=PICK_COLOR, ls="--", marker="s") if x == "cuBLASLt pick" else \
-                    dict(color=color_of("cublaslt"), marker="o") if x == "cuBLASLt best" else \
-                    dict(color=color_of("shared_tile"), marker="^") if x.startswith("fixed") else \
-                    dict(color=color_of(x.split()[0]), marker="D")
+                series, _, form = x.partition(", ")  # "wmma tuned, pad": the wmma style, dotted
+                style = dict(color=PICK_COLOR, ls="--", marker="s") if series == "cuBLASLt pick" else \
+                    dict(color=color_of("cublaslt"), marker="o") if series == "cuBLASLt best" else \
+                    dict(color=color_of("shared_tile"), marker="^") if series.startswith("fixed") else \
+                    dict(color=color_of(series.split()[0]), marker="D")
+                if form:
+                    style.update(ls=":", marker="v", mfc="white")
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, ms=3.5, label=x, **style)
             for n in ns:
                 if n % 8 == 0:
                     ax.axvline(n, color="#e0d8c8", lw=0.8, zorder=0)
-            ax.set_xlabel("n (square, fp16; faint lines: multiples of 8)")
+            ax.set_xlabel("n (square, fp16; faint lines: multiples of 8; dotted: through a transform)")
             ax.set_ylabel("TFLOP/s")
             ax.set_ylim(bottom=0)
             ax.set_title(f"n = {r[0]}…{r[1]}")

@@ -39,9 +39,12 @@ def load_table(path):
     out = {}
     for e in t.get("entries", []):
         key = (e["m"], e["n"], e["k"], e["dtype"], e["out_dtype"], e["layout"], e["align"])
-        # compare prints the readable form (the params with spaces); older output the name.
+        # compare prints the readable form (the params with spaces, a transformed config's followed
+        # by "  +pad"); older output the name (a transformed one's ending "+pad").
+        t = e.get("transform", "none")
+        suffix = "" if t == "none" else "+" + t
         readable = e.get("params", "").replace(",", " ")
-        out[key] = (e["family"], e["config"], readable)
+        out[key] = (e["family"], e["config"] + suffix, readable + ("  " + suffix if readable and suffix else ""))
     if not out:
         fail(f"{path}: no [[entries]]: not an exported gemmtune table")
     return out

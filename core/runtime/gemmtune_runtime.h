@@ -21,8 +21,9 @@
  * message of the last failure on the calling thread is gemmtune_last_error().
  * Threads: one handle may be used from several threads; the first call for a problem
  * serialises with other first calls. Calls must be made with the handle's GPU current.
- * Calls of one cuBLASLt-backed problem share its workspace: do not run them concurrently on
- * different streams.
+ * Calls of one cuBLASLt-backed problem share its workspace, and calls of a problem whose entry
+ * has a transform (pad, swap) share the buffers of its copies, which the runtime owns and reuses:
+ * do not run them concurrently on different streams.
  */
 #ifndef GEMMTUNE_RUNTIME_H
 #define GEMMTUNE_RUNTIME_H
@@ -103,7 +104,9 @@ gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* ar
 
 /* Picks and builds the config for the problem of `args` (the pointers count for their
  * alignment only) without running it, and says what it chose: `match`, the config's
- * canonical name and how it was found ("exact", "nearest (from 4096x4096x4096)",
+ * canonical name (with its problem transform, "...+pad", where the entry has one: the runtime
+ * then copies the operands into padded buffers it owns, or runs the swapped product; see
+ * docs/transforms.md) and how it was found ("exact", "nearest (from 4096x4096x4096)",
  * "default (cuBLASLt's heuristic pick)"). Any output may be NULL; strings are truncated to
  * their capacity and always NUL-terminated. In a dry run without a GPU the config of
  * cuBLASLt's pick cannot be named: `config` is "" and `how` says so. */

@@ -74,6 +74,8 @@ struct Choice {
   std::string family;
   std::string config;       // canonical name ("" for cuBLASLt's pick in a dry run without a GPU)
   std::string params;       // "k=v,..."
+  std::string transform = "none";  // the problem transform it runs through: "none", "pad", "swap", "pad+swap"
+  std::string transform_plan;      // what the transform does for this problem (copies, buffers), "" for none
   std::string problem;      // the key: "4096x4096x4096 f16>f16 nn a16"
   std::string tuned_key;    // the entry's key ("" for the default)
   double tuned_time_us = 0; // the entry's time where it was tuned (0 for the default)

@@ -33,7 +33,7 @@ namespace {
 // and leading dimensions baked into its launch, and the alignment decides what may run.
 struct Key {
   int64_t m, n, k, lda, ldb, ldc;
-  int32_t in, out, layout, align;
+  int32_t in, out, layout, align, pointer_align;
   bool operator==(const Key&) const = default;
 };
 
@@ -52,7 +52,7 @@ struct KeyHash {
     mix(uint64_t(k.ldb));
     mix(uint64_t(k.ldc));
     mix(uint64_t(uint32_t(k.in)) | uint64_t(uint32_t(k.out)) << 8 | uint64_t(uint32_t(k.layout)) << 16 |
-        uint64_t(uint32_t(k.align)) << 24);
+        uint64_t(uint32_t(k.align)) << 24 | uint64_t(uint32_t(k.pointer_align)) << 32);
     return size_t(h);
   }
 };
@@ -83,8 +83,10 @@ gt::Problem problem_of(const GemmArgs& g) {
     invalid(fmt::format("leading dimensions lda={} ldb={} ldc={} do not fit {} (need lda >= {}, ldb >= {}, ldc >= {}, "
                         "each at most {})",
                         p.lda, p.ldb, p.ldc, p.shape(), p.a_cols(), p.b_cols(), p.n, gt::kMaxDim));
-  p.align = gt::alignment_of(p, reinterpret_cast<uintptr_t>(g.a), reinterpret_cast<uintptr_t>(g.b),
-                             reinterpret_cast<uintptr_t>(g.c));
+  const auto a = reinterpret_cast<uintptr_t>(g.a), b = reinterpret_cast<uintptr_t>(g.b),
+             c = reinterpret_cast<uintptr_t>(g.c);
+  p.align = gt::alignment_of(p, a, b, c);
+  p.pointer_align = gt::alignment_of_pointers(a, b, c);  // what a transform may use in place
   return p;
 }
 
@@ -110,7 +112,10 @@ gt::LookupPolicy policy_of(const Options& o, const std::string& gpu_name, const 
 }
 
 Key key_of(const gt::Problem& p) {
-  return Key{p.m, p.n, p.k, p.lda, p.ldb, p.ldc, int32_t(p.in), int32_t(p.out), int32_t(p.layout), p.align};
+  // The pointers' own alignment too: a transformed config (pad, swap) decides by it what it
+  // may use in place, and two calls of one key may differ in it.
+  return Key{p.m,          p.n,           p.k,          p.lda,   p.ldb, p.ldc, int32_t(p.in), int32_t(p.out),
+             int32_t(p.layout), p.align, p.pointer_align};
 }
 
 struct Prepared {
@@ -158,6 +163,7 @@ struct Runtime::Impl {
 void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
   const gt::Problem& p = pr.problem;
   Choice& c = pr.choice;
+  c.transform = gt::to_string(r.transform);
   gt::ResolvedChoice rc;
   try {
     rc = gt::resolve_choice(reg, limits, r, p);
@@ -177,29 +183,22 @@ void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
   c.config = rc.name;
   c.params = rc.params;
   const gt::Family& fam = *rc.family;
+  const std::string name = gt::transformed_name(rc.name, r.transform);
   try {
-    if (fam.is_library()) {
-      if (opt.dry_run) return;  // creating a cuBLASLt algorithm needs the GPU
-      gt::Refused why;
-      auto op = fam.create_op(p, rc.config, &why);
-      if (!op) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why.why));
-      pr.run = gt::Runnable::from_op(std::move(op), p);
-    } else {
-      gt::KernelSpec spec;
-      gt::Refused why;
-      auto req = gt::compile_request(fam, p, rc.config, limits, arch, &spec, &why);
-      if (!req) throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), rc.name, p.key(), why.why));
-      gt::Compiler compiler(cache.get());
-      gt::CompileResult cr = compiler.compile(*req);
-      if (cr.ok && !cr.from_cache) {
-        ++compiles;
-        c.compiled = true;
-      }
-      if (!cr.ok)
-        throw Error(GEMMTUNE_ERROR_BUILD_FAILED,
-                    fmt::format("compiling {} for {} ({}) failed:\n{}", rc.name, p.key(), arch, cr.log));
-      if (!opt.dry_run) pr.run = gt::Runnable::from_kernel(spec, cr.cubin, p, limits);
+    gt::Compiler compiler(cache.get());
+    // A dry run compiles a source family's kernel (the cubin cache keeps it) and loads nothing.
+    gt::Built b = gt::build_runnable(fam, p, rc.config, r.transform, limits, arch, compiler, nullptr, !opt.dry_run);
+    if (!fam.is_library() && b.compile.ok && !b.compile.from_cache) {
+      ++compiles;
+      c.compiled = true;
     }
+    if (b.status == gt::Status::compile_failed)
+      throw Error(GEMMTUNE_ERROR_BUILD_FAILED,
+                  fmt::format("compiling {} for {} ({}) failed:\n{}", name, p.key(), arch, b.message));
+    if (b.status != gt::Status::ok)
+      throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("{} refused {} for {}: {}", fam.name(), name, p.key(), b.message));
+    if (b.plan) c.transform_plan = b.plan->describe();
+    pr.run = std::move(b.run);
   } catch (const Error&) {
     throw;
   } catch (const gt::NoGpuError& e) {
@@ -207,7 +206,7 @@ void Runtime::Impl::build(Prepared& pr, const gt::LookupResult& r) {
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("building {} for {}: {}", rc.name, p.key(), e.what()));
+    throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("building {} for {}: {}", name, p.key(), e.what()));
   }
   c.launchable = pr.run != nullptr;
 }
@@ -327,9 +326,12 @@ void Runtime::gemm(const GemmArgs& g, cudaStream_t stream) {
   if (im.opt.dry_run) return;
   if (!pr->run) throw Error(GEMMTUNE_ERROR_INTERNAL, "no kernel was prepared for " + pr->choice.problem);
   cudaError_t e = pr->run->launch(g.a, g.b, g.c, stream);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    const std::string& detail = pr->run->last_error();
     throw Error(GEMMTUNE_ERROR_LAUNCH_FAILED,
-                fmt::format("{} for {}: {}", pr->choice.config, pr->choice.problem, cudaGetErrorString(e)));
+                fmt::format("{} for {}: {}{}", gt::transformed_name(pr->choice.config, gt::parse_transform(pr->choice.transform)),
+                            pr->choice.problem, cudaGetErrorString(e), detail.empty() ? "" : " (" + detail + ")"));
+  }
 }
 
 const Choice& Runtime::prepare(const GemmArgs& g) {

@@ -4,6 +4,7 @@
 #include "gemmtune_runtime.hpp"
 
 #include "provenance.hpp"
+#include "transform.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -146,7 +147,8 @@ gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* 
     if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
     const gemmtune::Choice& c = rt->rt.prepare(args_of(args));
     if (match) *match = int32_t(c.match);
-    copy_out(config, config_cap, c.config);
+    // The config's name with its transform ("...+pad"), as `gemmtune lookup` prints it.
+    copy_out(config, config_cap, gt::transformed_name(c.config, gt::parse_transform(c.transform)));
     copy_out(how, how_cap, c.how);
   });
 }

@@ -41,6 +41,43 @@ std::unique_ptr<Runnable> Runnable::from_op(std::unique_ptr<LibraryOp> op, const
   return r;
 }
 
+std::unique_ptr<Runnable> Runnable::transformed(std::unique_ptr<Runnable> inner, const TransformPlan& plan) {
+  if (plan.transform == Transform::none) return inner;
+  auto r = std::unique_ptr<Runnable>(new Runnable());
+  r->p_ = plan.outer;
+  r->plan_ = std::make_unique<TransformPlan>(plan);
+  r->inner_ = std::move(inner);
+  if (plan.workspace_bytes) r->copies_ = DeviceBuffer(plan.workspace_bytes);
+  return r;
+}
+
+cudaError_t Runnable::launch_transformed(const void* a, const void* b, void* c, cudaStream_t s) const {
+  const TransformPlan& pl = *plan_;
+  const void* src_a = pl.swap_operands ? b : a;
+  const void* src_b = pl.swap_operands ? a : b;
+  // What is used in place must be as aligned as the plan took it to be (the problem's key
+  // says so for every caller that computes it from its pointers).
+  auto off = [&](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % uintptr_t(pl.pointer_align) != 0; };
+  if ((!pl.a.copy && off(src_a)) || (!pl.b.copy && off(src_b)) || (!pl.c.copy && off(c))) {
+    std::lock_guard lk(mu_);
+    last_error_ = fmt::format("{}: a buffer used in place is not {}-byte aligned, as the plan for {} takes it to be",
+                              to_string(pl.transform), pl.pointer_align, pl.outer.key());
+    return cudaErrorMisalignedAddress;
+  }
+  char* ws = static_cast<char*>(copies_.get());
+  const size_t in_size = size_of(pl.inner.in), out_size = size_of(pl.inner.out);
+  const void* ia = pl.a.copy ? ws + pl.a.offset : src_a;
+  const void* ib = pl.b.copy ? ws + pl.b.offset : src_b;
+  void* ic = pl.c.copy ? ws + pl.c.offset : c;
+  if (pl.a.copy)
+    if (cudaError_t e = launch_pad_copy(src_a, ws + pl.a.offset, in_size, pl.a, s); e != cudaSuccess) return e;
+  if (pl.b.copy)
+    if (cudaError_t e = launch_pad_copy(src_b, ws + pl.b.offset, in_size, pl.b, s); e != cudaSuccess) return e;
+  if (cudaError_t e = inner_->launch(ia, ib, ic, s); e != cudaSuccess) return e;
+  if (!pl.c.copy) return cudaSuccess;
+  return launch_crop_copy(ic, c, out_size, pl.outer.m, pl.outer.n, pl.c.ld_src, pl.outer.ldc, pl.c.transposed, s);
+}
+
 const Runnable::TensorMaps& Runnable::tensor_maps_for(const void* a, const void* b, void* c) const {
   for (auto it = maps_.rbegin(); it != maps_.rend(); ++it)
     if (it->a == a && it->b == b && it->c == c) return *it;
@@ -81,6 +118,7 @@ cudaError_t Runnable::launch_kernel(const void* a, const void* b, void* c, cudaS
 }
 
 cudaError_t Runnable::launch(const void* a, const void* b, void* c, cudaStream_t s) const {
+  if (inner_) return launch_transformed(a, b, c, s);
   if (kernel_) return launch_kernel(a, b, c, s);
   try {
     op_->run(a, b, c, workspace_.get(), workspace_.size(), s);
@@ -117,52 +155,69 @@ Status refusal_status(gt_refusal code) {
   return code == GT_REFUSAL_RESOURCES ? Status::resources : Status::cannot_implement;
 }
 
+Built build_runnable(const Family& fam, const Problem& p, const Config& c, Transform t, const gt_device& dev,
+                     const std::string& arch, const Compiler& compiler, const CompileResult* compiled, bool load) {
+  Built b;
+  std::string why;
+  b.plan = plan_transform(p, t, &why);
+  if (!b.plan) {
+    b.status = Status::cannot_implement;
+    b.message = why;
+    return b;
+  }
+  const Problem& q = b.plan->inner;
+  const std::string under = t == Transform::none ? "" : fmt::format("under {} ({}): ", to_string(t), q.key());
+  auto refused = [&](const Refused& r) {
+    b.status = refusal_status(r.code);
+    b.message = under + r.why;
+    return std::move(b);
+  };
+  if (auto r = fam.refusal(q, c, dev)) return refused(*r);
+  std::unique_ptr<Runnable> run;
+  if (fam.is_library()) {
+    if (!load) return b;
+    Refused r;
+    auto op = fam.create_op(q, c, &r);
+    if (!op) return refused(r);
+    run = Runnable::from_op(std::move(op), q);
+  } else {
+    KernelSpec spec;
+    Refused r;
+    auto req = compile_request(fam, q, c, dev, arch, &spec, &r);
+    if (!req) return refused(r);
+    b.compile = compiled ? *compiled : compiler.compile(*req);
+    if (!b.compile.ok) {
+      b.status = Status::compile_failed;
+      b.message = b.compile.log;
+      return b;
+    }
+    if (!load) return b;
+    run = Runnable::from_kernel(spec, b.compile.cubin, q, dev);
+  }
+  b.run = Runnable::transformed(std::move(run), *b.plan);
+  return b;
+}
+
 Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const DeviceInfo& dev, ProblemBench& bench,
                     const Compiler& compiler, const CompileResult* compiled, const EvaluateOptions& o) {
   Evaluation ev;
   Measurement& m = ev.m;
   m.quick = o.quick;
-  if (auto why = fam.refusal(p, c, dev.limits)) {
-    m.status = refusal_status(why->code);
-    m.message = why->why;
-    return ev;
-  }
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Runnable> run;
   try {
-    if (fam.is_library()) {
-      Refused why;
-      auto op = fam.create_op(p, c, &why);
-      if (!op) {
-        m.status = refusal_status(why.code);
-        m.message = why.why;
-        return ev;
-      }
-      run = Runnable::from_op(std::move(op), p);
-    } else {
-      KernelSpec spec;
-      Refused why;
-      auto req = compile_request(fam, p, c, dev.limits, dev.arch(), &spec, &why);
-      if (!req) {
-        m.status = refusal_status(why.code);
-        m.message = why.why;
-        return ev;
-      }
-      CompileResult local;
-      if (!compiled) {
-        local = compiler.compile(*req);
-        compiled = &local;
-      }
-      m.res = compiled->res;
-      m.compile_s = compiled->seconds;
-      m.compiled_from_cache = compiled->from_cache;
-      if (!compiled->ok) {
-        m.status = Status::compile_failed;
-        m.message = compiled->log;
-        return ev;
-      }
-      run = Runnable::from_kernel(spec, compiled->cubin, p, dev.limits);
+    Built b = build_runnable(fam, p, c, o.transform, dev.limits, dev.arch(), compiler, compiled);
+    if (!fam.is_library()) {
+      m.res = b.compile.res;
+      m.compile_s = b.compile.seconds;
+      m.compiled_from_cache = b.compile.from_cache;
     }
+    if (!b.run) {
+      m.status = b.status;
+      m.message = b.message;
+      return ev;
+    }
+    run = std::move(b.run);
     VerifyResult v = bench.verify(run->launch_fn());
     m.err_rel_fro = v.rel_fro;
     m.err_max_norm = v.max_norm;

@@ -2,10 +2,12 @@
 
 #include "device.hpp"
 #include "errors.hpp"
+#include "transform_kernels.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -278,6 +280,39 @@ void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, c
 void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s) {
   k_stream_read<<<blocks, 256, 0, s>>>(static_cast<const float4*>(x), (long long)(bytes / 16), sink);
   cuda_check(cudaGetLastError(), "stream_read");
+}
+
+cudaError_t launch_pad_copy(const void* src, void* dst, size_t elem_size, const OperandCopy& oc, cudaStream_t s) {
+  const long long chunks = (oc.ld_dst * (long long)elem_size + 15) / 16;  // 16 bytes per thread
+  dim3 grid(unsigned(std::min<long long>((chunks + 255) / 256, 65535)), unsigned(std::min<long long>(oc.rows_dst, 65535)));
+  if (elem_size == 2)
+    gt_pad_copy_2<<<grid, 256, 0, s>>>(static_cast<const unsigned short*>(src), static_cast<unsigned short*>(dst), oc.rows,
+                                       oc.cols, oc.ld_src, oc.rows_dst, oc.ld_dst);
+  else if (elem_size == 4)
+    gt_pad_copy_4<<<grid, 256, 0, s>>>(static_cast<const unsigned int*>(src), static_cast<unsigned int*>(dst), oc.rows,
+                                       oc.cols, oc.ld_src, oc.rows_dst, oc.ld_dst);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t launch_crop_copy(const void* src, void* dst, size_t elem_size, int64_t m, int64_t n, int64_t ld_src,
+                             int64_t ld_dst, bool transposed, cudaStream_t s) {
+  if (elem_size != 2 && elem_size != 4) return cudaErrorInvalidValue;
+  const bool two = elem_size == 2;
+  using u16 = unsigned short;
+  using u32 = unsigned int;
+  if (transposed) {
+    dim3 grid(unsigned(std::min<int64_t>((n + 31) / 32, 65535)), unsigned(std::min<int64_t>((m + 31) / 32, 65535)));
+    dim3 block(32, 8);
+    if (two) gt_crop_copy_t_2<<<grid, block, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
+    else gt_crop_copy_t_4<<<grid, block, 0, s>>>(static_cast<const u32*>(src), static_cast<u32*>(dst), m, n, ld_src, ld_dst);
+  } else {
+    dim3 grid(unsigned(std::min<int64_t>((n + 255) / 256, 65535)), unsigned(std::min<int64_t>(m, 65535)));
+    if (two) gt_crop_copy_2<<<grid, 256, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
+    else gt_crop_copy_4<<<grid, 256, 0, s>>>(static_cast<const u32*>(src), static_cast<u32*>(dst), m, n, ld_src, ld_dst);
+  }
+  return cudaGetLastError();
 }
 
 void launch_hold(const volatile int* release, volatile int* timed_out, double timeout_s, cudaStream_t s) {

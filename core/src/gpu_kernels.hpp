@@ -3,6 +3,7 @@
 #pragma once
 
 #include "problem.hpp"
+#include "transform.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -41,5 +42,14 @@ void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cu
 // are queued before the GPU reaches them: the interval is then the GPU's time alone, without
 // the host's launch latency (nvbench's "blocking kernel" method).
 void launch_hold(const volatile int* release, volatile int* timed_out, double timeout_s, cudaStream_t s);
+
+// A transform's copies (transform_kernels.cuh), as raw elements of `elem_size` bytes (2 or 4).
+// They return the launch's error instead of throwing: they run inside a candidate's launch.
+// launch_pad_copy: the operand `oc` from src into its padded copy at dst (16-byte aligned).
+cudaError_t launch_pad_copy(const void* src, void* dst, size_t elem_size, const OperandCopy& oc, cudaStream_t s);
+// launch_crop_copy: the caller's C (m x n, ld_dst) from the family's output C' (ld_src), read
+// transposed (C[i][j] = C'[j][i]) for a swapped product.
+cudaError_t launch_crop_copy(const void* src, void* dst, size_t elem_size, int64_t m, int64_t n, int64_t ld_src,
+                             int64_t ld_dst, bool transposed, cudaStream_t s);
 
 }  // namespace gt

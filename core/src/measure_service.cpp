@@ -58,6 +58,7 @@ Measurement MeasureService::measure(const Candidate& c, bool quick) {
   EvaluateOptions o;
   o.quick = quick;
   o.timing = timing;
+  o.transform = c.transform;
   Evaluation ev = evaluate(*c.plugin, bench_->problem(), c.config, dev_, *bench_, compiler_, nullptr, o);
   if (ev.context_lost) context_lost_ = true;
   note_throttle(ev.m.throttle);
@@ -69,30 +70,18 @@ void MeasureService::note_throttle(const std::string& reasons) {
 }
 
 const Runnable& MeasureService::runnable(const Candidate& c) {
-  std::string key = c.plugin->name();
+  std::string key = fmt::format("{} {}", c.plugin->name(), to_string(c.transform));
   for (auto v : c.config) key += fmt::format(",{}", v);
   for (auto it = runnables_.begin(); it != runnables_.end(); ++it)
     if (it->first == key) {
       runnables_.splice(runnables_.begin(), runnables_, it);
       return *runnables_.front().second;
     }
-  const Problem& p = bench_->problem();
-  std::unique_ptr<Runnable> r;
-  if (c.plugin->is_library()) {
-    Refused why;
-    auto op = c.plugin->create_op(p, c.config, &why);
-    if (!op) throw RuntimeFailure(c.plugin->name() + " cannot run this config: " + why.why);
-    r = Runnable::from_op(std::move(op), p);
-  } else {
-    KernelSpec spec;
-    Refused why;
-    auto req = compile_request(*c.plugin, p, c.config, dev_.limits, dev_.arch(), &spec, &why);
-    if (!req) throw RuntimeFailure(c.plugin->name() + " cannot build this config: " + why.why);
-    CompileResult cr = compiler_.compile(*req);
-    if (!cr.ok) throw RuntimeFailure(c.plugin->name() + ": compile failed:\n" + cr.log);
-    r = Runnable::from_kernel(spec, cr.cubin, p, dev_.limits);
-  }
-  runnables_.emplace_front(key, std::move(r));
+  Built b = build_runnable(*c.plugin, bench_->problem(), c.config, c.transform, dev_.limits, dev_.arch(), compiler_);
+  if (!b.run)
+    throw RuntimeFailure(fmt::format("{} cannot run this config{}: {}", c.plugin->name(),
+                                     b.status == Status::compile_failed ? " (compile failed)" : "", b.message));
+  runnables_.emplace_front(key, std::move(b.run));
   if (runnables_.size() > 16) runnables_.pop_back();
   return *runnables_.front().second;
 }

@@ -9,6 +9,7 @@
 #include "gpu_kernels.hpp"
 #include "measurement.hpp"
 #include "plugin.hpp"
+#include "transform.hpp"
 
 #include <fmt/format.h>
 
@@ -69,7 +70,8 @@ inline std::string describe(const Interleave& how, bool capped) {
 struct Candidate {
   std::string family;              // family name
   const Family* plugin = nullptr;  // the loaded plugin (null in replay)
-  Config config;
+  Config config;                   // of the family's space for the transform's problem
+  Transform transform = Transform::none;  // the problem transform it runs through (transform.hpp)
 };
 
 class Measurer {

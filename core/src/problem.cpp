@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace gt {
@@ -116,13 +117,19 @@ gt_problem Problem::abi() const {
   return g;
 }
 
+static int32_t pow2_of(uint64_t v) {
+  if (v == 0) return 16;
+  int32_t r = 1;
+  while (r < 16 && v % uint64_t(r * 2) == 0) r *= 2;
+  return r;
+}
+
+int32_t alignment_of_pointers(uintptr_t a, uintptr_t b, uintptr_t c) {
+  return std::min({pow2_of(uint64_t(a)), pow2_of(uint64_t(b)), pow2_of(uint64_t(c))});
+}
+
 int32_t alignment_of(const Problem& p, uintptr_t a, uintptr_t b, uintptr_t c) {
-  auto pow2 = [](uint64_t v) -> int32_t {
-    if (v == 0) return 16;
-    int32_t r = 1;
-    while (r < 16 && v % uint64_t(r * 2) == 0) r *= 2;
-    return r;
-  };
+  auto pow2 = pow2_of;
   int32_t al = 16;
   for (uint64_t v : {uint64_t(p.lda) * size_of(p.in), uint64_t(p.ldb) * size_of(p.in),
                      uint64_t(p.ldc) * size_of(p.out), uint64_t(a), uint64_t(b), uint64_t(c)})

@@ -34,6 +34,10 @@ struct Problem {
   Layout layout = Layout::nn;
   int64_t lda = 0, ldb = 0, ldc = 0;  // elements
   int32_t align = 16;                 // bytes: 1, 2, 4, 8 or 16
+  // Bytes known to divide every base pointer (16: aligned, or nothing known against it). Not
+  // part of the key (align is); a transform (transform.hpp) needs to know whether a misaligned
+  // key comes from a leading dimension or from a pointer.
+  int32_t pointer_align = 16;
 
   // A problem with tight leading dimensions and buffers from cudaMalloc (256-byte aligned).
   static Problem make(int64_t m, int64_t n, int64_t k, DType in, DType out, Layout layout);
@@ -68,6 +72,8 @@ struct Problem {
 // Largest power of two (bytes, at most 16) dividing every ld * element size and every
 // base pointer (pass 0 for pointers not known yet: cudaMalloc aligns to 256).
 int32_t alignment_of(const Problem& p, uintptr_t a = 0, uintptr_t b = 0, uintptr_t c = 0);
+// The largest power of two (bytes, at most 16) dividing every base pointer (Problem::pointer_align).
+int32_t alignment_of_pointers(uintptr_t a, uintptr_t b, uintptr_t c);
 
 }  // namespace gt
 

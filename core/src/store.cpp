@@ -151,6 +151,9 @@ struct Namer {
   void center(const char* n, const Center&) {
     cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'median' CHECK ({} IN ('median', 'mean'))", n));
   }
+  void transform(const char* n, const Transform&) {
+    cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'none' CHECK ({} IN ('none', 'pad', 'swap', 'pad+swap'))", n));
+  }
 };
 
 struct Binder {
@@ -174,6 +177,7 @@ struct Binder {
   void u64(const char* n, const uint64_t& v) { text(n, std::to_string(v)); }
   void build(const char* n, const uint64_t& v) { text(n, v ? hex64(v) : std::string()); }
   void center(const char* n, const Center& v) { text(n, to_string(v)); }
+  void transform(const char* n, const Transform& v) { text(n, to_string(v)); }
 };
 
 struct Reader {
@@ -206,6 +210,7 @@ struct Reader {
     v = t.empty() ? 0 : std::stoull(t, nullptr, 16);
   }
   void center(const char*, Center& v) { v = str() == "mean" ? Center::mean : Center::median; }
+  void transform(const char*, Transform& v) { v = parse_transform(str(), "stored transform"); }
 };
 
 // Every column of `results` but the id, in order. R is StoredRow or const StoredRow.
@@ -233,6 +238,7 @@ void row_fields(IO& io, R& r) {
   io.config("config", r.config);
   io.text("config_name", r.config_name);
   io.text("config_hash", r.config_hash);
+  io.transform("transform", r.transform);  // schema v5
   // The measurement.
   io.status("status", r.m.status);
   io.text("message", r.m.message);
@@ -328,6 +334,7 @@ std::string column_list(int version = kStoreSchemaVersion) {
   for (auto& [name, type] : result_columns())
     s += version < 2 && name == "time_center" ? ", 'median' AS time_center"
          : version < 4 && name == "build_hash" ? ", '' AS build_hash"
+         : version < 5 && name == "transform"  ? ", 'none' AS transform"
                                                : ", " + name;
   return s;
 }
@@ -378,7 +385,8 @@ struct Where {
   }
 };
 
-Where where_of(const RowFilter& f) {
+// `version`: the file's schema (a read-only store may be older: before v5 every row is 'none').
+Where where_of(const RowFilter& f, int version) {
   Where w;
   if (f.device_name) w.eq("device_name", *f.device_name);
   if (f.m) w.eq("m", *f.m);
@@ -393,6 +401,8 @@ Where where_of(const RowFilter& f) {
   if (f.tune_id) w.eq("tune_id", *f.tune_id);
   if (f.fingerprint) w.eq("fingerprint", *f.fingerprint);
   if (f.build_hash) w.eq("build_hash", hex64(*f.build_hash));
+  if (f.transform && version >= 5) w.eq("transform", std::string(to_string(*f.transform)));
+  else if (f.transform && *f.transform != Transform::none) w.raw("0");
   if (f.status) w.eq("status", std::string(to_string(*f.status)));
   if (f.replay) w.eq("replay", int64_t(*f.replay));
   if (f.quick) w.eq("quick", int64_t(*f.quick));
@@ -475,7 +485,8 @@ struct Store::Impl {
   std::vector<Winner> query_winners(const std::string& cond, const Where& w) const {
     Stmt st(db, "SELECT w.device_name, w.m, w.n, w.k, w.in_dtype, w.out_dtype, w.layout, w.align, "
                 "w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id, " +
-                    decision_list(version) + " FROM winners w JOIN results r ON r.row_uuid = w.row_uuid" + cond);
+                    decision_list(version) + ", " + (version < 5 ? "'none'" : "r.transform") +
+                    " FROM winners w JOIN results r ON r.row_uuid = w.row_uuid" + cond);
     w.bind(st.get());
     std::vector<Winner> out;
     while (st.step()) {
@@ -491,6 +502,7 @@ struct Store::Impl {
       rd.real("time_unix", x.time_unix);
       rd.integer("id", x.row_id);
       decision_fields(rd, x.decision);
+      rd.transform("transform", x.transform);
       out.push_back(std::move(x));
     }
     std::sort(out.begin(), out.end(), [](const Winner& a, const Winner& b) {
@@ -712,8 +724,16 @@ void add_build_hash(sqlite3* db) {
     if (name == "build_hash") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
 }
 
+// v4 -> v5: the problem transform each measurement ran through. Every older row ran the
+// problem as it is: 'none'.
+void add_transform(sqlite3* db) {
+  for (auto& [name, type] : result_columns())
+    if (name == "transform") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+}
+
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash}};
+  static const std::vector<Migration> steps = {
+      {2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash}, {5, add_transform}};
   return steps;
 }
 
@@ -805,6 +825,14 @@ int64_t Store::insert(StoredRow& row) {
   if (row.family != row.prov.family)
     throw RuntimeFailure(fmt::format("a row of family '{}' carries the provenance of family '{}'", row.family,
                                      row.prov.family));
+  if (row.transform != Transform::none) {
+    const std::string suffix = std::string("+") + to_string(row.transform);
+    if (row.config_name.size() <= suffix.size() ||
+        row.config_name.compare(row.config_name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      throw RuntimeFailure(fmt::format("a row of transform '{}' names its config '{}' without it (a transformed "
+                                       "config's name ends with '{}')",
+                                       to_string(row.transform), row.config_name, suffix));
+  }
   if (row.row_uuid.empty()) row.row_uuid = new_uuid();
   if (row.time_unix <= 0 || row.time_utc.empty()) std::tie(row.time_utc, row.time_unix) = utc_now();
   row.fingerprint = row.prov.fingerprint();
@@ -839,7 +867,7 @@ std::optional<StoredRow> Store::get_by_uuid(const std::string& row_uuid) const {
 
 int64_t Store::count(const RowFilter& f) const {
   std::lock_guard lock(impl_->mu);
-  Where w = where_of(f);
+  Where w = where_of(f, impl_->version);
   Stmt st(impl_->db, "SELECT COUNT(*) FROM results" + w.sql());
   w.bind(st.get());
   st.step();
@@ -849,12 +877,12 @@ int64_t Store::count(const RowFilter& f) const {
 
 std::vector<StoredRow> Store::rows(const RowFilter& f) const {
   std::lock_guard lock(impl_->mu);
-  return impl_->query_rows(" ORDER BY time_unix, id" + limit_sql(f.limit), where_of(f));
+  return impl_->query_rows(" ORDER BY time_unix, id" + limit_sql(f.limit), where_of(f, impl_->version));
 }
 
 std::vector<ResultKey> Store::keys(const RowFilter& f) const {
   std::lock_guard lock(impl_->mu);
-  Where w = where_of(f);
+  Where w = where_of(f, impl_->version);
   Stmt st(impl_->db, fmt::format("SELECT DISTINCT {} FROM results{}", kKeyCols, w.sql()));
   w.bind(st.get());
   std::vector<ResultKey> out;
@@ -869,7 +897,7 @@ std::vector<StoredRow> Store::best(const RowFilter& f, bool per_family) const {
   RowFilter g = f;
   g.status = Status::ok;
   if (!g.replay) g.replay = false;
-  Where w = where_of(g);
+  Where w = where_of(g, impl_->version);
   w.raw("time_median_us IS NOT NULL");
   // By the figure: the median, or the mean where it is the figure (time_center, schema v2).
   std::string sql = fmt::format(
@@ -901,7 +929,7 @@ std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::strin
   f.fingerprint = fingerprint;
   f.replay = replay;
   if (build_hash) f.build_hash = build_hash;
-  Where w = where_of(f);
+  Where w = where_of(f, impl_->version);
   if (need_full) w.raw("NOT (quick = 1 AND status = 'ok')");
   std::vector<StoredRow> rows;
   {
@@ -923,7 +951,7 @@ std::vector<StoredRow> Store::stale_rows(const Problem& p, const std::string& de
   f.family = family;
   f.config_hash = config_hash;
   f.replay = false;
-  Where w = where_of(f);
+  Where w = where_of(f, impl_->version);
   w.raw("fingerprint <> ?");
   w.args.push_back(fingerprint);
   std::lock_guard lock(impl_->mu);
@@ -936,7 +964,7 @@ int64_t Store::count_stale(const Problem& p, const std::string& device_name, con
   f.family = family;
   f.config_hash = config_hash;
   f.replay = false;
-  Where w = where_of(f);
+  Where w = where_of(f, impl_->version);
   w.raw("fingerprint <> ?");
   w.args.push_back(fingerprint);
   std::lock_guard lock(impl_->mu);
@@ -1289,6 +1317,7 @@ void to_json(nlohmann::json& j, const StoredRow& r) {
        {"config", r.config},
        {"config_name", r.config_name},
        {"config_hash", r.config_hash},
+       {"transform", to_string(r.transform)},
        {"measurement", r.m},
        {"tflops", num(r.tflops())},
        {"provenance", r.prov},
@@ -1307,6 +1336,7 @@ void from_json(const nlohmann::json& j, StoredRow& r) {
   r.config = j.at("config").get<Config>();
   r.config_name = j.value("config_name", "");
   r.config_hash = j.value("config_hash", "");
+  r.transform = parse_transform(j.value("transform", std::string("none")), "row transform");
   r.m = j.at("measurement").get<Measurement>();
   r.prov = j.at("provenance").get<Provenance>();
   if (r.prov.device_name.empty()) r.prov.device_name = j.value("device_name", "");
@@ -1316,6 +1346,7 @@ void from_json(const nlohmann::json& j, StoredRow& r) {
 void to_json(nlohmann::json& j, const Winner& w) {
   const Decision& d = w.decision;
   j = {{"key", w.key},           {"family", w.family},     {"config_name", w.config_name},
+       {"transform", to_string(w.transform)},
        {"row_id", w.row_id},     {"row_uuid", w.row_uuid}, {"note", w.note},
        {"time_utc", w.time_utc}, {"time_unix", w.time_unix},
        {"tie", d.tie},           {"tie_with", d.tie_with}, {"runner_up", d.runner_up},
@@ -1326,6 +1357,7 @@ void from_json(const nlohmann::json& j, Winner& w) {
   w.key = j.at("key").get<ResultKey>();
   w.family = j.at("family").get<std::string>();
   w.config_name = j.at("config_name").get<std::string>();
+  w.transform = parse_transform(j.value("transform", std::string("none")), "winner transform");
   w.row_id = j.value("row_id", int64_t(0));
   w.row_uuid = j.at("row_uuid").get<std::string>();
   w.note = j.value("note", "");

@@ -18,7 +18,9 @@
 //   results(...)              one row per measurement: identity (row_uuid), time, tune_id,
 //                             replay, the key (device_name m n k in_dtype out_dtype layout
 //                             align) + lda/ldb/ldc, family, config (JSON array), config_name,
-//                             config_hash, the Measurement's fields as columns (status,
+//                             config_hash, transform (v5: none, pad, swap, pad+swap; a
+//                             transformed config's name and hash include it), the
+//                             Measurement's fields as columns (status,
 //                             message, quick, time_* in µs, err_*, sensors, resources, ...),
 //                             tflops (NULL unless ok), and every Provenance field plus its
 //                             fingerprint. Unknown numbers (NaN) are NULL.
@@ -34,6 +36,7 @@
 #include "problem.hpp"
 #include "provenance.hpp"
 #include "space.hpp"
+#include "transform.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -49,9 +52,10 @@
 namespace gt {
 
 // v2: results.time_center (which statistic is the figure). v3: the winners' decisions as
-// columns. v4: results.build_hash (each measurement's exact build). A store of an older schema is upgraded when opened for writing (store.cpp,
-// `migrations()`: one step per version, in order).
-inline constexpr int kStoreSchemaVersion = 4;
+// columns. v4: results.build_hash (each measurement's exact build). v5: results.transform (the
+// problem transform a config ran through). A store of an older schema is upgraded when opened
+// for writing (store.cpp, `migrations()`: one step per version, in order).
+inline constexpr int kStoreSchemaVersion = 5;
 inline constexpr int kBusyTimeoutMs = 60000;
 
 // What a result is valid for: the device model and the problem without its leading
@@ -79,9 +83,10 @@ struct StoredRow {
   bool replay = false;     // made from recorded data, not on a GPU
   Problem problem;
   std::string family;
-  Config config;
-  std::string config_name;
-  std::string config_hash;  // hex64 of Space::hash
+  Config config;            // in the family's space for the transform's problem
+  std::string config_name;  // transformed_name(the family's name, transform)
+  std::string config_hash;  // hex64 of transformed_hash(Space::hash, transform)
+  Transform transform = Transform::none;  // the problem is `problem`; the family ran its transform
   Measurement m;
   Provenance prov;          // prov.device_name is the key's device
   std::string fingerprint;  // as stored: prov.fingerprint() when it was inserted
@@ -100,6 +105,7 @@ struct RowFilter {
   std::optional<int32_t> align;
   std::optional<std::string> family, config_hash, tune_id, fingerprint;
   std::optional<uint64_t> build_hash;  // rows of this build (Provenance::build_hash)
+  std::optional<Transform> transform;
   std::optional<Status> status;
   std::optional<bool> replay;  // unset: both
   std::optional<bool> quick;
@@ -122,7 +128,8 @@ struct Decision {
 struct Winner {
   ResultKey key;
   std::string family;  // kAllFamilies for the winner over every family
-  std::string config_name;
+  std::string config_name;  // as its row has it (a transformed config's name ends with its transform)
+  Transform transform = Transform::none;  // its row's
   int64_t row_id = 0;  // local id of the winning measurement
   std::string row_uuid;
   Decision decision;

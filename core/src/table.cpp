@@ -91,7 +91,7 @@ std::string regime_text(int64_t m, const LookupPolicy& policy) {
 }
 
 std::string TableEntry::shape() const { return fmt::format("{}x{}x{}", key.m, key.n, key.k); }
-std::string TableEntry::text() const { return fmt::format("{} -> {}", key.text(), config); }
+std::string TableEntry::text() const { return fmt::format("{} -> {}", key.text(), transformed_name(config, transform)); }
 
 static bool entry_less(const TableEntry& a, const TableEntry& b) {
   return std::tie(a.key, a.family, a.config) < std::tie(b.key, b.family, b.config);
@@ -119,6 +119,8 @@ double shape_distance(int64_t m, int64_t n, int64_t k, int64_t m2, int64_t n2, i
   double dm = l(m, m2), dn = l(n, n2), dk = l(k, k2);
   return std::sqrt(dm * dm + dn * dn + dk * dk);
 }
+
+Problem family_problem(const TableEntry& e, const Problem& p) { return transformed_problem(p, e.transform); }
 
 Problem problem_of(const TableEntry& e) {
   Problem p = Problem::make(e.key.m, e.key.n, e.key.k, e.key.in, e.key.out, e.key.layout);
@@ -149,7 +151,7 @@ struct RawTable {
 
 const std::set<std::string> kEntryFields = {
     "device", "m", "n", "k", "dtype", "out_dtype", "layout", "align", "family", "family_version", "source_hash",
-    "config", "params", "time_us", "tflops", "measured_at", "arch", "driver", "cuda_runtime", "nvrtc", "library",
+    "config", "params", "transform", "time_us", "tflops", "measured_at", "arch", "driver", "cuda_runtime", "nvrtc", "library",
     "gemmtune_version", "row_uuid", "origin", "replay"};
 const std::set<std::string> kHeaderFields = {"gemmtune_table", "generated_at", "generator", "source", "entries"};
 
@@ -269,7 +271,20 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
     r.fail("config", fmt::format("'{}' is not a config name of family '{}' (it must start with the family name)",
                                  e.config, e.family),
            r.line_of("config"));
+  if (e.config.find('+') != std::string::npos)
+    r.fail("config", fmt::format("'{}' is not a family's config name: a transform is its own field ('transform')",
+                                 e.config),
+           r.line_of("config"));
   e.params = r.str("params", false);
+  if (r.find("transform")) {
+    std::string t = r.str("transform", true);
+    try {
+      e.transform = parse_transform(t, "transform");
+    } catch (const InputError&) {
+      r.fail("transform", fmt::format("unknown transform '{}' (expected none, pad, swap or pad+swap)", t),
+             r.line_of("transform"));
+    }
+  }
   e.time_us = *r.number("time_us", true);
   if (e.time_us <= 0) r.fail("time_us", fmt::format("{} is not a positive time", e.time_us), r.line_of("time_us"));
   auto tf = r.number("tflops", false);
@@ -571,6 +586,7 @@ std::vector<Field> fields_of(const TableEntry& e) {
           S("family", e.family),
           S("config", e.config),
           S("params", e.params),
+          S("transform", to_string(e.transform)),
           F("time_us", e.time_us),
           F("tflops", e.tflops),
           S("family_version", e.family_version),
@@ -709,7 +725,25 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
   o += "// One tuned result. The key: device, m, n, k, dtype (A and B), out_dtype (C), layout (first letter A,\n"
        "// second B; n = as written, t = stored transposed), align (bytes dividing every leading dimension\n"
        "// times the element size and every base pointer). What to run: family + config (its canonical\n"
-       "// name); params spells the same config as name=value pairs. The rest is where it was measured.\n";
+       "// name); params spells the same config as name=value pairs; transform says how to run it (below).\n"
+       "// The rest is where it was measured.\n";
+  o += R"(//
+// transform: "none" runs the config on the problem as it is. Otherwise the config is of its family
+// for a transformed problem, and a program must do what gemmtune's runtime does (docs/transforms.md):
+//   "pad"      copy each operand whose leading dimension (times the element size) or base pointer is not
+//              a multiple of 16 bytes into a buffer whose leading dimension is padded_ld(), zeros in the
+//              padding; when both A and B are copied, K becomes padded_ld(K), the extra K zeros too. Run
+//              the config on those buffers, with C in a padded buffer (copied back, cropped) unless C's
+//              ldc and pointer are 16-byte aligned. An operand of one stored row is never copied: its
+//              leading dimension is free, so the config is given padded_ld() of its columns instead.
+//   "swap"     run the config on C^T = B^T A^T: B as its A, A as its B (the stored matrices as they are),
+//              M and N exchanged, each layout letter flipped (nn <-> tt; nt and tn stay). Served only where
+//              C is a single row (M = 1) or a single column with ldc = 1, which are C^T's own buffer.
+//   "pad+swap" swap, then pad's copies; the config writes C^T into a buffer copied back transposed.
+// A program that cannot do this runs cuBLASLt's own choice for such an entry instead.
+)";
+  o += "constexpr std::int64_t padded_ld(std::int64_t elements, std::int64_t element_bytes) {\n"
+       "  return (elements * element_bytes + 15) / 16 * 16 / element_bytes;\n}\n\n";
   o += "struct Entry {\n";
   TableEntry dummy;
   for (auto& f : fields_of(dummy)) {
@@ -944,6 +978,7 @@ void answer_with(LookupResult& r, const Candidate& c, MatchKind kind, Rule rule)
   r.family = c.e->family;
   r.config = c.e->config;
   r.params = c.e->params;
+  r.transform = c.e->transform;
   r.entry = *c.e;
   r.distance = c.d;
 }
@@ -953,6 +988,7 @@ void answer_with(LookupResult& r, const Candidate& c, Rule rule, const DefaultCh
   r.family = d.family;
   r.config = d.config;
   r.params = d.params;
+  r.transform = d.transform;
   if (!d.unchecked.empty()) r.unchecked = d.unchecked;
 }
 
@@ -1045,6 +1081,7 @@ LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, c
       r.family = d->family;
       r.config = d->config;
       r.params = d->params;
+      r.transform = d->transform;
       r.unchecked = d->unchecked;
       return r;
     }
@@ -1156,7 +1193,8 @@ LookupTable table_from_store(const Store& store, const ExportOptions& o, std::ve
     e.family = r.family;
     e.family_version = r.prov.family_version;
     e.source_hash = hex64(r.prov.source_hash);
-    e.config = r.config_name;
+    e.config = family_config_name(r.config_name, r.transform);
+    e.transform = r.transform;
     if (o.params_of) {
       if (auto ps = o.params_of(r)) {
         e.params = *ps;
@@ -1239,9 +1277,16 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
     if (!fam) return Verdict::cannot(fmt::format("family '{}' is not loaded (loaded: {})", e.family, loaded_list(reg)));
     bool exact = e.key.m == p.m && e.key.n == p.n && e.key.k == p.k && e.key.in == p.in && e.key.out == p.out &&
                  e.key.layout == p.layout && e.key.align == p.align;
+    // A transformed entry's config is of its family's space for the transformed problems: the
+    // entry's own, and the asked one's (which the transform may not serve).
+    std::string why;
+    auto own_plan = plan_transform(problem_of(e), e.transform, &why);
+    if (!own_plan) return Verdict::cannot(fmt::format("its transform {} cannot serve its own key: {}", to_string(e.transform), why));
+    auto plan = plan_transform(p, e.transform, &why);
+    if (!plan) return Verdict::cannot(fmt::format("{}: {}", to_string(e.transform), why));
     Space own;
     try {
-      own = fam->space(problem_of(e), limits);
+      own = fam->space(own_plan->inner, limits);
     } catch (const RuntimeFailure& ex) {
       // Verified at exactly this key when it was tuned. Elsewhere: without a GPU this machine
       // cannot tell (cuBLASLt describes its spaces by asking the GPU's library); with one, the
@@ -1262,16 +1307,20 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
       throw InputError(fmt::format("config '{}' no longer exists in family {}'s space ({}): {}", e.config, e.family,
                                    versions, err));
     }
+    const Problem& q = plan->inner;
+    const std::string under = e.transform == Transform::none ? "" : fmt::format("under {} ({}): ", to_string(e.transform), q.key());
     Space target;
     try {
-      target = fam->space(p, limits);
+      target = fam->space(q, limits);
     } catch (const RuntimeFailure& ex) {
       // The entry's own space was described here, so this is the family refusing this problem.
-      return Verdict::cannot(ex.what());
+      return Verdict::cannot(under + ex.what());
     }
     auto cfg = target.parse(e.config, &err);
-    if (!cfg) return Verdict::cannot(fmt::format("not in {}'s space for {}: {}", e.family, p.key(), err));
-    return fam->can_implement(p, *cfg, limits);
+    if (!cfg) return Verdict::cannot(fmt::format("{}not in {}'s space for {}: {}", under, e.family, q.key(), err));
+    auto refusal = fam->can_implement(q, *cfg, limits);
+    if (refusal) return Verdict::cannot(under + *refusal);
+    return Verdict{};
   };
 }
 
@@ -1291,14 +1340,17 @@ TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits) {
     // have picked otherwise when the table was made.
     if (!e.family_version.empty() && e.family_version != fam->version()) return std::nullopt;
     try {
-      Space own = fam->space(problem_of(e), limits);
+      // Through the entry's transform: the family's default for the transformed problem.
+      Space own = fam->space(family_problem(e, problem_of(e)), limits);
       std::string err;
       auto c = own.parse(e.config, &err);
       if (!c || *c != own.default_config()) return std::nullopt;
-      Space here = fam->space(p, limits);
+      Space here = fam->space(family_problem(e, p), limits);
       Config d = here.default_config();
       if (here.check(d)) return std::nullopt;  // the space's check is the family's can_implement
-      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), default_note(fam->name()), false, ""};
+      std::string note = default_note(fam->name());
+      if (e.transform != Transform::none) note += fmt::format(" under {}", to_string(e.transform));
+      return DefaultChoice{fam->name(), here.name(d), here.assignments(d), note, false, "", e.transform};
     } catch (const std::exception&) {
       // Cannot be asked here (cuBLASLt without a GPU), or the entry is broken: the entry's
       // config as it is, which the lookup's own check then judges and reports.
@@ -1362,7 +1414,7 @@ AdaptFn plugin_adapt(const PluginRegistry& reg, const gt_device& limits) {
     const Family* fam = reg.find(e.family);
     if (!fam) return std::nullopt;
     try {
-      Space here = fam->space(p, limits);
+      Space here = fam->space(family_problem(e, p), limits);  // InputError: the transform cannot serve p
       auto c = here.parse(e.config, nullptr);
       if (!c) return std::nullopt;  // a value this problem's space does not list: more than one parameter away
       const Config d = here.default_config();
@@ -1374,7 +1426,7 @@ AdaptFn plugin_adapt(const PluginRegistry& reg, const gt_device& limits) {
         const Param& par = here.params()[i];
         std::string note = fmt::format("{}={} for {}={}", par.name, par.text(*par.index_of(d[i])), par.name,
                                        par.text(*par.index_of((*c)[i])));
-        return DefaultChoice{fam->name(), here.name(tried), here.assignments(tried), note, false, ""};
+        return DefaultChoice{fam->name(), here.name(tried), here.assignments(tried), note, false, "", e.transform};
       }
     } catch (const std::exception&) {
       // The family cannot describe this problem here: nothing to adapt to.
@@ -1411,16 +1463,21 @@ ResolvedChoice resolve_choice(const PluginRegistry& reg, const gt_device& limits
   if (!fam)
     throw InputError(fmt::format("family '{}' (chosen: {}) is not loaded (loaded: {})", r.family, r.how,
                                  loaded_list(reg)));
-  Space s = fam->space(problem, limits);
+  std::string why;
+  auto plan = plan_transform(problem, r.transform, &why);
+  if (!plan) throw InputError(fmt::format("{} (chosen: {}): {}", to_string(r.transform), r.how, why));
+  Space s = fam->space(plan->inner, limits);
   std::string err;
   auto cfg = s.parse(r.config, &err);
   if (!cfg) throw InputError(fmt::format("config '{}' is not in {}'s space for {}: {}", r.config, r.family,
-                                         problem.key(), err));
+                                         plan->inner.key(), err));
   ResolvedChoice c;
   c.family = fam;
   c.config = *cfg;
   c.name = s.name(*cfg);
   c.params = s.assignments(*cfg);
+  c.transform = r.transform;
+  c.problem = plan->inner;
   return c;
 }
 

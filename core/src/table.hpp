@@ -26,7 +26,8 @@
 
 namespace gt {
 
-inline constexpr int kTableFormatVersion = 1;
+// 2: entries carry `transform` (version 1 tables are read as transform "none").
+inline constexpr int kTableFormatVersion = 2;
 
 enum class TableFormat { toml, json, csv, cpp };
 const char* to_string(TableFormat f);
@@ -42,6 +43,9 @@ struct TableEntry {
   std::string source_hash;     // hex64 of the plugin's kernel-source hash
   std::string config;          // canonical config name: the authority on what to run
   std::string params;          // "bm=128,bn=128,..." (readable; "" when unknown at export)
+  // The problem transform the config runs through (transform.hpp): the config is of the
+  // family's space for the transformed problem. "none" in files of format version 1.
+  Transform transform = Transform::none;
   double time_us = 0;          // time per call where it was tuned (the figure: median, or mean at the power cap)
   double tflops = 0;
   // Provenance of the measurement the entry comes from.
@@ -52,7 +56,7 @@ struct TableEntry {
   std::string origin;          // "winner", "family winner" or "best measured" (see table_from_store)
   bool replay = false;         // made from recorded measurements, not on a GPU
 
-  // "NVIDIA H200 4096x4096x4096 f16>f16 nn a16 -> naive_map..."
+  // "NVIDIA H200 4096x4096x4096 f16>f16 nn a16 -> naive_map..." (the config's transformed name)
   std::string text() const;
   std::string shape() const;  // "MxNxK"
   bool operator==(const TableEntry&) const = default;
@@ -114,6 +118,7 @@ struct DefaultChoice {
   std::string note;    // "cuBLASLt's heuristic pick", "naive's default config", "swz=1 for swz=8"
   bool library_pick = false;  // a library's own choice for the problem (cuBLASLt's heuristic pick)
   std::string unchecked;      // why this machine could not name or check it ("": it could)
+  Transform transform = Transform::none;  // a transfer or adaptation keeps its entry's
 };
 
 // The answer, structured: which entry (if any), how it matched, which rule served it and why.
@@ -123,6 +128,7 @@ struct LookupResult {
   Tier tier = Tier::device;
   std::string how;     // "exact", "nearest (from 4096x4096x4096)", "default (cuBLASLt's heuristic pick)"
   std::string family, config, params;
+  Transform transform = Transform::none;  // run `config` through it (its entry's; none for a default)
   std::optional<TableEntry> entry;  // exact and nearest
   double distance = 0;              // nearest: the log-space distance
   std::string transferred;          // rule transferred: its note ("cuBLASLt's heuristic pick")
@@ -244,6 +250,9 @@ double shape_distance(int64_t m, int64_t n, int64_t k, int64_t m2, int64_t n2, i
 // A problem standing for an entry's key: leading dimensions padded so that the alignment
 // can be the key's (never above it).
 Problem problem_of(const TableEntry& e);
+// The problem the entry's family runs for `p`: p through the entry's transform; InputError
+// with the reason when the transform cannot serve p.
+Problem family_problem(const TableEntry& e, const Problem& p);
 
 // ---------------------------------------------------------------------------------------
 // From the results store.
@@ -340,13 +349,16 @@ LookupMachine lookup_machine(const std::string& device_name, const std::string& 
 bool is_decode(int64_t m, const LookupPolicy& policy);
 std::string regime_text(int64_t m, const LookupPolicy& policy);
 
-// The family and config a lookup chose, resolved for `problem`. InputError when the
-// family is not loaded or the config is not in its space for the problem.
+// The family and config a lookup chose, resolved for `problem` through the answer's
+// transform. InputError when the family is not loaded, the transform cannot serve the problem
+// or the config is not in the family's space for the transformed problem.
 struct ResolvedChoice {
   const Family* family = nullptr;
-  Config config;
-  std::string name;
+  Config config;       // of the family's space for the transformed problem
+  std::string name;    // the family's canonical name (without the transform)
   std::string params;
+  Transform transform = Transform::none;
+  Problem problem;     // what the family runs: the transformed problem
 };
 ResolvedChoice resolve_choice(const PluginRegistry& reg, const gt_device& limits, const LookupResult& r,
                               const Problem& problem);

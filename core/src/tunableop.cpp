@@ -203,6 +203,14 @@ TunableOpFile tunableop_file(const std::vector<StoredRow>& rows, const TunableOp
   uint64_t max_workspace = 0;
   for (const StoredRow& r : rows) {
     std::string why;
+    if (r.transform != Transform::none) {
+      // TunableOp re-creates a cuBLASLt algorithm for the problem PyTorch has; it has no way to
+      // copy operands into padded buffers or exchange them first.
+      f.notes.push_back(fmt::format("left out {}: its cuBLASLt winner {} runs through the transform '{}', which a "
+                                    "TunableOp file cannot express (PyTorch runs its own choice there)",
+                                    r.key().text(), r.config_name, to_string(r.transform)));
+      continue;
+    }
     auto algo = cublaslt_algo_of(r.config, r.config_name, r.prov.family_version, &why);
     auto key = algo ? tunableop_key(r.problem, &why) : std::nullopt;
     auto device = tunableop_device(r.prov.device_name, r.prov.arch);

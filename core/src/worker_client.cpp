@@ -205,7 +205,8 @@ void WorkerClient::set_problem(const Problem& p, Distribution d, uint64_t seed) 
 
 Measurement WorkerClient::measure(const Candidate& c, bool quick) {
   ensure_started();
-  nlohmann::json req = {{"op", "measure"}, {"family", c.family}, {"config", c.config}, {"quick", quick}};
+  nlohmann::json req = {{"op", "measure"}, {"family", c.family}, {"config", c.config},
+                         {"transform", to_string(c.transform)}, {"quick", quick}};
   // Before the first heartbeat: the floor, or a slow kernel's time (0.05 TFLOP/s) many times.
   double first = std::max(limits_.hang_floor_s, 20.0 * flops_ / 0.05e12);
   try {
@@ -235,7 +236,8 @@ Measurement WorkerClient::measure(const Candidate& c, bool quick) {
 
 double WorkerClient::settle(const Candidate& c, double cap_s) {
   ensure_started();
-  nlohmann::json req = {{"op", "settle"}, {"family", c.family}, {"config", c.config}, {"cap_s", cap_s}};
+  nlohmann::json req = {{"op", "settle"}, {"family", c.family}, {"config", c.config},
+                         {"transform", to_string(c.transform)}, {"cap_s", cap_s}};
   try {
     nlohmann::json r = call(req, std::max(limits_.hang_floor_s, cap_s * 2), limits_.absolute_cap_s);
     if (!r.value("ok", false)) throw RuntimeFailure("settle: " + r.value("error", ""));
@@ -249,7 +251,7 @@ double WorkerClient::settle(const Candidate& c, double cap_s) {
 Retimed WorkerClient::retime(const std::vector<Candidate>& cs, const Interleave& how, uint64_t seed) {
   ensure_started();
   nlohmann::json list = nlohmann::json::array();
-  for (auto& c : cs) list.push_back({{"family", c.family}, {"config", c.config}});
+  for (auto& c : cs) list.push_back({{"family", c.family}, {"config", c.config}, {"transform", to_string(c.transform)}});
   nlohmann::json req = {{"op", "retime"}, {"candidates", list}, {"rounds", how.rounds},
                          {"warmup_s", how.warmup_s},   {"capped_warmup_s", how.capped_warmup_s},
                          {"capped_rounds", how.capped_rounds}, {"seed", seed}};

@@ -26,8 +26,9 @@ _TEXT_CAP = 1024  # config names and "how" texts are far shorter
 @dataclass(frozen=True)
 class Choice:
     """What the table answers for a problem: match is "exact", "nearest" or "default" (as
-    `gemmtune lookup` says), config the canonical name of the config, how the way it was
-    found ("nearest (from 4096x4096x4096)")."""
+    `gemmtune lookup` says), config the canonical name of the config (ending "+pad", "+swap" or
+    "+pad+swap" where it runs through a problem transform, which the runtime applies), how the
+    way it was found ("nearest (from 4096x4096x4096)")."""
 
     match: str
     config: str
@@ -49,6 +50,7 @@ class Entry:
     family: str = ""
     config: str = ""
     params: str = ""
+    transform: str = "none"  # the problem transform the config runs through (docs/transforms.md)
     time_us: float = 0.0
     tflops: float = 0.0
     family_version: str = ""

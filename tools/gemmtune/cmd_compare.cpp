@@ -2,7 +2,10 @@
 // cuBLASLt's heuristic pick (rank 0) and the best cuBLASLt algorithm found: same buffers,
 // same timing (verified, then re-timed interleaved), with % of the measured roofline at the
 // problem (the dtype's compute roof, or the streaming-read roof times the problem's
-// intensity where that is lower; JSON: pct_roof = 100 x FLOP/s / roofline_value).
+// intensity where that is lower; JSON: pct_roof = 100 x FLOP/s / roofline_value). Transformed
+// candidates (pad, swap: docs/transforms.md) stand beside plain ones: a family's winner in the
+// form it won in, its best stored measurement in each other form it was tuned in, and, for a
+// misaligned problem, cuBLASLt's pick for the padded problem.
 // Parse -> resolve (the job plan tune resolves too: its families, strategy, seed, budgets
 // per family and margin, for the families compare tunes first) -> run -> print.
 #include "bench.hpp"
@@ -31,13 +34,14 @@ struct CompareArgs {
 };
 
 struct Entry {
-  std::string label;  // family, or "cublaslt (pick)" / "cublaslt (best)"
+  std::string label;  // family, or "cublaslt (pick)" / "cublaslt (best)"; a transformed form's ends "+pad" etc.
   std::string family;
-  Config config;
-  std::string name, params, description;  // params: the readable form (Space::readable)
+  Config config;  // of the family's space for the transform's problem
+  std::string name, params, description;  // name with its transform; params: the readable form (Space::readable)
   Measurement m;
   int64_t row = 0;
   int same_as = -1;  // an earlier entry with the same family and config: measured once, shown twice
+  Transform transform = Transform::none;
 };
 
 // The fastest row of a problem against cuBLASLt's pick, for the summary line.
@@ -115,6 +119,27 @@ std::vector<const search::PlannedProblem*> problems_to_compare(const search::Job
   return out;
 }
 
+// Beside a family's winner, its fastest stored measurement in each other form it was tuned in
+// (plain beside a transformed winner, transformed beside a plain one): compare re-times them all.
+void add_other_forms(CompareRun& run, const Problem& p, const std::string& family, const std::string& label,
+                     Transform won, std::vector<Entry>& entries) {
+  if (run.session.replay()) return;  // a replay explores no transforms
+  Store& store = run.session.store();
+  for (Transform t : kTransforms) {
+    if (t == won || !plan_transform(p, t)) continue;
+    RowFilter f = RowFilter::of(ResultKey::of(run.session.measurer(0).device().name, p));
+    f.family = family;
+    f.transform = t;
+    auto rows = store.best(f, true);
+    if (rows.empty()) continue;
+    Space s = run.spaces(family, transformed_problem(p, t));
+    if (rows.front().config.size() != s.dims()) continue;
+    const std::string suffix = t == Transform::none ? " (plain)" : std::string("+") + to_string(t);
+    entries.push_back({label + suffix, family, rows.front().config, transformed_name(s.name(rows.front().config), t),
+                       s.readable(rows.front().config), "", {}, 0, -1, t});
+  }
+}
+
 // A family's stored winner (tuned first under the plan when there is none and tuning is on).
 void add_winner(CompareRun& run, const Problem& p, const std::string& family, const std::string& label,
                 std::vector<Entry>& entries) {
@@ -128,15 +153,24 @@ void add_winner(CompareRun& run, const Problem& p, const std::string& family, co
     w = store.winner(key, family);
   }
   if (!w) return;
-  Space s = run.spaces(family, p);
   std::string err;
-  auto c = s.parse(w->config_name, &err);
+  std::optional<Config> c;
+  Space s;
+  try {
+    s = run.spaces(family, transformed_problem(p, w->transform));
+    c = s.parse(family_config_name(w->config_name, w->transform), &err);
+  } catch (const InputError& e) {
+    err = e.what();
+  }
   if (!c) {
     fmt::print(stderr, "note: the stored winner of {} ({}) is not in its space any more: {}\n", family, w->config_name,
                err);
     return;
   }
-  entries.push_back({label, family, *c, s.name(*c), s.readable(*c), "", {}, 0, -1});
+  const std::string suffix = w->transform == Transform::none ? "" : std::string("+") + to_string(w->transform);
+  entries.push_back({label + suffix, family, *c, transformed_name(s.name(*c), w->transform), s.readable(*c), "", {}, 0, -1,
+                     w->transform});
+  add_other_forms(run, p, family, label, w->transform, entries);
 }
 
 std::vector<Entry> entries_of(CompareRun& run, const Problem& p, const std::vector<std::string>& hand) {
@@ -148,6 +182,15 @@ std::vector<Entry> entries_of(CompareRun& run, const Problem& p, const std::vect
     auto picks = lt->suggest(p, dev.limits, 1, s.dims());
     if (!picks.empty())
       entries.push_back({"cublaslt (pick)", "cublaslt", picks[0], s.name(picks[0]), s.readable(picks[0]), "", {}, 0, -1});
+    // A misaligned problem: cuBLASLt's pick for the padded problem too (its fast kernels need 16 bytes).
+    if (p.align < 16)
+      if (auto plan = plan_transform(p, Transform::pad)) {
+        Space ps = lt->space(plan->inner, dev.limits);
+        auto pp = lt->suggest(plan->inner, dev.limits, 1, ps.dims());
+        if (!pp.empty())
+          entries.push_back({"cublaslt (pick)+pad", "cublaslt", pp[0], transformed_name(ps.name(pp[0]), Transform::pad),
+                             ps.readable(pp[0]), "", {}, 0, -1, Transform::pad});
+      }
     add_winner(run, p, "cublaslt", "cublaslt (best)", entries);
   } else if (const search::Recording* rec = run.session.recording()) {
     // The recording's pick: the recorded space's default is the plugin's, cuBLASLt's rank 0.
@@ -178,11 +221,15 @@ void measure_entries(CompareRun& run, const Problem& p, std::vector<Entry>& entr
       if (entries[j].family == e.family && entries[j].name == e.name) e.same_as = int(j);
     if (e.same_as >= 0) continue;  // cuBLASLt's best is its pick: one kernel, timed once
     const Family* fam = run.session.plugins() ? run.session.plugins()->find(e.family) : nullptr;
-    e.m = meas.measure(Candidate{e.family, fam, e.config}, true);
+    auto plan = plan_transform(p, e.transform);
+    const Candidate cand{e.family, fam, e.config, e.transform};
+    e.m = meas.measure(cand, true);
     // A replay has no plugin to ask: the recorded row's message is the config's description.
-    e.description = fam ? fam->describe(p, e.config) : e.m.status == Status::ok ? e.m.message : "";
+    e.description = fam && plan ? fam->describe(plan->inner, e.config) : e.m.status == Status::ok ? e.m.message : "";
+    if (plan && e.transform != Transform::none)
+      e.description += (e.description.empty() ? "" : "; ") + fmt::format("{}: {}", to_string(e.transform), plan->describe());
     if (e.m.status == Status::ok) {
-      cands.push_back(Candidate{e.family, fam, e.config});
+      cands.push_back(cand);
       ok_idx.push_back(i);
     }
   }
@@ -198,8 +245,9 @@ void measure_entries(CompareRun& run, const Problem& p, std::vector<Entry>& entr
       const std::string how = j < rt.notes.size() && !rt.notes[j].empty() ? " (" + rt.notes[j] + ")" : "";
       e.m.message = fmt::format("{}{}compare: timed interleaved with {} others {}{}", e.description,
                                 e.description.empty() ? "" : "; ", cands.size() - 1, describe(o.retime, rt.capped), how);
-      e.row = run.session.store().insert(search::measured_row(p, run.spaces(e.family, p), e.config, e.m,
-                                                              run.prov(e.family, false), o.tune_id, meas.is_replay()));
+      e.row = run.session.store().insert(search::measured_row(p, run.spaces(e.family, transformed_problem(p, e.transform)),
+                                                              e.config, e.m, run.prov(e.family, false), o.tune_id,
+                                                              meas.is_replay(), e.transform));
     }
   }
   for (auto& e : entries)
@@ -245,18 +293,22 @@ nlohmann::json print_problem(CompareRun& run, const Problem& p, const std::vecto
     double speed = ok ? pick_us / e.m.time_us() : kNaN;
     if (ok && !(speed <= best.speed)) best = {p.key(), e.label, speed};
     rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"params", e.params},
+                    {"transform", to_string(e.transform)},
                     {"description", e.description},
                     {"status", to_string(e.m.status)}, {"message", e.m.message}, {"time_us", e.m.time},
                     {"tflops", ok ? nlohmann::json(tf) : nlohmann::json()}, {"pct_roof", num(pct)},
                     {"speedup_vs_pick", num(speed)}, {"err_rel_fro", num(e.m.err_rel_fro)}});
     if (json) continue;
+    // The config as a person reads it, and its transform ("  +pad").
+    const std::string shown =
+        e.params + (e.transform == Transform::none ? "" : "  +" + std::string(to_string(e.transform)));
     if (!ok) {
-      fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), e.params);
+      fmt::print("  {:<16} {}: {}   {}\n", e.label, to_string(e.m.status), e.m.message.substr(0, 120), shown);
       continue;
     }
     fmt::print("  {:<16} {:>10.2f} {:>9.1f} {:>7} {:>8} {:>9}  {}\n", e.label, e.m.time_us(), tf,
                std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-", std::isfinite(speed) ? fmt::format("{:.3f}", speed) : "-",
-               std::isfinite(e.m.err_rel_fro) ? fmt::format("{:.1e}", e.m.err_rel_fro) : "-", e.params);
+               std::isfinite(e.m.err_rel_fro) ? fmt::format("{:.1e}", e.m.err_rel_fro) : "-", shown);
     if (!e.description.empty()) fmt::print("  {:<16} {}\n", "", e.description);
   }
   if (std::isfinite(best.speed)) bests.push_back(best);

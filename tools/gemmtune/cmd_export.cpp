@@ -28,13 +28,17 @@ static std::optional<std::string> params_of(const PluginRegistry& reg, const Sto
   if (const Family* fam = reg.find(r.family)) {
     try {
       gt_device lim = arch_limits(r.prov.arch.empty() ? "sm_90" : r.prov.arch);
-      Space s = fam->space(r.problem, lim);
-      if (s.name(r.config) == r.config_name) return s.assignments(r.config);
+      Space s = fam->space(transformed_problem(r.problem, r.transform), lim);  // the family's problem
+      if (transformed_name(s.name(r.config), r.transform) == r.config_name) return s.assignments(r.config);
     } catch (const std::exception&) {
       // unknown arch, a family that needs a GPU, a config not in the space: the names below
     }
   }
-  return assignments_from_name(r.config_name, r.family, store.param_names(r.family, r.prov.family_version));
+  std::string name = r.config_name;  // the family's own name: without the transform's suffix
+  const std::string suffix = r.transform == Transform::none ? "" : std::string("+") + to_string(r.transform);
+  if (!suffix.empty() && name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  return assignments_from_name(name, r.family, store.param_names(r.family, r.prov.family_version));
 }
 
 // The table's format: --format, else the extension of -o (.toml, .json, .csv; .h, .hpp, .hh,
@@ -129,6 +133,7 @@ static std::vector<StoredRow> cublaslt_rows(const Store& store, const std::strin
   RowFilter f;
   f.family = "cublaslt";
   f.device_name = dev;
+  f.transform = Transform::none;  // beyond the winners: the rows a TunableOp file can express
   for (bool replay : {false, true}) {
     if (replay && !include_replay) break;
     f.replay = replay;

@@ -49,7 +49,7 @@ static int list_table(LookupTable t, const std::string& device, bool json) {
   fmt::print("  {:<{}} {:<14} {:>11} {:>9}  {}\n", "key", w, "family", "time us", "TFLOP/s", "config");
   for (const TableEntry& e : t.entries)
     fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops,
-               shown_config(e.params, e.config));
+               shown_config(e.params, e.config) + (e.transform == Transform::none ? "" : "  +" + std::string(to_string(e.transform))));
   fmt::print("(give --shape and --dtype to ask it for a problem)\n");
   return 0;
 }
@@ -135,6 +135,10 @@ static Command add_lookup(CLI::App& app, Globals& g) {
 
             std::vector<std::string> notes;
             if (!r.device_note.empty()) notes.push_back(r.device_note);
+            // What the answer's transform does for this problem (the runtime does the same).
+            std::string transform_plan;
+            if (r.transform != Transform::none)
+              if (auto plan = plan_transform(p, r.transform)) transform_plan = plan->describe();
             std::string params = r.params;
             if (const Family* fam = reg.find(r.family)) {
               if (r.entry && !r.entry->family_version.empty() && r.entry->family_version != fam->version())
@@ -164,7 +168,10 @@ static Command add_lookup(CLI::App& app, Globals& g) {
               j["how"] = r.how;
               j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
               j["family"] = r.family;
-              j["config"] = r.config;
+              j["config"] = transformed_name(r.config, r.transform);  // the name, as the runtime's choice says it
+              j["family_config"] = r.config;                          // the family's own (a table's `config`)
+              j["transform"] = to_string(r.transform);
+              j["transform_plan"] = transform_plan.empty() ? nlohmann::json() : nlohmann::json(transform_plan);
               j["params"] = params;
               j["distance"] = r.distance;
               j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
@@ -188,7 +195,10 @@ static Command add_lookup(CLI::App& app, Globals& g) {
             if (r.config.empty())
               fmt::print("{}  ({}'s own choice, named only where {} can be asked)\n", r.family, r.family, r.family);
             else
-              fmt::print("{}  {}\n", r.family, shown_config(params, r.config));
+              fmt::print("{}  {}{}\n", r.family, shown_config(params, r.config),
+                         r.transform == Transform::none ? "" : "  +" + std::string(to_string(r.transform)));
+            if (r.transform != Transform::none)
+              fmt::print("  transform: {}: {} (docs/transforms.md)\n", to_string(r.transform), transform_plan);
             fmt::print("  match:  {}", r.how);
             if (r.kind == MatchKind::nearest)
               fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,

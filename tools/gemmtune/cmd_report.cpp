@@ -57,8 +57,10 @@ Params split_assignments(const std::string& a) {
 std::vector<std::string> name_tokens(const StoredRow& r) {
   std::vector<std::string> t;
   std::string prefix = r.family + "_";
-  if (r.config_name.rfind(prefix, 0) != 0) return t;
-  std::string rest = r.config_name.substr(prefix.size());
+  // The family's own name: a transformed config's ends with its transform (the row says which).
+  const std::string name = r.transform == Transform::none ? r.config_name : family_config_name(r.config_name, r.transform);
+  if (name.rfind(prefix, 0) != 0) return t;
+  std::string rest = name.substr(prefix.size());
   size_t i = 0;
   while (i <= rest.size()) {
     size_t u = rest.find('_', i);
@@ -120,12 +122,13 @@ class ParamResolver {
     if (!fam) return std::nullopt;
     std::string arch = r.prov.arch.empty() ? "sm_90" : r.prov.arch;
     std::string cache_key = r.family + "|" + arch + "|" + r.problem.key() + "|" + std::to_string(r.problem.lda) + "," +
-                            std::to_string(r.problem.ldb) + "," + std::to_string(r.problem.ldc);
+                            std::to_string(r.problem.ldb) + "," + std::to_string(r.problem.ldc) + "|" +
+                            to_string(r.transform);
     auto it = spaces_.find(cache_key);
     if (it == spaces_.end()) {
       std::optional<Space> s;
       try {
-        s = fam->space(r.problem, arch_limits(arch));
+        s = fam->space(transformed_problem(r.problem, r.transform), arch_limits(arch));  // the family's problem
       } catch (const std::exception&) {
         // A library family without a GPU, an unknown architecture: the name says the rest.
       }
@@ -135,7 +138,8 @@ class ParamResolver {
     const Space& s = *it->second;
     try {
       // A plugin that changed since the row was stored would spell other parameters.
-      if (r.config.size() != s.dims() || s.name(r.config) != r.config_name) return std::nullopt;
+      if (r.config.size() != s.dims() || transformed_name(s.name(r.config), r.transform) != r.config_name)
+        return std::nullopt;
       return split_assignments(s.assignments(r.config));
     } catch (const std::exception&) {
       return std::nullopt;
@@ -527,6 +531,7 @@ json measurement_json(const StoredRow& r, ParamResolver& params, bool pick) {
             {"device", r.prov.device_name},
             {"family", r.family},
             {"config", r.config_name},
+            {"transform", to_string(r.transform)},
             {"params", pj},
             {"params_from", source},
             {"time_us", num(r.m.time_us())},
@@ -569,7 +574,9 @@ RowsJson rows_json(Globals& g, const StoreContents& c, bool use_plugins) {
   for (auto& r : c.rows)
     if (r.m.status == Status::ok) params.observe(r);
   // The cuBLASLt pick: the plugin's description says so where it was measured; other rows of
-  // that config for the same key (compare's re-timings) are the pick too.
+  // that config for the same key (compare's re-timings) are the pick too. A transformed row marked
+  // so is the pick for the transformed problem (cuBLASLt's pick for the padded one): its
+  // `transform` tells them apart (report.py keeps the plain pick as the problem's pick).
   std::set<std::string> pick_names;  // device|key|config_name
   auto key_of = [](const StoredRow& r) { return r.prov.device_name + "|" + r.problem.key(); };
   for (auto& r : c.rows)

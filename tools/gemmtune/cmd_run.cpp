@@ -42,14 +42,16 @@ static void check_trace_path(const std::string& trace) {
   if (!existed) std::filesystem::remove(trace);  // written only with a trace
 }
 
-// The text output: the config (`name`: the family and its readable form), its resources, its
-// verification and its timing.
-static void print_run(const Family& fam, const Problem& p, const Config& c, const std::string& name,
+// The text output: the config (`name`: the family and its readable form, and its transform),
+// its resources, its verification and its timing.
+static void print_run(const Family& fam, const TransformPlan& plan, const Config& c, const std::string& name,
                       const DeviceInfo& dev, const Measurement& m, Distribution d, uint64_t seed, bool verify_only,
                       int rotation) {
+  const Problem& p = plan.outer;
   fmt::print("{} on {} ({})\n", name, dev.name, p.key());
-  std::string desc = fam.describe(p, c);
+  std::string desc = fam.describe(plan.inner, c);
   if (!desc.empty()) fmt::print("  {}\n", desc);
+  if (plan.transform != Transform::none) fmt::print("  {}: {}\n", to_string(plan.transform), plan.describe());
   if (m.res.registers >= 0)
     fmt::print("  {} registers, {} B static shared memory, {} B spilled; compile {}\n", m.res.registers,
                m.res.static_smem, m.res.spill_stores, m.compiled_from_cache ? "from cache" : human_seconds(m.compile_s));
@@ -75,7 +77,7 @@ static void print_run(const Family& fam, const Problem& p, const Config& c, cons
 static Command add_run(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("run", "verifies one config (default: the family's default) against float64, then "
                                         "times it; prints time, TFLOP/s, error (needs a GPU)");
-  static std::string family, params, dist = "normal", trace;
+  static std::string family, params, dist = "normal", trace, transform = "none";
   static ProblemArgs pa;
   static int device = 0;
   static uint64_t seed = 0;
@@ -97,6 +99,9 @@ static Command add_run(CLI::App& app, Globals& g) {
       ->check(CLI::Range(0.0, 60.0));
   sub->add_option("--trace", trace, "write every timed call and NVML reading to this CSV (t_s, time_us, "
                                   "sm_clock_mhz, power_w, temp_c; t from the first sample)");
+  sub->add_option("--transform", transform,
+                  "run the config through a problem transform: none (default), pad, swap, pad+swap "
+                  "(docs/transforms.md); --params is then of the family's space for the transformed problem");
   sub->add_flag("--quick", quick, "fewer samples (exploration)");
   sub->add_flag("--verify-only", verify_only, "verify, do not time");
   add_problem_options(sub, pa, true);
@@ -106,6 +111,10 @@ static Command add_run(CLI::App& app, Globals& g) {
             check_trace_path(trace);
             Distribution d = parse_distribution(dist.c_str());
             const Family& fam = g.plugins().get(family);
+            const Transform t = parse_transform(transform, "--transform");
+            std::string why_not;
+            const auto plan = plan_transform(p, t, &why_not);
+            if (!plan) throw InputError(fmt::format("--transform {}: {}", transform, why_not));
             // Validate the config against the architecture's limits before asking for a GPU.
             std::string why_none;
             bool have_gpu = device_count(&why_none) > 0;
@@ -118,7 +127,7 @@ static Command add_run(CLI::App& app, Globals& g) {
             // A library family may need the GPU to describe its space at all.
             std::optional<Space> described;
             try {
-              described = fam.space(p, lim);
+              described = fam.space(plan->inner, lim);
             } catch (const RuntimeFailure&) {
               if (!have_gpu) throw NoGpuError(why_none);
               throw;
@@ -145,6 +154,7 @@ static Command add_run(CLI::App& app, Globals& g) {
             o.timing.min_time_s = std::max(min_time, 0.0);
             o.timing.capped_min_time_s = min_time >= 0 ? min_time : kCappedMinTimeS;
             o.keep_trace = !trace.empty();
+            o.transform = t;
             Evaluation ev = evaluate(fam, p, c, dev, bench, compiler, nullptr, o);
             const Measurement& m = ev.m;
             if (!trace.empty()) {
@@ -156,11 +166,12 @@ static Command add_run(CLI::App& app, Globals& g) {
                 fmt::print(stderr, "--trace: nothing was timed; {} not written\n", trace);
               }
             }
-            std::string name = space.name(c);
+            std::string name = transformed_name(space.name(c), t);
             if (g.json) {
               nlohmann::json j = m;
               j["config"] = name;
               j["params"] = space.readable(c);
+              j["transform"] = to_string(t);
               j["problem"] = p.key();
               j["device"] = dev.name;
               j["tflops"] = m.status == Status::ok && !verify_only ? nlohmann::json(m.tflops(p.flops())) : nlohmann::json();
@@ -169,7 +180,10 @@ static Command add_run(CLI::App& app, Globals& g) {
               j["rotating_sets"] = bench.rotation();
               print_json(j);
             } else {
-              print_run(fam, p, c, fam.name() + "  " + space.readable(c), dev, m, d, seed, verify_only, bench.rotation());
+              print_run(fam, *plan, c,
+                        fam.name() + "  " + space.readable(c) +
+                            (t == Transform::none ? "" : "  +" + std::string(to_string(t))),
+                        dev, m, d, seed, verify_only, bench.rotation());
             }
             return m.status == Status::ok ? 0 : 1;
           }};

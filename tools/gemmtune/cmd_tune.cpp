@@ -43,6 +43,7 @@ struct TuneArgs {
   double turn_warmup = Interleave{}.capped_warmup_s;
   std::string dist;
   double settle = kSettleCapS;
+  std::string transforms = "auto";
 };
 
 std::string fmt_us(double us) { return std::isfinite(us) ? fmt::format("{:.2f}", us) : "-"; }
@@ -99,6 +100,11 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                   "run: no GPU needed; without a problem named, the recording's problems");
   sub->add_option("--record", a.record,
                   "write what this run measured as a replay recording (JSON) to this file");
+  sub->add_option("--transforms", a.transforms,
+                  "problem transforms explored beside the plain problem (docs/transforms.md): auto (default: pad "
+                  "where the problem is misaligned, swap where it changes what a family can run), none, or a list "
+                  "of pad, swap, pad+swap (exactly those, wherever they apply); not in a replay")
+      ->default_str("auto");
 }
 
 // The flags as a plan request: the job-independent settings go into its base options.
@@ -130,6 +136,7 @@ search::PlanRequest request_of(const TuneArgs& a) {
   o.retime.capped_warmup_s = a.turn_warmup;
   o.reuse = !a.no_reuse;
   o.settle_s = a.settle;
+  o.transforms = search::TransformPolicy::parse(a.transforms, "--transforms");
   o.stop = &g_stop;
   std::random_device rd;
   o.input_seed = (uint64_t(rd()) << 32) | rd();
@@ -161,6 +168,15 @@ void print_problem(const search::ProblemOutcome& po, const std::string& gpu, con
                f.strategy, f.best ? f.best_params : "(none passed)", int(i) == po.winner ? "  <- winner" : "",
                f.decision.tie ? " (tie)" : "");
     if (!f.best_description.empty()) fmt::print("  {:<14} {}\n", "", f.best_description);
+    if (f.forms.size() > 1)
+      for (const auto& form : f.forms) {
+        const std::string what = form.transform == Transform::none ? "plain" : to_string(form.transform);
+        if (!form.skipped.empty())
+          fmt::print("  {:<14} form {}: not explored: {}\n", "", what, form.skipped);
+        else
+          fmt::print("  {:<14} form {}: {} evaluated, fastest {} us {}\n", "", what, form.evaluated, fmt_us(form.best_us),
+                     form.best_name.empty() ? "(none passed)" : form.best_name);
+      }
     if (!f.figure_note.empty()) fmt::print("  {:<14} figure: {}\n", "", f.figure_note);
     if (!f.note.empty()) fmt::print("  {:<14} note: {}\n", "", f.note);
     fmt::print("  {:<14} stopped: {}; compile {}, measure {}{}{}{}\n", "", f.stop_reason,
@@ -189,9 +205,16 @@ nlohmann::json problem_json(const search::ProblemOutcome& po, bool replay) {
     nlohmann::json st = nlohmann::json::object();
     for (auto& [s, n] : f.by_status) st[to_string(s)] = n;
     fj["by_status"] = st;
+    nlohmann::json forms = nlohmann::json::array();
+    for (const auto& form : f.forms)
+      forms.push_back({{"transform", to_string(form.transform)}, {"plan", form.plan}, {"skipped", form.skipped},
+                       {"valid_space", form.valid_space}, {"evaluated", form.evaluated}, {"best", form.best_name},
+                       {"best_us", std::isfinite(form.best_us) ? nlohmann::json(form.best_us) : nlohmann::json()}});
+    fj["forms"] = forms;
     if (f.best) {
       fj["best"] = f.best_name;
       fj["best_params"] = f.best_params;
+      fj["transform"] = to_string(f.best_transform);
       fj["best_measurement"] = f.best_m;
       fj["tflops"] = f.best_m.tflops(po.problem.flops());
       fj["tie"] = f.decision.tie;

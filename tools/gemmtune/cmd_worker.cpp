@@ -66,7 +66,8 @@ static Command add_worker(CLI::App& app, Globals& g) {
             };
             auto candidate = [&](const nlohmann::json& j) {
               const Family& f = g.plugins().get(j.at("family").get<std::string>());
-              return Candidate{f.name(), &f, j.at("config").get<Config>()};
+              return Candidate{f.name(), &f, j.at("config").get<Config>(),
+                               parse_transform(j.value("transform", std::string("none")), "worker request")};
             };
             std::string line;
             while (std::getline(std::cin, line)) {
