@@ -1,6 +1,7 @@
 #include "store.hpp"
 
 #include "errors.hpp"
+#include "files.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -740,6 +741,9 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
   std::error_code ec;
   if (fs::is_directory(file, ec))
     throw InputError(fmt::format("{} is a directory, not a gemmtune store", file.string()));
+  // A FIFO or a device would block or take SQLite's writes to somewhere else.
+  if (std::string kind = special_file_kind(file); !kind.empty())
+    throw InputError(fmt::format("{} is {}, not a gemmtune store", file.string(), kind));
   bool existed = fs::exists(file, ec);
   if (readonly && !existed) throw InputError(fmt::format("{}: no such store", file.string()));
   if (existed) check_header(file);
