@@ -438,6 +438,8 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const FamilyPlan& plan, std:
     }
     std::sort(fin.list.begin(), fin.list.end(), faster<Result>);
     fin.retimed = true;
+  } catch (const StoreWriteError&) {
+    throw;  // a measurement not kept stops the tune (a full disk is no reason to go on)
   } catch (const RuntimeFailure& e) {
     if (on_note)
       on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", plan.family,
@@ -527,6 +529,8 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     try {
       auto it = fixed.find(f);
       po.families.push_back(tune_family(p, f, it == fixed.end() ? nullptr : &it->second));
+    } catch (const StoreWriteError&) {
+      throw;  // not this family's failure: every later write would fail too
     } catch (const RuntimeFailure& e) {
       // The problem itself could not be prepared (e.g. not enough memory): no family can run.
       FamilyOutcome fo;
@@ -579,6 +583,8 @@ void Tuner::retime_family_winners(ProblemOutcome& po, const std::vector<size_t>&
                                     fmt::format("family winner: re-timed interleaved with the {} other families' winners {}",
                                                 idx.size() - 1, describe(o_.retime, rt.capped)));
     }
+  } catch (const StoreWriteError&) {
+    throw;
   } catch (const RuntimeFailure& e) {
     if (on_note) on_note(fmt::format("re-timing the families' winners failed ({})", e.what()));
   }

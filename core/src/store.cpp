@@ -814,20 +814,26 @@ int64_t Store::insert(StoredRow& row) {
   row.fingerprint = row.prov.fingerprint();
 
   std::lock_guard lock(impl_->mu);
-  Transaction t(impl_->db);
-  Stmt st(impl_->db, insert_sql(false));
-  Binder b{st.get()};
-  row_fields(b, std::as_const(row));
+  bool duplicate = false;
   try {
-    st.step();
+    Transaction t(impl_->db);
+    Stmt st(impl_->db, insert_sql(false));
+    Binder b{st.get()};
+    row_fields(b, std::as_const(row));
+    try {
+      st.step();
+    } catch (const RuntimeFailure&) {
+      duplicate = st.last_rc() == SQLITE_CONSTRAINT_UNIQUE;
+      throw;
+    }
+    row.id = sqlite3_last_insert_rowid(impl_->db);
+    t.commit();
   } catch (const RuntimeFailure& e) {
-    if (st.last_rc() == SQLITE_CONSTRAINT_UNIQUE)
+    if (duplicate)
       throw RuntimeFailure(fmt::format("{}: row {} is already stored (rows are immutable)", impl_->path.string(),
                                        row.row_uuid));
-    throw;
+    throw StoreWriteError(fmt::format("{}: a measurement could not be stored: {}", impl_->path.string(), e.what()));
   }
-  row.id = sqlite3_last_insert_rowid(impl_->db);
-  t.commit();
   return row.id;
 }
 
@@ -979,8 +985,13 @@ void Store::set_winner(const ResultKey& key, const std::string& family, const st
   w.decision = decision;
   w.note = note;
   std::tie(w.time_utc, w.time_unix) = utc_now();
-  impl_->put_winner(w);
-  t.commit();
+  try {
+    impl_->put_winner(w);
+    t.commit();
+  } catch (const RuntimeFailure& e) {
+    throw StoreWriteError(fmt::format("{}: the winner of {} could not be stored: {}", impl_->path.string(), key.text(),
+                                      e.what()));
+  }
 }
 
 std::optional<Winner> Store::winner(const ResultKey& key, const std::string& family) const {

@@ -29,6 +29,7 @@
 // (store.cpp, `migrations()`); opened read-only they are read as they are.
 #pragma once
 
+#include "errors.hpp"
 #include "measurement.hpp"
 #include "problem.hpp"
 #include "provenance.hpp"
@@ -51,6 +52,14 @@ namespace gt {
 // columns. v4: results.build_hash (each measurement's exact build). A store of an older schema is upgraded when opened for writing (store.cpp,
 // `migrations()`: one step per version, in order).
 inline constexpr int kStoreSchemaVersion = 4;
+
+// A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
+// I/O error): the message names the store and SQLite's reason. It is never a reason to go on
+// as if the measurement were kept: the tune stops with it (exit 1). The store keeps every
+// write that returned, since each is its own transaction.
+struct StoreWriteError : RuntimeFailure {
+  using RuntimeFailure::RuntimeFailure;
+};
 inline constexpr int kBusyTimeoutMs = 60000;
 
 // What a result is valid for: the device model and the problem without its leading
@@ -171,7 +180,8 @@ class Store {
   // the id, and a fresh row_uuid and the current time when they are empty; the
   // fingerprint column is always prov.fingerprint(). row.family and prov.family must
   // agree (an empty one is filled from the other); RuntimeFailure otherwise. A row_uuid
-  // already in the store is a RuntimeFailure (rows are immutable).
+  // already in the store is a RuntimeFailure (rows are immutable). StoreWriteError when
+  // SQLite cannot write it.
   int64_t insert(StoredRow& row);
   int64_t insert(const StoredRow& row) {
     StoredRow copy = row;
@@ -216,7 +226,8 @@ class Store {
 
   // Records the winner of `key` for `family` (kAllFamilies: over every family), replacing
   // the one before. The row must exist, be ok, belong to the key (and to the family, unless
-  // kAllFamilies) and carry config_name; RuntimeFailure otherwise.
+  // kAllFamilies) and carry config_name; RuntimeFailure otherwise, StoreWriteError when SQLite
+  // cannot write it.
   void set_winner(const ResultKey& key, const std::string& family, const std::string& config_name, int64_t row_id,
                   const std::string& note = "", const Decision& decision = {});
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const;
