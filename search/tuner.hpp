@@ -80,6 +80,9 @@ struct FamilyOutcome {
   Decision decision;     // how the rule chose it: a tie (with whom), the runner-up, the margin
   std::string note;      // the winner's note in the store: a tie, or a baseline kept for the margin
   std::string figure_note;  // how the measurer had the best's figure, where it says (replay)
+  // Not tuned in this run: the family's current winner in the store (measured with this
+  // toolchain, plugin source and build), which the problem's winner is decided against too.
+  bool stored_only = false;
 };
 
 struct ProblemOutcome {
@@ -140,6 +143,7 @@ class Tuner {
   std::optional<std::pair<Verdict, std::string>> confirm(const Problem& p, const FamilyPlan& plan, Result& leader,
                                                          Result& baseline);
   void decide_problem(ProblemOutcome& po);
+  void add_stored_families(ProblemOutcome& po);
   bool reuse_problem_winner(ProblemOutcome& po, const std::vector<size_t>& idx);
   void retime_family_winners(ProblemOutcome& po, const std::vector<size_t>& idx);
 

@@ -499,6 +499,15 @@ struct Store::Impl {
     });
     return out;
   }
+  std::vector<Winner> winners_of(const ResultKey& key) const {
+    Where w;
+    w.args = {key.device_name, key.m, key.n, key.k, std::string(to_string(key.in)), std::string(to_string(key.out)),
+              std::string(to_string(key.layout)), int64_t(key.align)};
+    return query_winners(
+        " WHERE w.device_name = ? AND w.m = ? AND w.n = ? AND w.k = ? AND w.in_dtype = ? AND w.out_dtype = ? "
+        "AND w.layout = ? AND w.align = ? ORDER BY w.family",
+        w);
+  }
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const {
     Where w;
     w.args = {key.device_name, key.m, key.n, key.k, std::string(to_string(key.in)), std::string(to_string(key.out)),
@@ -997,6 +1006,11 @@ void Store::set_winner(const ResultKey& key, const std::string& family, const st
 std::optional<Winner> Store::winner(const ResultKey& key, const std::string& family) const {
   std::lock_guard lock(impl_->mu);
   return impl_->winner(key, family);
+}
+
+std::vector<Winner> Store::winners_of(const ResultKey& key) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->winners_of(key);
 }
 
 std::vector<Winner> Store::winners(const std::optional<std::string>& device_name) const {

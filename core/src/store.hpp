@@ -231,6 +231,8 @@ class Store {
   void set_winner(const ResultKey& key, const std::string& family, const std::string& config_name, int64_t row_id,
                   const std::string& note = "", const Decision& decision = {});
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const;
+  // Every winner of one key: each family's, and the one over every family (kAllFamilies).
+  std::vector<Winner> winners_of(const ResultKey& key) const;
   // All winners, sorted by key then family (optionally only one device's).
   std::vector<Winner> winners(const std::optional<std::string>& device_name = std::nullopt) const;
 
