@@ -928,10 +928,12 @@ std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::strin
     rows = impl_->query_rows(" ORDER BY time_unix DESC, id DESC", w);
   }
   if (rows.empty()) return std::nullopt;
-  if (is_final(rows.front().m.status)) return rows.front();
-  int transient = 0;
-  for (const auto& r : rows) transient += is_final(r.m.status) ? 0 : 1;
-  if (transient >= kTransientAttempts) return rows.front();
+  // The oldest final row: what the first tune of the config measured and its strategy
+  // learned. The re-timings after it (finalists, confirmations, family winners) are other
+  // figures; handing one of those to a repeated tune's strategy would send it another way.
+  for (auto it = rows.rbegin(); it != rows.rend(); ++it)
+    if (is_final(it->m.status)) return *it;
+  if (int64_t(rows.size()) >= kTransientAttempts) return rows.front();  // failed every time: final
   return std::nullopt;
 }
 

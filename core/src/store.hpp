@@ -200,13 +200,15 @@ class Store {
   // newer measurement, then the smaller row_uuid. Sorted by key, then family.
   std::vector<StoredRow> best(const RowFilter& f = {}, bool per_family = false) const;
 
-  // A stored measurement that stands in for measuring (problem, family, config) again:
-  // the newest non-replay row for that key and config_hash whose fingerprint equals
-  // `fingerprint`, when its status is final:
+  // A stored measurement that stands in for measuring (problem, family, config) again: of
+  // the non-replay rows for that key and config_hash whose fingerprint equals `fingerprint`,
+  // the oldest whose status is final (the one a first tune measured and learned from, not a
+  // later re-timing of it; a repeated tune then sees what the first one saw):
   //  - ok, verify_failed, compile_failed, cannot_implement, resources: final (they follow
   //    from the config, the source and the toolchain, which the fingerprint pins);
   //  - runtime_fault, timeout: may be transient (a sick context, a busy GPU, another
-  //    process); measured once more, and final from the second one on (two such rows).
+  //    process); measured once more, and final from the second one on (two such rows, the
+  //    newest returned).
   // need_full: an ok row timed in quick mode does not count (its timing has fewer
   // samples); failures found in quick mode do (quick changes only the timing).
   // Rows with another fingerprint (stale) are never returned, nor, when `build_hash` is
