@@ -197,6 +197,7 @@ struct Reader {
       } catch (const std::exception& e) {
         fail(sub(where, "retimed"), fmt::format("not a timing's statistics: {}", e.what()));
       }
+      if (st.count < 0) fail(sub(where, "retimed"), fmt::format("a count of {} samples", st.count));
       if (!(st.value() >= kMinRecordedTimeUs && std::isfinite(st.value())))
         fail(sub(where, "retimed"),
              fmt::format("a re-timing needs a measured figure of at least {:g} us", kMinRecordedTimeUs));
