@@ -53,9 +53,9 @@ class Loop {
         r_.stop_reason = exhausted_ ? "space exhausted" : "budget reached";
         break;
       }
-      Config c = std::move(pending_.front());
+      Pending p = std::move(pending_.front());
       pending_.pop_front();
-      observe(c, ev_.evaluate(c));
+      observe(p.config, p.answer ? *p.answer : ev_.evaluate(p.config));
     }
     r_.seconds = ev_.seconds();
     return std::move(r_);
@@ -73,8 +73,10 @@ class Loop {
     return out;
   }
 
-  // Keeps `lookahead` proposals outstanding while the budget allows; answers given ahead are
-  // observed at once.
+  // Keeps `lookahead` proposals outstanding while the budget allows. An answer given ahead
+  // waits for its turn like the others: observed at once, it would reach the strategy before
+  // the outcomes of configs proposed earlier, and a strategy that learns from the order
+  // (bayes) would take another path than the run that measured them.
   void refill() {
     while (!exhausted_ && pending_.size() < lookahead_) {
       progress_.seconds = ev_.seconds();
@@ -89,8 +91,8 @@ class Loop {
       }
       if (o_.shuffle_seed) std::shuffle(batch.begin(), batch.end(), rng_);
       for (auto& c : batch) {
-        if (auto answer = ev_.ahead(c)) observe(c, *answer);
-        else pending_.push_back(std::move(c));
+        std::optional<Outcome> answer = ev_.ahead(c);
+        pending_.push_back({std::move(c), std::move(answer)});
       }
     }
   }
@@ -122,7 +124,11 @@ class Loop {
   const SearchOptions& o_;
   const size_t lookahead_;
   std::mt19937_64 rng_;
-  std::deque<Config> pending_;
+  struct Pending {
+    Config config;
+    std::optional<Outcome> answer;  // given ahead (the store's): observed in its turn, not evaluated
+  };
+  std::deque<Pending> pending_;
   Progress progress_;
   bool exhausted_ = false;
   double best_ = std::numeric_limits<double>::infinity();

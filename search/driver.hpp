@@ -32,8 +32,11 @@ class Evaluator {
  public:
   virtual ~Evaluator() = default;
   // A config as it is proposed, before its turn: an answer now (the store already holds one,
-  // the family refuses it), or nullopt: it queues, and what can run ahead of its turn (its
-  // compile) starts now.
+  // the family refuses it), or nullopt: what can run ahead of its turn (its compile) starts
+  // now. Either way the config keeps its place in the queue, and the strategy learns its
+  // outcome in its turn: a search that the store answers in part or whole (a resumed or
+  // repeated tune) observes what a first run observed, in the same order, and so proposes the
+  // same configs.
   virtual std::optional<Outcome> ahead(const Config&) { return std::nullopt; }
   // Its turn: verify and time it, or ask the objective.
   virtual Outcome evaluate(const Config& c) = 0;

@@ -1,6 +1,7 @@
 #include "job.hpp"
 
 #include "errors.hpp"
+#include "files.hpp"
 
 #include <fmt/format.h>
 #include "toml.hpp"
@@ -17,6 +18,39 @@
 namespace gt::search {
 
 std::string_view default_job_text() { return k_default_job; }
+
+std::string WholeRange::text() const { return fmt::format("a whole number from {} to {}", lo, hi); }
+
+namespace {
+// "NAME " before a message about a value, or nothing for a flag (CLI11 names the flag itself).
+std::string subject(const std::string& name) { return name.empty() ? "" : name + " "; }
+std::string value_of(const std::string& name, const std::string& v) { return name.empty() ? v : name + " = " + v; }
+}  // namespace
+
+std::optional<std::string> WholeRange::check(const std::string& name, int64_t v) const {
+  if (v < 0) return fmt::format("{} must not be negative ({})", value_of(name, std::to_string(v)), text());
+  return check(name, uint64_t(v));
+}
+
+std::optional<std::string> WholeRange::check(const std::string& name, uint64_t v) const {
+  if (v < lo) return fmt::format("{}must be at least {}, not {} ({})", subject(name), lo, v, text());
+  if (v > hi) return fmt::format("{} is too large (at most {})", value_of(name, std::to_string(v)), hi);
+  return std::nullopt;
+}
+
+std::string RealRange::text() const {
+  if (hi == std::numeric_limits<double>::max())
+    return lo_open && lo == 0 ? fmt::format("a positive {}", what)
+                              : fmt::format("a {} {} {:g}", what, lo_open ? "above" : "of at least", lo);
+  return lo_open ? fmt::format("a {} in ({:g}, {:g}]", what, lo, hi) : fmt::format("a {} from {:g} to {:g}", what, lo, hi);
+}
+
+std::optional<std::string> RealRange::check(const std::string& name, double v) const {
+  // Written so that NaN fails every comparison; infinity is above every hi.
+  const bool above_lo = lo_open ? v > lo : v >= lo;
+  if (above_lo && v <= hi) return std::nullopt;
+  return fmt::format("{}must be {}, not {}", subject(name), text(), v);
+}
 
 namespace {
 
@@ -46,6 +80,23 @@ struct Ctx {
                                      where, list));
       }
     }
+  }
+  // A key checked against its range (job.hpp: the flag that replaces it is held to the same).
+  std::optional<uint64_t> whole(const toml::table& t, const char* key, const WholeRange& r) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) fail(*n, fmt::format("'{}' must be a whole number ({})", key, r.text()));
+    const int64_t v = *n->value<int64_t>();
+    if (auto why = r.check(fmt::format("'{}'", key), v)) fail(*n, *why);
+    return uint64_t(v);
+  }
+  std::optional<double> real(const toml::table& t, const char* key, const RealRange& r) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    auto v = n->value<double>();  // integers convert too
+    if (!v) fail(*n, fmt::format("'{}' must be {}", key, r.text()));
+    if (auto why = r.check(fmt::format("'{}'", key), *v)) fail(*n, *why);
+    return *v;
   }
   template <class T>
   std::optional<T> get(const toml::table& t, const char* key, const char* type_name) const {
@@ -82,15 +133,10 @@ struct Ctx {
   // The budget keys of a table ([tune] or [tune.budget.FAMILY]).
   JobBudget budget(const toml::table& t) const {
     JobBudget b;
-    b.evaluations = get<uint64_t>(t, "evaluations", "a whole number");
-    if (b.evaluations && *b.evaluations == 0) fail(*t.get("evaluations"), "'evaluations' must be at least 1");
-    b.seconds = get<double>(t, "seconds", "a number");
-    if (b.seconds && !(std::isfinite(*b.seconds) && *b.seconds > 0))
-      fail(*t.get("seconds"), "'seconds' must be a positive number of seconds");
-    b.fraction = get<double>(t, "fraction", "a number");
-    if (b.fraction && !(*b.fraction > 0 && *b.fraction <= 1)) fail(*t.get("fraction"), "'fraction' must be in (0, 1]");
-    b.patience = get<uint64_t>(t, "patience", "a whole number");
-    if (b.patience && *b.patience == 0) fail(*t.get("patience"), "'patience' must be at least 1");
+    b.evaluations = whole(t, "evaluations", kEvaluationsRange);
+    b.seconds = real(t, "seconds", kSecondsRange);
+    b.fraction = real(t, "fraction", kFractionRange);
+    b.patience = whole(t, "patience", kPatienceRange);
     return b;
   }
   std::vector<int64_t> ints(const toml::table& t, const char* key) const {
@@ -111,6 +157,16 @@ struct Ctx {
     return out;
   }
 };
+
+// The product of counts, saturating at the largest count instead of wrapping.
+uint64_t times(std::initializer_list<uint64_t> xs) {
+  uint64_t p = 1;
+  for (uint64_t x : xs) {
+    if (x != 0 && p > std::numeric_limits<uint64_t>::max() / x) return std::numeric_limits<uint64_t>::max();
+    p *= x;
+  }
+  return p;
+}
 
 // [tune]: how the job's problems are searched.
 void parse_tune(const Ctx& ctx, const toml::node& tn, Job& job) {
@@ -138,12 +194,10 @@ void parse_tune(const Ctx& ctx, const toml::node& tn, Job& job) {
       job.where.emplace("budget:" + std::string(fam.str()), ctx.at(node));
     }
   }
-  s.seed = ctx.get<uint64_t>(*t, "seed", "a whole number");
+  s.seed = ctx.whole(*t, "seed", kSeedRange);
   s.quick = ctx.get<bool>(*t, "quick", "true or false");
-  s.finalists = ctx.get<int>(*t, "finalists", "a whole number");
-  s.min_gain = ctx.get<double>(*t, "min_gain", "a number (percent)");
-  if (s.min_gain && !(*s.min_gain >= 0 && *s.min_gain <= 99))
-    ctx.fail(*t->get("min_gain"), "'min_gain' must be a percentage from 0 to 99");
+  if (auto f = ctx.whole(*t, "finalists", kFinalistsRange)) s.finalists = int(*f);
+  s.min_gain = ctx.real(*t, "min_gain", kMinGainRange);
   s.dist = ctx.get<std::string>(*t, "dist", "a string");
   if (s.dist) {
     try {
@@ -157,7 +211,7 @@ void parse_tune(const Ctx& ctx, const toml::node& tn, Job& job) {
 
 }  // namespace
 
-Job parse_job(std::string_view text, const std::string& source_name) {
+Job parse_job(std::string_view text, const std::string& source_name, uint64_t max_problems) {
   Ctx ctx{source_name};
   toml::table root;
   try {
@@ -177,7 +231,7 @@ Job parse_job(std::string_view text, const std::string& source_name) {
   if (!pn) throw InputError(fmt::format("{}: no [[problems]]: a job needs at least one problem set", source_name));
   const toml::array* arr = pn->as_array();
   if (!arr || !arr->is_array_of_tables()) ctx.fail(*pn, "'problems' must be an array of tables ([[problems]])");
-  std::set<std::string> seen;
+  std::map<std::string, size_t> seen;  // problem key -> its index in job.problems
   for (auto& node : *arr) {
     const toml::table& t = *node.as_table();
     ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "families", "configs"}, "[[problems]]");
@@ -192,26 +246,32 @@ Job parse_job(std::string_view text, const std::string& source_name) {
       }
     }
     std::vector<std::array<int64_t, 3>> shapes;
-    for (auto& s : ctx.strings(t, "shapes")) {
-      try {
-        shapes.push_back(parse_shape(s, ctx.at_key(t, "shapes")));
-      } catch (const InputError& e) {
-        throw;
-      }
-    }
-    bool has_mnk = t.get("m") || t.get("n") || t.get("k");
-    if (has_mnk) {
-      auto ms = ctx.ints(t, "m"), ns = ctx.ints(t, "n"), ks = ctx.ints(t, "k");
+    for (auto& s : ctx.strings(t, "shapes")) shapes.push_back(parse_shape(s, ctx.at_key(t, "shapes")));
+    std::vector<int64_t> ms, ns, ks;
+    if (t.get("m") || t.get("n") || t.get("k")) {
+      ms = ctx.ints(t, "m"), ns = ctx.ints(t, "n"), ks = ctx.ints(t, "k");
       if (ms.empty() || ns.empty() || ks.empty()) ctx.fail(node, "m, n and k must all be given (each a list of sizes)");
-      for (auto m : ms)
-        for (auto n : ns)
-          for (auto k : ks) shapes.push_back({m, n, k});
     }
-    if (shapes.empty()) ctx.fail(node, "a problem set needs 'shapes' or 'm', 'n' and 'k'");
+    if (shapes.empty() && ms.empty()) ctx.fail(node, "a problem set needs 'shapes' or 'm', 'n' and 'k'");
     auto dtypes = ctx.strings(t, "dtypes");
     if (dtypes.empty()) dtypes = {"f32"};
     auto layouts = ctx.strings(t, "layouts");
     if (layouts.empty()) layouts = {"nn"};
+    // Counted before anything is expanded: the product of a few lists can be astronomical.
+    const uint64_t mnk = times({ms.size(), ns.size(), ks.size()});
+    const uint64_t sizes = mnk > std::numeric_limits<uint64_t>::max() - shapes.size() ? mnk : mnk + shapes.size();
+    const uint64_t count = times({sizes, dtypes.size(), layouts.size()});
+    if (count > max_problems - job.problems.size())  // never below 0: the sets before were within the limit
+      ctx.fail(node, fmt::format("this problem set names {} problems ({} shapes{}, {} dtypes, {} layouts){}; a job may "
+                                 "have at most {} (--max-problems N raises the limit)",
+                                 count, shapes.size(),
+                                 ms.empty() ? "" : fmt::format(" + {} m x {} n x {} k", ms.size(), ns.size(), ks.size()),
+                                 dtypes.size(), layouts.size(),
+                                 job.problems.empty() ? "" : fmt::format(", after {} before it", job.problems.size()),
+                                 max_problems));
+    for (auto m : ms)
+      for (auto n : ns)
+        for (auto k : ks) shapes.push_back({m, n, k});
     auto out = ctx.get<std::string>(t, "out_dtype", "a string");
     auto fams = ctx.strings(t, "families");
     for (auto& d : dtypes) {
@@ -222,21 +282,20 @@ Job parse_job(std::string_view text, const std::string& source_name) {
         Layout lay = parse_layout(l, ctx.at_key(t, "layouts"));
         for (auto& s : shapes) {
           Problem p = Problem::make(s[0], s[1], s[2], in, od, lay);
-          if (seen.insert(p.key()).second) {
+          auto [at, fresh] = seen.emplace(p.key(), job.problems.size());
+          if (fresh) {
             job.problems.push_back({p, fams, fixed});
             continue;
           }
           // The same problem in another set: one problem, the union of the sets' families.
-          for (auto& jp : job.problems)
-            if (jp.problem.key() == p.key()) {
-              if (jp.families.empty() || fams.empty()) {
-                jp.families.clear();  // one of the sets means "every family"
-              } else {
-                for (auto& f : fams)
-                  if (std::find(jp.families.begin(), jp.families.end(), f) == jp.families.end()) jp.families.push_back(f);
-              }
-              for (auto& [f, list] : fixed) jp.configs[f].insert(jp.configs[f].end(), list.begin(), list.end());
-            }
+          JobProblem& jp = job.problems[at->second];
+          if (jp.families.empty() || fams.empty()) {
+            jp.families.clear();  // one of the sets means "every family"
+          } else {
+            for (auto& f : fams)
+              if (std::find(jp.families.begin(), jp.families.end(), f) == jp.families.end()) jp.families.push_back(f);
+          }
+          for (auto& [f, list] : fixed) jp.configs[f].insert(jp.configs[f].end(), list.begin(), list.end());
         }
       }
     }
@@ -244,12 +303,13 @@ Job parse_job(std::string_view text, const std::string& source_name) {
   return job;
 }
 
-Job load_job(const std::filesystem::path& file) {
+Job load_job(const std::filesystem::path& file, uint64_t max_problems, const std::string& flag) {
+  check_input_file(file, flag + ": " + file.string());
   std::ifstream f(file);
-  if (!f) throw InputError(fmt::format("--config: cannot read '{}'", file.string()));
+  if (!f) throw InputError(fmt::format("{}: cannot read '{}'", flag, file.string()));
   std::stringstream ss;
   ss << f.rdbuf();
-  return parse_job(ss.str(), file.string());
+  return parse_job(ss.str(), file.string(), max_problems);
 }
 
 std::string Job::at(const std::string& what) const {

@@ -7,7 +7,9 @@
 #include "gpu_kernels.hpp"
 #include "problem.hpp"
 
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,6 +25,34 @@ struct JobProblem {
   // these instead of searching (the lab's experiments measure named kernels).
   std::map<std::string, std::vector<std::string>> configs;
 };
+
+// The range of a numeric setting. A job's key and the flag that replaces it are checked by the
+// same rule, so a flag accepts exactly what the job file accepts, and the flag's help prints
+// the range. `check` returns why a value is out of range (nullopt: within), worded for `name`
+// ("'evaluations'" in a job, "--budget" on the command line).
+struct WholeRange {
+  uint64_t lo, hi;
+  std::string text() const;  // "a whole number from 1 to 18446744073709551615"
+  std::optional<std::string> check(const std::string& name, int64_t v) const;
+  std::optional<std::string> check(const std::string& name, uint64_t v) const;
+};
+struct RealRange {
+  double lo, hi;          // hi inclusive; lo inclusive unless lo_open
+  bool lo_open = false;
+  const char* what = "number";  // what the value is: "number of seconds", "fraction"
+  std::string text() const;       // "a number of seconds above 0", "a number from 0 to 99"
+  std::optional<std::string> check(const std::string& name, double v) const;
+};
+// The job's numeric keys ([tune], [tune.budget.FAMILY]).
+inline constexpr WholeRange kEvaluationsRange{1, INT64_MAX};  // a TOML integer is at most INT64_MAX
+inline constexpr WholeRange kPatienceRange{1, INT64_MAX};
+inline constexpr WholeRange kSeedRange{0, INT64_MAX};
+// At least one: the best config is always re-timed against the baseline. A thousand already
+// takes hours of interleaved re-timing per family.
+inline constexpr WholeRange kFinalistsRange{1, 1000};
+inline constexpr RealRange kSecondsRange{0, std::numeric_limits<double>::max(), true, "number of seconds"};
+inline constexpr RealRange kFractionRange{0, 1, true, "fraction"};
+inline constexpr RealRange kMinGainRange{0, 99, false, "percentage"};
 
 // How long a search may run: [tune]'s keys, or a family's own in [tune.budget.FAMILY].
 struct JobBudget {
@@ -59,10 +89,20 @@ struct Job {
   std::string at(const std::string& what) const;
 };
 
+// How many problems a job may expand to unless told otherwise (tune --max-problems): a
+// problem takes seconds to hours to tune, so ten thousand are already more than a week of GPU
+// time, and a few lines of `m = n = k = [...]` can name a billion (12 GB of problems before the
+// first one is tuned).
+inline constexpr uint64_t kDefaultMaxProblems = 10000;
+
 // Parses a job; InputError "FILE:LINE:COL: ..." on malformed TOML, unknown keys, wrong
-// types, bad shapes / dtypes / layouts, empty problem lists.
-Job parse_job(std::string_view toml_text, const std::string& source_name);
-Job load_job(const std::filesystem::path& file);
+// types, bad shapes / dtypes / layouts, empty problem lists, and a job whose problem sets
+// expand to more than `max_problems` problems (counted before any is expanded).
+Job parse_job(std::string_view toml_text, const std::string& source_name,
+              uint64_t max_problems = kDefaultMaxProblems);
+// `flag` names the file in messages ("--config: cannot read '...'").
+Job load_job(const std::filesystem::path& file, uint64_t max_problems = kDefaultMaxProblems,
+             const std::string& flag = "--config");
 
 // The job the README's main command runs (configs/default.toml, compiled into the binary).
 std::string_view default_job_text();

@@ -43,11 +43,11 @@ Job job_of(const PlanRequest& r, const Catalog& cat) {
   if (!r.config.empty() && r.default_job) throw InputError("--config and --default-job: give one of them");
   if (!r.config.empty()) {
     if (r.problem) throw InputError("--config and --shape: the job file names the problems; give one of them");
-    return load_job(r.config);
+    return load_job(r.config, r.max_problems, r.config_flag);
   }
   if (r.default_job) {
     if (r.problem) throw InputError("--default-job and --shape: the default job names the problems; give one of them");
-    return parse_job(default_job_text(), "<default job>");
+    return parse_job(default_job_text(), "<default job>", r.max_problems);
   }
   Job job;
   job.name = "command line";
@@ -84,10 +84,18 @@ TuneOptions resolve_options(const PlanRequest& r, const Job& job) {
   TuneOptions o = r.base;
   o.strategy = !r.strategy.empty() ? r.strategy : js.strategy.value_or(o.strategy);
   require_strategy(o.strategy, r.strategy.empty() ? job.at("strategy") : "--strategy");
-  if (r.fraction && !(*r.fraction > 0 && *r.fraction <= 1)) throw InputError("--fraction: must be in (0, 1]");
-  if (r.seconds && !(*r.seconds > 0)) throw InputError("--time: must be a positive number of seconds");
-  if (r.evaluations && *r.evaluations == 0) throw InputError("--budget: must be at least 1 evaluation");
-  if (r.patience && *r.patience == 0) throw InputError("--patience: must be at least 1 evaluation");
+  // The flags are held to the ranges of the job's keys they replace (job.hpp).
+  auto in_range = [](const char* flag, const auto& range, const auto& v) {
+    if (v)
+      if (auto why = range.check("", *v)) throw InputError(fmt::format("{}: {}", flag, *why));
+  };
+  in_range("--fraction", kFractionRange, r.fraction);
+  in_range("--time", kSecondsRange, r.seconds);
+  in_range("--budget", kEvaluationsRange, r.evaluations);
+  in_range("--patience", kPatienceRange, r.patience);
+  in_range("--seed", kSeedRange, r.seed);
+  in_range("--finalists", kFinalistsRange, r.finalists ? std::optional<int64_t>(*r.finalists) : std::nullopt);
+  in_range("--min-gain", kMinGainRange, r.min_gain_pct);
   const bool named = r.evaluations || r.seconds || r.fraction || r.patience || js.evaluations || js.seconds ||
                      js.fraction || js.patience;
   o.budget_is_default = !named && r.default_budget.has_value();
@@ -120,14 +128,20 @@ void check_families(const JobPlan& plan, const PlanRequest& r, const Catalog& ca
   }
 }
 
-// Fixed config lists, checked against the families' spaces where the catalog has them;
-// "@pick" (a library's own choice) is resolved on the device.
+// Fixed config lists, checked against the families' spaces where the catalog has them (a
+// library family's live space needs its GPU: run_plan checks those before the first
+// measurement); "@pick" (a library's own choice) is resolved on the device.
 void check_fixed(const JobPlan& plan, const Catalog& cat) {
   if (!cat.space) return;
   for (auto& pp : plan.problems)
     for (auto& [fam, texts] : pp.configs) {
-      if (cat.is_library && cat.is_library(fam)) continue;
-      Space s = cat.space(fam, pp.problem);
+      if (cat.is_library && cat.is_library(fam) && !cat.library_spaces) continue;
+      Space s;
+      try {
+        s = cat.space(fam, pp.problem);
+      } catch (const RuntimeFailure&) {
+        continue;  // no space here (not recorded for this problem): the family is skipped, and says why
+      }
       for (auto& t : texts) {
         std::string err;
         if (t != "@pick" && !s.parse(t, &err))
@@ -165,10 +179,15 @@ JobPlan resolve_plan(const PlanRequest& r, const Catalog& cat) {
 
 std::map<std::string, std::vector<Config>> fixed_configs(const PlannedProblem& pp, const SpaceSource& spaces,
                                                          const PluginRegistry* plugins, const gt_device& limits,
-                                                         const std::string& source) {
+                                                         const Job& job) {
   std::map<std::string, std::vector<Config>> fixed;
   for (auto& [fam, texts] : pp.configs) {
-    Space s = spaces(fam, pp.problem);
+    Space s;
+    try {
+      s = spaces(fam, pp.problem);
+    } catch (const RuntimeFailure&) {
+      continue;  // the tune of the family fails the same way, and says so
+    }
     for (auto& t : texts) {
       std::string err;
       if (t == "@pick") {
@@ -178,7 +197,7 @@ std::map<std::string, std::vector<Config>> fixed_configs(const PlannedProblem& p
       } else if (auto c = s.parse(t, &err)) {
         fixed[fam].push_back(*c);
       } else {
-        throw InputError(fmt::format("{}: configs.{} for {}: {}", source, fam, pp.problem.key(), err));
+        throw InputError(fmt::format("{}: configs.{} for {}: {}", job.at(fam + ":" + t), fam, pp.problem.key(), err));
       }
     }
   }

@@ -32,8 +32,10 @@ struct Catalog {
   // True for a library family (cuBLASLt): its fixed configs are resolved at run time.
   std::function<bool(const std::string&)> is_library;
   // The space of a source family for a problem (device limits of sm_90 before any GPU is
-  // known); unset: fixed configs cannot be checked ahead (a replay).
+  // known), or a replay's recorded space of any family; unset: fixed configs cannot be checked
+  // ahead. RuntimeFailure when there is none (the family's tune says why it is skipped).
   std::function<Space(const std::string&, const Problem&)> space;
+  bool library_spaces = false;  // `space` answers for library families too (a recording's)
   // A recording's problems with their recorded families: `tune --replay` without a problem.
   std::vector<std::pair<Problem, std::vector<std::string>>> recorded;
   // Family names are not checked (a report of a store, with no plugins to ask).
@@ -43,6 +45,8 @@ struct Catalog {
 // What the command line asked. Unset optionals and empty strings are "not given".
 struct PlanRequest {
   std::string config;              // --config FILE
+  std::string config_flag = "--config";  // what named it, for messages (report: --job)
+  uint64_t max_problems = kDefaultMaxProblems;  // --max-problems: the most a job may expand to
   bool default_job = false;        // --default-job
   std::optional<Problem> problem;  // --shape / --dtype / ... when --shape is given
   std::vector<std::string> families;          // --family
@@ -116,9 +120,10 @@ std::vector<int> parse_device_list(const std::string& s);
 
 // The fixed configs of a planned problem as configs of their spaces, for one device: "@pick"
 // (a library's own choice) is asked of the plugin there. InputError for a config not in its
-// space.
+// space, at its file, line and column in `job`. A family whose space cannot be had here (a
+// replay that did not record it) gets none: its tune says why it was skipped.
 std::map<std::string, std::vector<Config>> fixed_configs(const PlannedProblem& pp, const SpaceSource& spaces,
                                                          const PluginRegistry* plugins, const gt_device& limits,
-                                                         const std::string& source);
+                                                         const Job& job);
 
 }  // namespace gt::search

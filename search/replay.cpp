@@ -1,6 +1,9 @@
 #include "replay.hpp"
 
 #include "errors.hpp"
+#include "files.hpp"
+#include "json_text.hpp"
+#include "plugin.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -158,8 +161,13 @@ struct Reader {
     } else {
       fail(sub(where, "median_us"), fmt::format("expected a number or null, got {}", type_name(t)));
     }
-    if (o.status == Status::ok && !(o.median_us > 0 && std::isfinite(o.median_us)))
-      fail(sub(where, "median_us"), "an ok result needs a positive time");
+    if (!t.is_null() && !(o.median_us > 0 && std::isfinite(o.median_us)))
+      fail(sub(where, "median_us"), fmt::format("{} is not a positive time", t.dump()));
+    if (o.status == Status::ok && !(o.median_us >= kMinRecordedTimeUs))
+      fail(sub(where, "median_us"),
+           t.is_null() ? std::string("an ok result needs a positive time")
+                       : fmt::format("{} us is too short to be a measured time (at least {:g} us)", t.dump(),
+                                     kMinRecordedTimeUs));
     if (j.contains("message")) o.message = str(j, where, "message");
     return o;
   }
@@ -167,7 +175,7 @@ struct Reader {
   double seconds(const json& j, const std::string& where, const char* key) const {
     if (!j.contains(key)) return kNaN;
     const json& v = j.at(key);
-    if (!v.is_number() || !(v.get<double>() >= 0))
+    if (!v.is_number() || !(v.get<double>() >= 0 && std::isfinite(v.get<double>())))
       fail(sub(where, key), fmt::format("expected a number of seconds, got {}", v.dump()));
     return v.get<double>();
   }
@@ -189,8 +197,10 @@ struct Reader {
       } catch (const std::exception& e) {
         fail(sub(where, "retimed"), fmt::format("not a timing's statistics: {}", e.what()));
       }
-      if (!(st.value() > 0 && std::isfinite(st.value())))
-        fail(sub(where, "retimed"), "a re-timing needs a positive figure");
+      if (st.count < 0) fail(sub(where, "retimed"), fmt::format("a count of {} samples", st.count));
+      if (!(st.value() >= kMinRecordedTimeUs && std::isfinite(st.value())))
+        fail(sub(where, "retimed"),
+             fmt::format("a re-timing needs a measured figure of at least {:g} us", kMinRecordedTimeUs));
       r.retimed = st;
     }
     return r;
@@ -201,7 +211,8 @@ struct Reader {
     r.device_name = str(j, where, "device");
     r.name = str(j, where, "name");
     const json& v = at(j, where, "value");
-    if (!v.is_number() || !(v.get<double>() > 0)) fail(sub(where, "value"), "expected a positive number");
+    if (!v.is_number() || !(v.get<double>() > 0 && std::isfinite(v.get<double>())))
+      fail(sub(where, "value"), "expected a positive number");
     r.value = v.get<double>();
     r.unit = str(j, where, "unit");
     if (j.contains("how")) r.how = str(j, where, "how");
@@ -352,17 +363,17 @@ std::vector<std::pair<Config, RecordedResult>> RecordedSpace::recorded_results()
 }
 
 Recording Recording::load(const std::filesystem::path& file) {
+  check_input_file(file, file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the replay file", file.string()));
   std::stringstream ss;
   ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
-  }
-  return from_json(j, file.string());
+  return parse(ss.str(), file.string());
+}
+
+Recording Recording::parse(std::string_view text, const std::string& source) {
+  // Strict: a key given twice in one object is refused (json_text.hpp).
+  return from_json(parse_json_text(text, source), source);
 }
 
 Recording Recording::from_json(const json& j, const std::string& source) {
@@ -374,7 +385,12 @@ Recording Recording::from_json(const json& j, const std::string& source) {
                                  kReplayFormatV1));
   Recording rec;
   rec.format = format;
-  if (j.contains("compile_threads")) rec.compile_threads = unsigned(std::max<int64_t>(0, r.integer(j, "top level", "compile_threads")));
+  if (j.contains("compile_threads")) {
+    const int64_t n = r.integer(j, "top level", "compile_threads");
+    if (n < 0 || n > kMaxCompileThreads)
+      r.fail("compile_threads", fmt::format("{} is not a number of threads from 0 to {}", n, kMaxCompileThreads));
+    rec.compile_threads = unsigned(n);
+  }
   if (j.contains("roofs")) {
     const json& roofs = r.array(j, "top level", "roofs");
     for (size_t i = 0; i < roofs.size(); ++i) rec.roofs_.push_back(r.roof(roofs[i], fmt::format("roofs[{}]", i)));
@@ -387,6 +403,7 @@ Recording Recording::from_json(const json& j, const std::string& source) {
     const json& dev = r.object(s, w, "device");
     RecordedDevice device{r.str(dev, w + ".device", "name"), r.str(dev, w + ".device", "uuid"),
                           r.str(dev, w + ".device", "arch")};
+    if (device.name.empty()) r.fail(w + ".device.name", "is empty");
     Problem problem = r.problem(r.object(s, w, "problem"), w + ".problem");
     std::vector<Param> params;
     const json& pj = r.array(s, w, "params");
@@ -397,9 +414,19 @@ Recording Recording::from_json(const json& j, const std::string& source) {
       if (!names.insert(params.back().name).second)
         r.fail(fmt::format("{}.params[{}].name", w, pi), fmt::format("'{}' appears twice", params.back().name));
     }
-    RecordedSpace space(r.str(s, w, "recorded"), device, problem, r.str(s, w, "family"), r.str(s, w, "family_version"),
-                        params);
+    const std::string family = r.str(s, w, "family");
+    // The name starts every config name, which a table must accept (table.cpp) and a plugin own.
+    if (!valid_family_name(family))
+      r.fail(w + ".family", fmt::format("'{}' is not a family name (lower case letters, digits, '_')", family));
+    for (size_t other = 0; other < rec.spaces_.size(); ++other) {
+      const RecordedSpace& o = rec.spaces_[other];
+      if (o.device().uuid == device.uuid && o.problem().key() == problem.key() && o.family() == family)
+        r.fail(w, fmt::format("{} {} on {} is recorded already, in spaces[{}]: one space per device, problem and "
+                              "family", family, problem.key(), device.name, other));
+    }
+    RecordedSpace space(r.str(s, w, "recorded"), device, problem, family, r.str(s, w, "family_version"), params);
     const json& results = r.array(s, w, "results");
+    std::map<Config, size_t> seen;  // config -> its result's index
     for (size_t ri = 0; ri < results.size(); ++ri) {
       std::string rw = fmt::format("{}.results[{}]", w, ri);
       const json& cj = r.array(results[ri], rw, "config");
@@ -410,7 +437,10 @@ Recording Recording::from_json(const json& j, const std::string& source) {
       for (size_t k = 0; k < c.size(); ++k)
         if (!params[k].index_of(c[k]))
           r.fail(fmt::format("{}.config[{}]", rw, k), fmt::format("{}={} is not one of its values", params[k].name, c[k]));
-      // A config measured twice keeps its later result (a re-measurement).
+      // One result per config: two would leave a replay to pick one of them without a word.
+      if (auto [it, fresh] = seen.emplace(c, ri); !fresh)
+        r.fail(rw + ".config", fmt::format("the config is recorded already, in {}.results[{}]: one result per config",
+                                           w, it->second));
       space.record(c, r.result(results[ri], rw));
     }
     rec.spaces_.push_back(std::move(space));
@@ -452,19 +482,7 @@ json Recording::to_json() const {
   return out;
 }
 
-void Recording::save(const std::filesystem::path& file) const {
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw RuntimeFailure(fmt::format("{}: cannot write the replay file", tmp.string()));
-    out << to_json().dump(1) << '\n';
-    if (!out.flush()) throw RuntimeFailure(fmt::format("{}: write failed", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw RuntimeFailure(fmt::format("{}: cannot rename to {}: {}", tmp.string(), file.string(), ec.message()));
-}
+void Recording::save(const std::filesystem::path& file) const { write_file_replacing(file, to_json().dump(1) + "\n"); }
 
 const RecordedSpace* Recording::find(const std::string& problem_key, const std::string& family,
                                      const std::string& device_uuid) const {
@@ -518,6 +536,55 @@ void Recording::merge(const Recording& other) {
     else roofs_.push_back(theirs);
   }
   if (!compile_threads) compile_threads = other.compile_threads;
+}
+
+namespace {
+
+std::string names_of(const std::vector<Param>& ps) {
+  std::string out;
+  for (auto& p : ps) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
+// One recorded parameter list against the family's: InputError "SOURCE: WHERE: ..." at the
+// first difference.
+void check_params(const std::vector<Param>& rec, const Space& family, const std::string& at) {
+  const std::vector<Param>& own = family.params();
+  const std::string who = family.family() + " " + family.version();
+  for (size_t i = 0; i < rec.size(); ++i) {
+    const std::string w = fmt::format("{}.params[{}]", at, i);
+    if (i >= own.size() || own[i].name != rec[i].name)
+      throw InputError(fmt::format("{}.name: '{}' is not {}'s parameter {} (its parameters: {})", w, rec[i].name, who,
+                                   i, names_of(own)));
+    for (size_t v = 0; v < rec[i].values.size(); ++v) {
+      auto j = own[i].index_of(rec[i].values[v]);
+      if (!j)
+        throw InputError(fmt::format("{}.values[{}]: {}={} is not one of {}'s values for this problem", w, v,
+                                     rec[i].name, rec[i].values[v], who));
+      if (rec[i].text(v) != own[i].text(*j))
+        throw InputError(fmt::format("{}.labels[{}]: {}={} is spelled '{}', {} spells it '{}'", w, v, rec[i].name,
+                                     rec[i].values[v], rec[i].text(v), who, own[i].text(*j)));
+    }
+  }
+  if (rec.size() < own.size())
+    throw InputError(fmt::format("{}.params: {} parameters recorded, {} has {} ({})", at, rec.size(), who, own.size(),
+                                 names_of(own)));
+}
+
+}  // namespace
+
+void Recording::check_spaces(const FamilySpace& space_of, const std::string& source) const {
+  for (size_t i = 0; i < spaces_.size(); ++i) {
+    const RecordedSpace& rs = spaces_[i];
+    const std::string at = fmt::format("{}: spaces[{}]", source, i);
+    std::optional<Space> own;
+    try {
+      own = space_of(rs);
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{}: {}", at, e.what()));
+    }
+    if (own) check_params(rs.params(), *own, at);
+  }
 }
 
 std::vector<Problem> Recording::problems() const {

@@ -34,16 +34,25 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gt::search {
 
 inline constexpr const char* kReplayFormat = "gemmtune-replay/2";
 inline constexpr const char* kReplayFormatV1 = "gemmtune-replay/1";
+
+// The measurement rules a recording is held to as it loads. A figure below 0.1 us cannot be
+// a GPU kernel's time: CUDA events resolve about 0.5 us, and even an empty kernel takes more
+// than a microsecond between two of them; such a figure would become a table entry whose
+// rate the table reader refuses (an overflowing TFLOP/s at 1e-300 us).
+inline constexpr double kMinRecordedTimeUs = 0.1;
+inline constexpr int64_t kMaxCompileThreads = 4096;
 
 // One config as recorded.
 struct RecordedResult {
@@ -122,6 +131,8 @@ class Recording {
   // InputError naming the file and what is wrong (unreadable, not JSON, wrong format
   // version, a missing key, a wrong type, a config or status that makes no sense).
   static Recording load(const std::filesystem::path& file);
+  // The same from a document's text; `source` names it in messages.
+  static Recording parse(std::string_view text, const std::string& source);
   // `source` names the document in error messages.
   static Recording from_json(const nlohmann::json& j, const std::string& source);
   nlohmann::json to_json() const;
@@ -140,6 +151,15 @@ class Recording {
   std::string format = kReplayFormat;
   // The distinct problems recorded, in the recording's order.
   std::vector<Problem> problems() const;
+
+  // Checks every recorded space against its family's own space (what `space_of` returns for
+  // it: the loaded plugin's, on the recorded architecture; nullopt: it cannot be asked, e.g.
+  // the family is not loaded, or describes its spaces on a GPU only): the same parameters in
+  // the same order, every recorded value one of the family's, with the family's labels. A
+  // recording that differs would put configs into a store that no table reader can find in
+  // the family. InputError naming `source`, the space and the parameter.
+  using FamilySpace = std::function<std::optional<Space>(const RecordedSpace&)>;
+  void check_spaces(const FamilySpace& space_of, const std::string& source) const;
 
   // The space recorded for a problem key (Problem::key()) and family; with a device uuid,
   // only on that device. The first match, or nullptr.

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -14,16 +16,30 @@ namespace gt::search {
 
 namespace {
 
-// Runs f(gpu) for every GPU, each in its own thread (one GPU: in this thread).
+// Runs f(gpu) for every GPU, each in its own thread (one GPU: in this thread). The first
+// exception a GPU's thread ends with (a write to the store that failed) is rethrown here once
+// every thread has finished; `failed` tells the others to stop taking work.
 template <class F>
-void on_every_gpu(size_t n, F&& f) {
+void on_every_gpu(size_t n, std::atomic<bool>& failed, F&& f) {
   if (n == 1) {
     f(size_t(0));
     return;
   }
+  std::exception_ptr first;
+  std::mutex mu;
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
+  for (size_t i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        f(i);
+      } catch (...) {
+        failed = true;
+        std::lock_guard lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    });
   for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace
@@ -34,16 +50,25 @@ RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const R
   res.gpu_of.assign(plan.problems.size(), -1);
   std::atomic<size_t> next{0};
   std::mutex mu;  // guards res and ctx.on_problem
-  auto stopped = [&] { return plan.options.stop && plan.options.stop->load(); };
-  on_every_gpu(gpus.size(), [&](size_t g) {
+  std::atomic<bool> failed{false};
+  auto stopped = [&] { return (plan.options.stop && plan.options.stop->load()) || failed; };
+  // Every problem's fixed configs on every GPU, before the first measurement: a config a
+  // library family (cuBLASLt, asked on the GPU) does not have is bad input, found now and not
+  // after the problems before it were tuned.
+  std::vector<std::map<size_t, std::map<std::string, std::vector<Config>>>> fixed(gpus.size());
+  for (size_t g = 0; g < gpus.size(); ++g)
+    for (size_t i : plan.mine)
+      if (!plan.problems[i].configs.empty())
+        fixed[g][i] = fixed_configs(plan.problems[i], gpus[g].spaces, ctx.plugins, gpus[g].measurer->device().limits,
+                                    plan.job);
+  on_every_gpu(gpus.size(), failed, [&](size_t g) {
     const RunGpu& gpu = gpus[g];
     Tuner tuner(ctx.plugins, *gpu.measurer, ctx.store, ctx.pool, gpu.spaces, gpu.provenance, plan.options);
     if (ctx.on_tuner) ctx.on_tuner(tuner, g);
     for (size_t j; (j = next++) < plan.mine.size() && !stopped();) {
       const size_t i = plan.mine[j];
       const PlannedProblem& pp = plan.problems[i];
-      auto fixed = fixed_configs(pp, gpu.spaces, ctx.plugins, gpu.measurer->device().limits, plan.job.source);
-      ProblemOutcome po = tuner.tune(pp.problem, pp.families, fixed);
+      ProblemOutcome po = tuner.tune(pp.problem, pp.families, fixed[g][i]);
       std::lock_guard lock(mu);
       if (ctx.on_problem) ctx.on_problem(po, g);
       res.outcomes[i] = std::move(po);
@@ -82,7 +107,8 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
   }
   for (auto& s : sample) s.per_gpu.resize(gpus.size());
   // Each GPU fills its own slot of every sample; the store is safe to share.
-  on_every_gpu(gpus.size(), [&](size_t g) {
+  std::atomic<bool> failed{false};
+  on_every_gpu(gpus.size(), failed, [&](size_t g) {
     const RunGpu& gpu = gpus[g];
     for (auto& s : sample) {
       Measurement& m = s.per_gpu[g];
@@ -101,6 +127,8 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
           ctx.store->insert(measured_row(s.problem, space, *c, m, gpu.provenance(s.family, false),
                                          consistency_tune_id(plan.options.tune_id), gpu.measurer->is_replay(),
                                          s.transform));
+      } catch (const StoreWriteError&) {
+        throw;
       } catch (const std::exception& e) {
         m.status = Status::runtime_fault;
         m.message = e.what();

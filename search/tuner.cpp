@@ -551,6 +551,8 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vec
     }
     std::sort(fin.list.begin(), fin.list.end(), faster<Result>);
     fin.retimed = true;
+  } catch (const StoreWriteError&) {
+    throw;  // a measurement not kept stops the tune (a full disk is no reason to go on)
   } catch (const RuntimeFailure& e) {
     if (on_note)
       on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", plans.front().family,
@@ -650,6 +652,8 @@ ProblemOutcome Tuner::tune(const Problem& p, const std::vector<std::string>& fam
     try {
       auto it = fixed.find(f);
       po.families.push_back(tune_family(p, f, it == fixed.end() ? nullptr : &it->second));
+    } catch (const StoreWriteError&) {
+      throw;  // not this family's failure: every later write would fail too
     } catch (const RuntimeFailure& e) {
       // The problem itself could not be prepared (e.g. not enough memory): no family can run.
       FamilyOutcome fo;
@@ -704,12 +708,57 @@ void Tuner::retime_family_winners(ProblemOutcome& po, const std::vector<size_t>&
                                     fmt::format("family winner: re-timed interleaved with the {} other families' winners {}",
                                                 idx.size() - 1, describe(o_.retime, rt.capped)));
     }
+  } catch (const StoreWriteError&) {
+    throw;
   } catch (const RuntimeFailure& e) {
     if (on_note) on_note(fmt::format("re-timing the families' winners failed ({})", e.what()));
   }
 }
 
+// The families this run did not tune whose winner for the problem the store holds and is still
+// current (the same fingerprint and build): the problem's winner is decided over every family
+// measured, not over this run's alone. Else a tune of one family hands it the problem over a
+// faster family tuned before (shared_tile at 16491 us over register_tile at 3007 us).
+void Tuner::add_stored_families(ProblemOutcome& po) {
+  if (!store_) return;
+  for (const Winner& w : store_->winners_of(ResultKey::of(measurer_.device().name, po.problem))) {
+    if (w.family == kAllFamilies ||
+        std::any_of(po.families.begin(), po.families.end(), [&](const FamilyOutcome& f) { return f.family == w.family; }))
+      continue;
+    auto row = store_->get(w.row_id);
+    if (!row || row->replay != measurer_.is_replay()) continue;
+    FamilyOutcome f;
+    Problem ran = po.problem;  // the transformed problem the family ran
+    try {
+      if (row->fingerprint != provenance_(w.family, false).fingerprint()) continue;  // stale: another toolchain
+      // The family ran the transformed problem: its config is of that problem's space.
+      ran = transformed_problem(po.problem, row->transform);
+      const Space& space = spaces_(w.family, ran);
+      std::string err;
+      f.best = space.parse(space.name(row->config), &err);
+      if (!f.best) continue;  // the family's space no longer has it
+      const uint64_t build = build_hash_of(po.problem, w.family, *f.best, row->transform);
+      if (build && row->prov.build_hash && build != row->prov.build_hash) continue;  // built differently now
+    } catch (const std::exception&) {
+      continue;  // the family is not loaded here, or not recorded in this replay
+    }
+    f.family = w.family;
+    f.stored_only = true;
+    f.strategy = "stored";
+    f.stop_reason = "not tuned in this run: its winner in the store";
+    f.best_name = w.config_name;
+    f.best_transform = row->transform;
+    f.best_m = row->m;
+    f.best_row = row->id;
+    f.decision = w.decision;
+    f.note = "not tuned in this run: the store's current winner of the family, re-timed beside this run's";
+    if (const Family* fam = plugin(w.family)) f.best_description = fam->describe(ran, *f.best);
+    po.families.push_back(std::move(f));
+  }
+}
+
 void Tuner::decide_problem(ProblemOutcome& po) {
+  add_stored_families(po);
   std::vector<size_t> idx;
   for (size_t i = 0; i < po.families.size(); ++i)
     if (po.families[i].best) idx.push_back(i);

@@ -104,6 +104,9 @@ struct FamilyOutcome {
   std::string note;      // the winner's note in the store: a tie, or a baseline kept for the margin
   std::string figure_note;  // how the measurer had the best's figure, where it says (replay)
   std::vector<FormOutcome> forms;  // the plain form first, then each transform considered
+  // Not tuned in this run: the family's current winner in the store (measured with this
+  // toolchain, plugin source and build), which the problem's winner is decided against too.
+  bool stored_only = false;
 };
 
 struct ProblemOutcome {
@@ -168,6 +171,7 @@ class Tuner {
   // The confirmation of a family's leader against its baseline alone; nullopt when it stands.
   std::optional<std::pair<Verdict, std::string>> confirm(const Problem& p, Result& leader, Result& baseline);
   void decide_problem(ProblemOutcome& po);
+  void add_stored_families(ProblemOutcome& po);
   bool reuse_problem_winner(ProblemOutcome& po, const std::vector<size_t>& idx);
   void retime_family_winners(ProblemOutcome& po, const std::vector<size_t>& idx);
 

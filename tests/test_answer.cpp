@@ -314,8 +314,9 @@ TEST_CASE("lookup flags of the rule: distance, regime, exact device and the defa
   CHECK_THAT(r.out, Catch::Contains("from 4096x4096x4096") && Catch::Contains("(limit 1.386), prefill (M > 16)"));
   // Bad values are bad input, named.
   for (auto [flag, what] : std::vector<std::pair<std::string, std::string>>{
-           {"--max-distance -1", "--max-distance: -1"}, {"--max-distance nan", "--max-distance: nan"},
-           {"--decode-max-m -3", "--decode-max-m: -3 is negative"}}) {
+           {"--max-distance -1", "--max-distance: must be a distance from 0 to inf, not -1"},
+           {"--max-distance nan", "--max-distance: must be a distance from 0 to inf, not nan"},
+           {"--decode-max-m -3", "--decode-max-m: -3 must not be negative"}}) {
     r = test::run_command(bin + " --shape 64x64x64 " + flag);
     INFO(flag << ": " << r.out);
     CHECK(r.exit_code == 2);

@@ -13,12 +13,15 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
 using namespace gt;
+using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -167,14 +170,14 @@ TEST_CASE("bad flags: exit 2 naming the flag, before any GPU work; the store unt
       {"compare --shape 64x64x64 --layout xx", {"--layout", "unknown layout 'xx'"}},
       {"compile --family naive --shape 64x64x64 --dtype f8", {"--dtype", "unknown dtype 'f8'"}},
       // roofs measures for seconds on a GPU: its numbers are checked first (these exited 3, no GPU).
-      {"roofs --candidates 0", {"--candidates", "got 0", "from 1 to 1000"}},
-      {"roofs --candidates -3", {"--candidates", "got -3"}},
-      {"roofs --candidates 1001", {"--candidates", "got 1001"}},
-      {"roofs --seconds -1", {"--seconds", "got -1", "above 0 and at most 600"}},
-      {"roofs --seconds 0", {"--seconds", "got 0"}},
-      {"roofs --seconds nan", {"--seconds", "got nan"}},
-      {"roofs --seconds inf", {"--seconds", "got inf"}},
-      {"roofs --seconds 601", {"--seconds", "got 601"}},
+      {"roofs --candidates 0", {"--candidates", "not 0", "from 1 to 1000"}},
+      {"roofs --candidates -3", {"--candidates", "-3 must not be negative"}},
+      {"roofs --candidates 1001", {"--candidates", "1001 is too large"}},
+      {"roofs --seconds -1", {"--seconds", "not -1", "in (0, 600]"}},
+      {"roofs --seconds 0", {"--seconds", "not 0"}},
+      {"roofs --seconds nan", {"--seconds", "not nan"}},
+      {"roofs --seconds inf", {"--seconds", "not inf"}},
+      {"roofs --seconds 601", {"--seconds", "not 601"}},
   };
   // compare over a recording: its families and problems are checked against the recording (these
   // printed nothing, or "nothing to compare", and exited 0).
@@ -340,4 +343,196 @@ TEST_CASE("nothing in a job file is executed", "[reliability][cli]") {
     refused(f, "tune --config " + quote(p), {p.string()});
   }
   CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("bad input in any problem set is found before the first measurement: replays and library families too",
+          "[reliability][cli][replay]") {
+  Fixture f;
+  // Two problems, a source family and a library one (cuBLASLt: its configs are known on the
+  // GPU, or from a recording). Each bad set comes second: the first problem was tuned and
+  // stored before, and the error named no line.
+  auto space = [](const char* family, const char* param, int m) {
+    return fmt::format(R"({{"recorded": "2026-11-29T12:00:00Z",
+      "device": {{"name": "NVIDIA H200", "uuid": "GPU-0", "arch": "sm_90"}},
+      "problem": {{"m": {}, "n": 64, "k": 64, "in": "f32", "out": "f32", "layout": "nn", "align": 16}},
+      "family": "{}", "family_version": "1.0",
+      "params": [{{"name": "{}", "help": "", "values": [1, 2], "labels": [], "default": 0}}],
+      "results": [{{"config": [1], "status": "ok", "median_us": 10.0}}, {{"config": [2], "status": "ok", "median_us": 9.0}}]}})",
+                       m, family, param);
+  };
+  fs::path rec = f.file("two.json", "{\"format\": \"gemmtune-replay/2\", \"spaces\": [" + space("toy", "bx", 64) + "," +
+                                        space("toy", "bx", 128) + "," + space("cublaslt", "algo", 128) + "]}");
+  const std::string first = "[[problems]]\nshapes = [\"64x64x64\"]\nfamilies = [\"toy\"]\n";
+  fs::path source = f.file("second_source.toml", first + "[[problems]]\nshapes = [\"128x64x64\"]\nfamilies = [\"toy\"]\n"
+                                                         "configs = { toy = [\"bx=7\"] }\n");
+  fs::path library = f.file("second_library.toml", first + "[[problems]]\nshapes = [\"128x64x64\"]\n"
+                                                           "families = [\"cublaslt\"]\nconfigs = { cublaslt = [\"algo=9\"] }\n");
+  refused(f, "tune --replay " + quote(rec) + " --config " + quote(source),
+          {source.string() + ":7:20:", "configs.toy for 128x64x64", "bx=7"});
+  refused(f, "tune --replay " + quote(rec) + " --config " + quote(library),
+          {library.string() + ":7:25:", "configs.cublaslt for 128x64x64", "algo=9"});
+  refused(f, "compare --replay " + quote(rec) + " --config " + quote(source), {source.string() + ":7:20:"});
+}
+
+TEST_CASE("a job's problem count is bounded before it is expanded, with the limit and how to raise it",
+          "[reliability][cli][jobs]") {
+  Fixture f;
+  // 30 x 30 x 30 sizes: 27,000 problems (m = n = k = [1..1000] in 11 KB named a billion: 12.6 GB,
+  // then std::bad_alloc and exit 1).
+  std::string sizes;
+  for (int i = 1; i <= 1000; ++i) sizes += (i > 1 ? ", " : "") + std::to_string(i);
+  fs::path huge = f.file("huge.toml", "[[problems]]\nm = [" + sizes + "]\nn = [" + sizes + "]\nk = [" + sizes + "]\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  refused(f, "tune --config " + quote(huge),
+          {huge.string() + ":1:1:", "1000000000 problems", "at most 10000", "--max-problems N raises the limit"});
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  // The limit counts every set; --max-problems moves it (tune and compare).
+  fs::path four = f.file("four.toml", "[[problems]]\nshapes = [\"64x64x64\", \"128x64x64\"]\n"
+                                      "[[problems]]\nshapes = [\"64x128x64\"]\ndtypes = [\"f16\", \"bf16\"]\n");
+  refused(f, "tune --max-problems 3 --config " + quote(four),
+          {four.string() + ":3:1:", "names 2 problems", "after 2 before it", "at most 3"});
+  refused(f, "compare --max-problems 1 --config " + quote(four), {four.string() + ":1:1:", "at most 1"});
+  auto r = test::run_command(f.bin + " tune --max-problems 4 --replay " + quote(f.rec) + " --config " + quote(four));
+  INFO(r.out);
+  CHECK(r.exit_code == 0);  // within the limit: tuned (in this replay, nothing recorded for them)
+}
+
+TEST_CASE("numeric flags are checked as the job file checks the same key; the help says the range",
+          "[reliability][cli][jobs]") {
+  Fixture f;
+  // Each flag beside the job key it replaces: a value is refused by both or by neither.
+  struct Pair {
+    const char* flag;
+    const char* key;
+    std::vector<std::string> values;
+  };
+  const std::vector<Pair> pairs = {
+      {"--budget", "evaluations", {"0", "1", "-1", "9223372036854775807", "9223372036854775808", "2.5"}},
+      {"--patience", "patience", {"0", "1", "-3", "9223372036854775808"}},
+      {"--seed", "seed", {"-1", "0", "9223372036854775807", "9223372036854775808"}},
+      {"--finalists", "finalists", {"-1", "0", "1", "1000", "1001"}},
+      {"--time", "seconds", {"0", "-1", "nan", "inf", "1e308", "0.5"}},
+      {"--fraction", "fraction", {"0", "1", "1.5", "0.25", "nan", "-inf"}},
+      {"--min-gain", "min_gain", {"-1", "0", "99", "99.5", "nan"}},
+  };
+  const std::string set = "[[problems]]\nshapes = [\"64x64x64\"]\nfamilies = [\"toy\"]\n";
+  for (auto& p : pairs)
+    for (auto& v : p.values) {
+      fs::path job = f.file(fmt::format("{}_{}.toml", p.key, v), fmt::format("[tune]\n{} = {}\n{}", p.key, v, set));
+      auto by_job = test::run_command(f.bin + " tune --replay " + quote(f.rec) + " --config " + quote(job));
+      auto by_flag = test::run_command(f.bin + " tune --replay " + quote(f.rec) + " --shape 64x64x64 " + p.flag + " " + v);
+      INFO(p.flag << " " << v << ": " << by_flag.out << "\n" << p.key << " = " << v << ": " << by_job.out);
+      CHECK((by_job.exit_code == 2) == (by_flag.exit_code == 2));
+      CHECK((by_flag.exit_code == 0 || by_flag.exit_code == 2));
+      if (by_flag.exit_code == 2) CHECK_THAT(by_flag.out, Catch::Contains(p.flag));
+    }
+  // Flags no job key shares: taken silently before (-5 rounds as 1, NaN seconds, a wrapped -1).
+  const std::string tune = "tune --replay " + quote(f.rec) + " --shape 64x64x64 ";
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {tune + "--rounds -5", {"--rounds", "-5 must not be negative"}},
+      {tune + "--rounds 0", {"--rounds", "at least 1"}},
+      {tune + "--settle nan", {"--settle", "not nan"}},
+      {tune + "--hang-floor -1", {"--hang-floor", "not -1"}},
+      {tune + "--compile-timeout nan", {"--compile-timeout", "not nan"}},
+      {tune + "--turn-warmup inf", {"--turn-warmup", "not inf"}},
+      {tune + "--consistency -5", {"--consistency"}},
+      {tune + "--device -1", {"--device", "must not be negative"}},
+      {tune + "--max-problems 0", {"--max-problems", "at least 1"}},
+      {tune + "--budget 1e3", {"--budget", "'1e3' is not a whole number"}},
+      {tune + "--budget 0x10", {"--budget", "'0x10' is not a whole number"}},
+      {"run --family naive --shape 64x64x64 --min-time nan", {"--min-time", "not nan"}},
+      {"run --family naive --shape 64x64x64 --seed -1", {"--seed", "must not be negative"}},
+      {"run --family naive --shape 64x64x64 --settle -1", {"--settle"}},
+      {"compile --family naive --shape 64x64x64 --threads -1", {"--threads", "must not be negative"}},
+      {"compare --replay " + quote(f.rec) + " --shape 64x64x64 --budget 0", {"--budget", "at least 1"}},
+      {"compare --replay " + quote(f.rec) + " --shape 64x64x64 --rounds 1001", {"--rounds", "too large"}},
+  };
+  for (auto& [args, phrases] : cases) refused(f, args, phrases);
+  // The help says each range.
+  auto help = test::run_command(f.bin + " tune --help");
+  for (const char* range : {"--budget UINT:[1, 9223372036854775807]", "--time FLOAT:(0, inf)", "--fraction FLOAT:(0, 1]",
+                            "--seed UINT:[0, 9223372036854775807]", "--finalists INT:[1, 1000]", "--min-gain FLOAT:[0, 99]",
+                            "--rounds INT:[1, 1000]", "--settle FLOAT:[0, 600]", "--hang-floor FLOAT:(0, 600]"})
+    CHECK_THAT(help.out, Catch::Contains(range));
+}
+
+TEST_CASE("recordings are checked against the family's space and the measurement rules as they load",
+          "[reliability][cli][replay]") {
+  Fixture f;
+  // With register_tile loaded, its recording must spell register_tile's parameters: else the
+  // store gets configs that the table reader cannot find in the family (export wrote a table
+  // its own reader rejected).
+  fs::copy_file(test::plugin_dir() / "libgemmtune_register_tile.so", f.plugins / "libgemmtune_register_tile.so");
+  const json real = json::parse(test::read_file(test::source_dir() / "tests/data/replay/register_tile_f32_2048x2048x2048.json"));
+  auto variant = [&](const std::string& name, auto&& change) {
+    json j = real;
+    j["spaces"][0]["results"] = json(std::vector<json>(real["spaces"][0]["results"].begin(),
+                                                       real["spaces"][0]["results"].begin() + 20));
+    change(j);
+    return f.file(name, j.dump(1));
+  };
+  fs::path fine = variant("fine.json", [](json&) {});
+  auto r = test::run_command(f.bin + " tune --replay " + quote(fine) + " --no-reuse");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);  // the committed recording is register_tile's own
+  struct Case {
+    fs::path file;
+    std::vector<std::string> phrases;
+  };
+  std::vector<Case> cases = {
+      {variant("renamed.json", [](json& j) { j["spaces"][0]["params"][0]["name"] = "bm2"; }),
+       {"spaces[0]", "params[0].name: 'bm2' is not register_tile 1.0's parameter 0"}},
+      {variant("value.json", [](json& j) { j["spaces"][0]["params"][0]["values"].push_back(24); }),
+       {"params[0].values[", "bm=24 is not one of register_tile"}},
+      {variant("fewer.json",
+               [](json& j) {
+                 auto& ps = j["spaces"][0]["params"];
+                 ps.erase(ps.size() - 1);
+                 for (auto& res : j["spaces"][0]["results"]) res["config"].erase(res["config"].size() - 1);
+               }),
+       {"parameters recorded, register_tile 1.0 has"}},
+      {variant("twice.json", [](json& j) { j["spaces"][0]["results"].push_back(j["spaces"][0]["results"][3]); }),
+       {"spaces[0].results[20].config", "recorded already, in spaces[0].results[3]"}},
+      {variant("tiny.json", [](json& j) { j["spaces"][0]["results"][2]["median_us"] = 1e-300; }),
+       {"spaces[0].results[2].median_us", "too short to be a measured time"}},
+      {variant("negative_time.json",
+               [](json& j) {
+                 j["spaces"][0]["results"][2]["status"] = "verify_failed";
+                 j["spaces"][0]["results"][2]["median_us"] = -4;
+               }),
+       {"spaces[0].results[2].median_us", "is not a positive time"}},
+      {variant("two_spaces.json", [](json& j) { j["spaces"].push_back(j["spaces"][0]); }),
+       {"spaces[1]", "recorded already, in spaces[0]"}},
+      {variant("family.json", [](json& j) { j["spaces"][0]["family"] = "Register-Tile"; }),
+       {"spaces[0].family", "is not a family name"}},
+      {variant("arch.json", [](json& j) { j["spaces"][0]["device"]["arch"] = "sm_999"; }),
+       {"device.arch 'sm_999' is not an architecture"}},
+      {variant("threads.json", [](json& j) { j["compile_threads"] = -2; }), {"compile_threads", "-2"}},
+  };
+  fs::path dup = f.file("duplicate_key.json", std::string(kRecording).replace(std::string(kRecording).find("\"median_us\": 10.0"), 17,
+                                                                       "\"median_us\": 10.0, \"median_us\": 1e-9"));
+  cases.push_back({dup, {dup.string() + ":7:", "the key 'median_us' appears twice"}});
+  for (auto& c : cases) {
+    std::vector<std::string> phrases = c.phrases;
+    phrases.push_back(c.file.string());
+    refused(f, "tune --replay " + quote(c.file), phrases);
+    refused(f, "compare --replay " + quote(c.file), phrases);
+  }
+}
+
+TEST_CASE("a JSON table that names a key twice is refused, as TOML refuses it", "[reliability][cli][table]") {
+  Fixture f;
+  const std::string entry = "{\"device\": \"G\", \"m\": 64, \"n\": 64, \"k\": 64, \"dtype\": \"f32\", \"out_dtype\": \"f32\", "
+                            "\"layout\": \"nn\", \"align\": 16, \"family\": \"naive\", "
+                            "\"config\": \"naive_mapcoalesced_bx32_by8\", \"time_us\": 1.5}";
+  fs::path once = f.file("once.json", "{\"gemmtune_table\": 1,\n \"entries\": [" + entry + "]}");
+  auto r = test::run_command(f.bin + " lookup --table " + quote(once) + " --shape 64x64x64 --device G");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::string twice_text = "{\"gemmtune_table\": 1,\n \"entries\": [\n" + entry + "]}";
+  twice_text.replace(twice_text.find("\"m\": 64"), 7, "\"m\": 64, \"m\": 4096");
+  fs::path twice = f.file("twice.json", twice_text);
+  refused(f, "lookup --table " + quote(twice) + " --shape 64x64x64", {twice.string() + ":3:26:", "the key 'm' appears twice"});
+  fs::path top = f.file("top.json", "{\"gemmtune_table\": 1, \"entries\": [], \"entries\": [" + entry + "]}");
+  refused(f, "lookup --table " + quote(top) + " --shape 64x64x64", {top.string() + ":1:38:", "the key 'entries' appears twice"});
 }

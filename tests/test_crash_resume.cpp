@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <fcntl.h>
 #include <fstream>
 #include <csignal>
@@ -107,7 +108,19 @@ TEST_CASE("a tune killed at random moments resumes and ends like an uninterrupte
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(30, 600)(rng)));
     if (::kill(k, SIGKILL) == 0) ++kills;
     wait_exit(k);
-    Store s = Store::open_readonly(db.string());
+    // Killed while it checked its input (no store yet), or between creating the database and
+    // its schema (an empty database, which the next open for writing makes a store): nothing
+    // to check yet.
+    if (!std::filesystem::exists(db)) continue;
+    std::optional<Store> opened;
+    try {
+      opened.emplace(Store::open_readonly(db.string()));
+    } catch (const InputError& e) {
+      INFO(e.what());
+      REQUIRE(std::string(e.what()).find("is empty, not a gemmtune store") != std::string::npos);
+      continue;
+    }
+    Store& s = *opened;
     std::string why;
     INFO("after kill " << i << ": " << why);
     REQUIRE(s.check_integrity(&why));

@@ -255,6 +255,14 @@ TEST_CASE("a bad replay file is an InputError naming the file and what is wrong"
   d = valid_doc();
   d["spaces"][0]["results"] = json::object();
   expect_error(d, {"spaces[0].results", "expected an array, got object"});
+
+  // Found by tests/fuzz (fuzz_recording): a re-timing's sample count given as a float beyond
+  // an integer's range was converted to one (undefined behaviour).
+  d = valid_doc();
+  d["spaces"][0]["results"][0]["retimed"] = {{"median", 500.0}, {"count", 1e308}};
+  expect_error(d, {"spaces[0].results[0].retimed", "not a timing's statistics", "'count' is not a whole number"});
+  d["spaces"][0]["results"][0]["retimed"] = {{"median", 500.0}, {"count", -4}};
+  expect_error(d, {"spaces[0].results[0].retimed", "a count of -4 samples"});
 }
 
 TEST_CASE("a replayed search is the search it stands in for", "[replay]") {

@@ -371,7 +371,7 @@ TEST_CASE("store: reuse needs the same fingerprint; stale rows are counted, neve
     CHECK(s.count_stale(p, dev, "fam_a", fp) == 3);
   }
 
-  SECTION("a matching row is reused; the newest wins") {
+  SECTION("a matching row is reused; the oldest, which a first tune measured and learned from") {
     StoredRow a = sample_row();
     a.time_unix = 1000;
     a.time_utc = "1970-01-01T00:16:40.000000Z";
@@ -382,7 +382,7 @@ TEST_CASE("store: reuse needs the same fingerprint; stale rows are counted, neve
     s.insert(b);
     auto r = s.find_reusable(p, dev, "fam_a", a.config_hash, fp, true);
     REQUIRE(r);
-    CHECK(r->row_uuid == b.row_uuid);
+    CHECK(r->row_uuid == a.row_uuid);  // b is a later figure (a re-timing): a repeated tune sees a
     // Another problem key, device or config does not match.
     Problem q = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn);
     CHECK_FALSE(s.find_reusable(q, dev, "fam_a", a.config_hash, fp, true));

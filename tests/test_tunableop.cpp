@@ -235,7 +235,7 @@ TEST_CASE("tunableop: gemmtune export --format tunableop on a store", "[tunableo
            {"export --format tunableop --torch-version 2.13.0", "came with PyTorch 2.14"},
            {"export --format tunableop --torch-version 2.15.0 --cublaslt-version 13.1", "--cublaslt-version: '13.1'"},
            {"export --torch-version 2.15.0", "--torch-version is for --format tunableop"},
-           {"export --format tunableop --torch-version 2.15.0 -o " + db.string(), "is the results store being exported"},
+           {"export --format tunableop --torch-version 2.15.0 -o " + db.string(), "is the results store"},
            {"export --format tunableop --torch-version 2.15.0 --device 'NVIDIA H100'", "no cuBLASLt result can be written"},
            {"export --format tsv", "expected toml, json, csv, cpp or tunableop"}}) {
     auto bad = test::run_command(cli + " " + args + " 2>&1");

@@ -114,7 +114,11 @@ void to_json(nlohmann::json& j, const Stats& s) {
 }
 
 void from_json(const nlohmann::json& j, Stats& s) {
-  s.count = j.value("count", int64_t(0));
+  // The type first: nlohmann converts a float count (1e308) to an integer out of range (UB).
+  const auto count = j.find("count");
+  if (count != j.end() && !count->is_number_integer())
+    throw RuntimeFailure("timing statistics: 'count' is not a whole number");
+  s.count = count == j.end() ? 0 : count->get<int64_t>();
   s.median = num(j, "median");
   s.mean = num(j, "mean");
   s.min = num(j, "min");

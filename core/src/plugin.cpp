@@ -43,13 +43,15 @@ struct Reply {
   }
 };
 
-bool valid_family_name(const char* s) {
-  if (!s || !*s) return false;
-  for (const char* c = s; *c; ++c)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) return false;
+bool valid_family_name(const char* s) { return s && gt::valid_family_name(std::string_view(s)); }
+}  // namespace
+
+bool valid_family_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   return true;
 }
-}  // namespace
 
 LibraryOp::~LibraryOp() {
   if (op_ && abi_->destroy_op) abi_->destroy_op(op_);

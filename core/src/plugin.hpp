@@ -149,4 +149,8 @@ std::vector<std::filesystem::path> plugin_dirs(const std::vector<std::string>& f
 std::filesystem::path default_plugin_dir();
 std::filesystem::path executable_dir();
 
+// A family's name as the loader accepts it: lower case letters, digits and '_', not empty. A
+// config's name starts with it, so a recording or a table naming a family must spell it so too.
+bool valid_family_name(std::string_view name);
+
 }  // namespace gt

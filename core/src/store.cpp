@@ -1,6 +1,7 @@
 #include "store.hpp"
 
 #include "errors.hpp"
+#include "files.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -510,6 +511,15 @@ struct Store::Impl {
     });
     return out;
   }
+  std::vector<Winner> winners_of(const ResultKey& key) const {
+    Where w;
+    w.args = {key.device_name, key.m, key.n, key.k, std::string(to_string(key.in)), std::string(to_string(key.out)),
+              std::string(to_string(key.layout)), int64_t(key.align)};
+    return query_winners(
+        " WHERE w.device_name = ? AND w.m = ? AND w.n = ? AND w.k = ? AND w.in_dtype = ? AND w.out_dtype = ? "
+        "AND w.layout = ? AND w.align = ? ORDER BY w.family",
+        w);
+  }
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const {
     Where w;
     w.args = {key.device_name, key.m, key.n, key.k, std::string(to_string(key.in)), std::string(to_string(key.out)),
@@ -760,6 +770,9 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
   std::error_code ec;
   if (fs::is_directory(file, ec))
     throw InputError(fmt::format("{} is a directory, not a gemmtune store", file.string()));
+  // A FIFO or a device would block or take SQLite's writes to somewhere else.
+  if (std::string kind = special_file_kind(file); !kind.empty())
+    throw InputError(fmt::format("{} is {}, not a gemmtune store", file.string(), kind));
   bool existed = fs::exists(file, ec);
   if (readonly && !existed) throw InputError(fmt::format("{}: no such store", file.string()));
   if (existed) check_header(file);
@@ -838,20 +851,26 @@ int64_t Store::insert(StoredRow& row) {
   row.fingerprint = row.prov.fingerprint();
 
   std::lock_guard lock(impl_->mu);
-  Transaction t(impl_->db);
-  Stmt st(impl_->db, insert_sql(false));
-  Binder b{st.get()};
-  row_fields(b, std::as_const(row));
+  bool duplicate = false;
   try {
-    st.step();
+    Transaction t(impl_->db);
+    Stmt st(impl_->db, insert_sql(false));
+    Binder b{st.get()};
+    row_fields(b, std::as_const(row));
+    try {
+      st.step();
+    } catch (const RuntimeFailure&) {
+      duplicate = st.last_rc() == SQLITE_CONSTRAINT_UNIQUE;
+      throw;
+    }
+    row.id = sqlite3_last_insert_rowid(impl_->db);
+    t.commit();
   } catch (const RuntimeFailure& e) {
-    if (st.last_rc() == SQLITE_CONSTRAINT_UNIQUE)
+    if (duplicate)
       throw RuntimeFailure(fmt::format("{}: row {} is already stored (rows are immutable)", impl_->path.string(),
                                        row.row_uuid));
-    throw;
+    throw StoreWriteError(fmt::format("{}: a measurement could not be stored: {}", impl_->path.string(), e.what()));
   }
-  row.id = sqlite3_last_insert_rowid(impl_->db);
-  t.commit();
   return row.id;
 }
 
@@ -937,10 +956,12 @@ std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::strin
     rows = impl_->query_rows(" ORDER BY time_unix DESC, id DESC", w);
   }
   if (rows.empty()) return std::nullopt;
-  if (is_final(rows.front().m.status)) return rows.front();
-  int transient = 0;
-  for (const auto& r : rows) transient += is_final(r.m.status) ? 0 : 1;
-  if (transient >= kTransientAttempts) return rows.front();
+  // The oldest final row: what the first tune of the config measured and its strategy
+  // learned. The re-timings after it (finalists, confirmations, family winners) are other
+  // figures; handing one of those to a repeated tune's strategy would send it another way.
+  for (auto it = rows.rbegin(); it != rows.rend(); ++it)
+    if (is_final(it->m.status)) return *it;
+  if (int64_t(rows.size()) >= kTransientAttempts) return rows.front();  // failed every time: final
   return std::nullopt;
 }
 
@@ -1003,13 +1024,23 @@ void Store::set_winner(const ResultKey& key, const std::string& family, const st
   w.decision = decision;
   w.note = note;
   std::tie(w.time_utc, w.time_unix) = utc_now();
-  impl_->put_winner(w);
-  t.commit();
+  try {
+    impl_->put_winner(w);
+    t.commit();
+  } catch (const RuntimeFailure& e) {
+    throw StoreWriteError(fmt::format("{}: the winner of {} could not be stored: {}", impl_->path.string(), key.text(),
+                                      e.what()));
+  }
 }
 
 std::optional<Winner> Store::winner(const ResultKey& key, const std::string& family) const {
   std::lock_guard lock(impl_->mu);
   return impl_->winner(key, family);
+}
+
+std::vector<Winner> Store::winners_of(const ResultKey& key) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->winners_of(key);
 }
 
 std::vector<Winner> Store::winners(const std::optional<std::string>& device_name) const {

@@ -32,6 +32,7 @@
 // (store.cpp, `migrations()`); opened read-only they are read as they are.
 #pragma once
 
+#include "errors.hpp"
 #include "measurement.hpp"
 #include "problem.hpp"
 #include "provenance.hpp"
@@ -56,6 +57,14 @@ namespace gt {
 // problem transform a config ran through). A store of an older schema is upgraded when opened
 // for writing (store.cpp, `migrations()`: one step per version, in order).
 inline constexpr int kStoreSchemaVersion = 5;
+
+// A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
+// I/O error): the message names the store and SQLite's reason. It is never a reason to go on
+// as if the measurement were kept: the tune stops with it (exit 1). The store keeps every
+// write that returned, since each is its own transaction.
+struct StoreWriteError : RuntimeFailure {
+  using RuntimeFailure::RuntimeFailure;
+};
 inline constexpr int kBusyTimeoutMs = 60000;
 
 // What a result is valid for: the device model and the problem without its leading
@@ -179,7 +188,8 @@ class Store {
   // the id, and a fresh row_uuid and the current time when they are empty; the
   // fingerprint column is always prov.fingerprint(). row.family and prov.family must
   // agree (an empty one is filled from the other); RuntimeFailure otherwise. A row_uuid
-  // already in the store is a RuntimeFailure (rows are immutable).
+  // already in the store is a RuntimeFailure (rows are immutable). StoreWriteError when
+  // SQLite cannot write it.
   int64_t insert(StoredRow& row);
   int64_t insert(const StoredRow& row) {
     StoredRow copy = row;
@@ -198,13 +208,15 @@ class Store {
   // newer measurement, then the smaller row_uuid. Sorted by key, then family.
   std::vector<StoredRow> best(const RowFilter& f = {}, bool per_family = false) const;
 
-  // A stored measurement that stands in for measuring (problem, family, config) again:
-  // the newest non-replay row for that key and config_hash whose fingerprint equals
-  // `fingerprint`, when its status is final:
+  // A stored measurement that stands in for measuring (problem, family, config) again: of
+  // the non-replay rows for that key and config_hash whose fingerprint equals `fingerprint`,
+  // the oldest whose status is final (the one a first tune measured and learned from, not a
+  // later re-timing of it; a repeated tune then sees what the first one saw):
   //  - ok, verify_failed, compile_failed, cannot_implement, resources: final (they follow
   //    from the config, the source and the toolchain, which the fingerprint pins);
   //  - runtime_fault, timeout: may be transient (a sick context, a busy GPU, another
-  //    process); measured once more, and final from the second one on (two such rows).
+  //    process); measured once more, and final from the second one on (two such rows, the
+  //    newest returned).
   // need_full: an ok row timed in quick mode does not count (its timing has fewer
   // samples); failures found in quick mode do (quick changes only the timing).
   // Rows with another fingerprint (stale) are never returned, nor, when `build_hash` is
@@ -224,10 +236,13 @@ class Store {
 
   // Records the winner of `key` for `family` (kAllFamilies: over every family), replacing
   // the one before. The row must exist, be ok, belong to the key (and to the family, unless
-  // kAllFamilies) and carry config_name; RuntimeFailure otherwise.
+  // kAllFamilies) and carry config_name; RuntimeFailure otherwise, StoreWriteError when SQLite
+  // cannot write it.
   void set_winner(const ResultKey& key, const std::string& family, const std::string& config_name, int64_t row_id,
                   const std::string& note = "", const Decision& decision = {});
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const;
+  // Every winner of one key: each family's, and the one over every family (kAllFamilies).
+  std::vector<Winner> winners_of(const ResultKey& key) const;
   // All winners, sorted by key then family (optionally only one device's).
   std::vector<Winner> winners(const std::optional<std::string>& device_name = std::nullopt) const;
 

@@ -2,6 +2,8 @@
 
 #include "device.hpp"
 #include "errors.hpp"
+#include "files.hpp"
+#include "json_text.hpp"
 #include "provenance.hpp"
 
 #include <fmt/format.h>
@@ -432,43 +434,9 @@ RawTable raw_of_object(const nlohmann::json& j) {
   return r;
 }
 
-// Line and column of a byte offset (nlohmann reports syntax errors by byte).
-std::pair<size_t, size_t> line_col(std::string_view text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < std::min(byte, text.size()); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return {line, col};
-}
-
 LookupTable parse_json(std::string_view text, const std::string& origin) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
-    std::string what = e.what();
-    // nlohmann's message repeats its own position; keep the part after "syntax error".
-    if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
-    throw InputError(fmt::format("{}:{}:{}: not valid JSON: {}", origin, line, col, what));
-  } catch (const nlohmann::json::out_of_range& e) {
-    // A number beyond a double's range (1e999) is reported this way, without a position:
-    // the message quotes the number, so find it.
-    std::string what = e.what();
-    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    std::string at = origin;
-    if (auto q = what.find('\''); q != std::string::npos && what.size() > q + 2)
-      if (auto pos = text.find(what.substr(q + 1, what.size() - q - 2)); pos != std::string_view::npos) {
-        auto [line, col] = line_col(text, pos);
-        at = fmt::format("{}:{}:{}", origin, line, col);
-      }
-    throw InputError(fmt::format("{}: not valid JSON: {}", at, what));
-  }
+  // Strict: a key given twice in one object is refused, as TOML refuses it (json_text.hpp).
+  const nlohmann::json root = parse_json_text(text, origin);
   if (!root.is_object()) throw InputError(fmt::format("{}: not a gemmtune table: expected a JSON object", origin));
   LookupTable t;
   t.origin = origin;
@@ -506,8 +474,8 @@ LookupTable LookupTable::parse(std::string_view text, TableFormat format, const 
 }
 
 LookupTable LookupTable::load(const fs::path& file) {
-  std::error_code ec;
-  if (fs::is_directory(file, ec)) throw InputError(fmt::format("{}: is a directory, not a table", file.string()));
+  if (std::string kind = special_file_kind(file); !kind.empty())  // a FIFO would block, /dev/zero fill the memory
+    throw InputError(fmt::format("{}: is {}, not a table", file.string(), kind));
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot be read (missing or not readable)", file.string()));
   std::stringstream ss;
@@ -875,27 +843,7 @@ void LookupTable::save(const fs::path& file, TableFormat format, const std::stri
   write_file_atomically(file, serialize(format, cpp_namespace));
 }
 
-void write_file_atomically(const fs::path& file, std::string_view text) {
-  std::error_code ec;
-  if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
-  fs::path tmp = file;
-  tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot be written", file.string()));
-    out << text;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw RuntimeFailure(fmt::format("{}: writing failed", file.string()));
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw RuntimeFailure(fmt::format("{}: cannot be replaced: {}", file.string(), ec.message()));
-  }
-}
+void write_file_atomically(const fs::path& file, std::string_view text) { write_file_replacing(file, text); }
 
 // ---------------------------------------------------------------------------------------
 // Lookup

@@ -22,6 +22,7 @@ namespace {
 
 void check(const gt::search::Job& job) {
   if (job.problems.empty()) broken("a job without problems was accepted");
+  if (job.problems.size() > gt::search::kDefaultMaxProblems) broken("more problems than the limit were expanded");
   std::set<std::string> keys;
   for (auto& jp : job.problems) {
     const gt::Problem& p = jp.problem;

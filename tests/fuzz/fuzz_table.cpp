@@ -2,10 +2,14 @@
 // TOML or JSON table must either load or be refused with an InputError. A table that
 // loads must then be usable without surprises: it serialises to every format without
 // throwing, TOML and JSON round-trip it exactly (table.hpp promises that), and lookups
-// answer or refuse with an InputError. Anything else (another exception type, a crash, a
-// sanitizer report, a broken round trip) is a bug.
+// answer or refuse with an InputError. JSON that names a key twice in one object is refused,
+// as TOML refuses it (the last one silently winning would be another table than written).
+// Anything else (another exception type, a crash, a sanitizer report, a broken round trip, a
+// duplicate key accepted) is a bug.
 #include "errors.hpp"
 #include "table.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
@@ -57,6 +62,28 @@ void use(const gt::LookupTable& t) {
   }
 }
 
+// Whether `text` is JSON that names some key twice in one object: nlohmann's lenient parser
+// reports every key it reads and keeps one of each, so the document then holds fewer.
+bool has_duplicate_key(std::string_view text) {
+  size_t keys_read = 0;
+  auto count = [&](int, nlohmann::json::parse_event_t e, nlohmann::json&) {
+    keys_read += e == nlohmann::json::parse_event_t::key;
+    return true;
+  };
+  nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), count, false);
+  if (doc.is_discarded()) return false;
+  size_t kept = 0;
+  std::vector<const nlohmann::json*> todo = {&doc};
+  while (!todo.empty()) {
+    const nlohmann::json* j = todo.back();
+    todo.pop_back();
+    if (j->is_object()) kept += j->size();
+    if (j->is_structured())
+      for (auto& x : *j) todo.push_back(&x);
+  }
+  return keys_read > kept;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -70,6 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const gt::InputError&) {
       continue;
     }
+    if (f == gt::TableFormat::json && has_duplicate_key(text)) broken("a JSON table naming a key twice was accepted");
     use(t);
   }
   return 0;

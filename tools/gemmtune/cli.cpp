@@ -2,6 +2,8 @@
 
 #include "tuner.hpp"
 
+#include <charconv>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +30,17 @@ fs::path Globals::db_path() const {
   if (!db.empty()) return db;
   if (const char* e = std::getenv("GEMMTUNE_DB"); e && *e) return e;
   return xdg("XDG_DATA_HOME", ".local/share") / "results.db";
+}
+
+bool Globals::db_named() const {
+  const char* e = std::getenv("GEMMTUNE_DB");
+  return !db.empty() || (e && *e);
+}
+
+std::string Globals::db_flag() const {
+  if (!db.empty()) return "--db";
+  if (const char* e = std::getenv("GEMMTUNE_DB"); e && *e) return "GEMMTUNE_DB";
+  return "the default store";
 }
 
 fs::path Globals::cache_path() const {
@@ -57,18 +70,54 @@ Problem ProblemArgs::resolve(const std::string& default_shape) const {
   return Problem::make(d[0], d[1], d[2], in, out, l);
 }
 
+CLI::Validator whole_in(const search::WholeRange& r) {
+  return CLI::Validator(
+      [r](std::string& v) -> std::string {
+        const bool negative = !v.empty() && v[0] == '-';
+        const std::string digits = negative ? v.substr(1) : v;
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+          return fmt::format("'{}' is not {}", v, r.text());
+        uint64_t x = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), x);
+        if (ec == std::errc::result_out_of_range || end != digits.data() + digits.size())
+          return fmt::format("{} is too large (at most {})", v, r.hi);
+        if (negative && x != 0) return fmt::format("{} must not be negative ({})", v, r.text());
+        return r.check("", x).value_or("");
+      },
+      fmt::format("[{}, {}]", r.lo, r.hi));
+}
+
+CLI::Validator number_in(const search::RealRange& r) {
+  const std::string range = r.hi == std::numeric_limits<double>::max()
+                                ? fmt::format("{}{:g}, inf)", r.lo_open ? "(" : "[", r.lo)
+                                : fmt::format("{}{:g}, {:g}]", r.lo_open ? "(" : "[", r.lo, r.hi);
+  return CLI::Validator(
+      [r](std::string& v) -> std::string {
+        // Decimal only, as TOML writes a float: strtod would also read 0x10 as 16.
+        if (v.empty() || v.find_first_of("xX") != std::string::npos) return fmt::format("'{}' is not {}", v, r.text());
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(v.c_str(), &end);
+        if (end != v.c_str() + v.size()) return fmt::format("'{}' is not {}", v, r.text());
+        if (errno == ERANGE && std::isinf(x)) return fmt::format("{} is too large to be a number", v);
+        return r.check("", x).value_or("");
+      },
+      range);
+}
+
 void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds) {
   const Interleave d;
   app->add_option("--rounds", rounds,
                   fmt::format("rounds of interleaved timing (at the power cap at most {})", d.capped_rounds))
-      ->default_val(default_rounds);
+      ->default_val(default_rounds)
+      ->check(whole_in(kRoundsRange));
   app->add_option("--turn-warmup", turn_warmup,
                   fmt::format("once NVML reports the power cap: seconds each config runs alone, untimed, before its "
                               "samples in each turn (the clock follows the power of the last tens of ms; below the "
                               "cap {:g} s; {:g} or less: as below the cap, the older method)",
                               d.warmup_s, d.warmup_s))
       ->default_val(d.capped_warmup_s)
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(kTurnWarmupRange));
 }
 
 void add_min_gain_option(CLI::App* app, double& min_gain, const std::string& where) {
@@ -77,17 +126,7 @@ void add_min_gain_option(CLI::App* app, double& min_gain, const std::string& whe
                               "hand-written family's default), in a confirmation re-timing of the two alone{} "
                               "(default {:g}; the job's [tune] min_gain; 0: measurably faster suffices)",
                               where, 100 * search::TuneOptions{}.min_gain))
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            double x = 0;
-            try {
-              x = std::stod(v);
-            } catch (const std::exception&) {
-              return std::string("not a number: ") + v;
-            }
-            return std::isfinite(x) && x >= 0 && x <= 99 ? std::string() : "a percentage from 0 to 99, not " + v;
-          },
-          "PCT in [0, 99]"));
+      ->check(number_in(search::kMinGainRange));
 }
 
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {

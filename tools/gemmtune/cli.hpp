@@ -4,6 +4,8 @@
 #include "compiler.hpp"
 #include "device.hpp"
 #include "errors.hpp"
+#include "files.hpp"
+#include "job.hpp"
 #include "measurer.hpp"
 #include "plugin.hpp"
 #include "problem.hpp"
@@ -28,6 +30,9 @@ struct Globals {
   bool quiet = false;
 
   std::filesystem::path db_path() const;
+  // Whether the store was named (--db, GEMMTUNE_DB), and what named it, for messages.
+  bool db_named() const;
+  std::string db_flag() const;
   std::filesystem::path cache_path() const;
   // Loads plugins; reports skipped ones on stderr (once).
   const PluginRegistry& plugins() const;
@@ -45,6 +50,17 @@ struct ProblemArgs {
 };
 
 void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required = false);
+
+// Numeric flags: the text read exactly (decimal digits for a whole number: no wrap-around of
+// -1, no 1e3 taken as 1; a real number is finite) and held to the range, the job file's for
+// the key a flag replaces (search/job.hpp); the help shows the range.
+CLI::Validator whole_in(const search::WholeRange& r);
+CLI::Validator number_in(const search::RealRange& r);
+// Ranges of flags that no job key shares.
+inline constexpr search::WholeRange kDeviceRange{0, 1023};
+inline constexpr search::WholeRange kRoundsRange{1, 1000};
+inline constexpr search::RealRange kSettleRange{0, 600, false, "number of seconds"};
+inline constexpr search::RealRange kTurnWarmupRange{0, 10, false, "number of seconds"};
 
 // --rounds and --turn-warmup: how candidates are re-timed interleaved (Interleave).
 void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds);

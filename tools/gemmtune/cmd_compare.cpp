@@ -27,6 +27,7 @@ struct CompareArgs {
   std::string config, replay;
   std::vector<std::string> families;
   std::optional<uint64_t> budget;
+  uint64_t max_problems = search::kDefaultMaxProblems;
   bool no_tune = false;
   int device = 0, rounds = 10;
   double turn_warmup = Interleave{}.capped_warmup_s;
@@ -69,9 +70,14 @@ void add_compare_options(CLI::App* sub, CompareArgs& a) {
                   "them");
   sub->add_option("--budget", a.budget,
                   "evaluations per family when a family has no stored winner yet (default: the job's budget, its "
-                  "[tune.budget.FAMILY] included, else 60)");
+                  "[tune.budget.FAMILY] included, else 60)")
+      ->check(whole_in(search::kEvaluationsRange));
+  sub->add_option("--max-problems", a.max_problems,
+                  fmt::format("the most problems a job may expand to (default {}): a job naming more is refused before "
+                              "it is expanded", search::kDefaultMaxProblems))
+      ->check(whole_in(search::WholeRange{1, UINT64_MAX}));
   sub->add_flag("--no-tune", a.no_tune, "do not tune families without a stored winner (they are left out)");
-  sub->add_option("--device", a.device, "GPU index")->default_val(0);
+  sub->add_option("--device", a.device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
   add_interleave_options(sub, a.rounds, a.turn_warmup, 10);
   add_min_gain_option(sub, a.min_gain, " when compare tunes a family that has no stored winner (no effect with --no-tune)");
   sub->add_option("--replay", a.replay,
@@ -82,6 +88,7 @@ void add_compare_options(CLI::App* sub, CompareArgs& a) {
 search::PlanRequest request_of(const CompareArgs& a, const search::Catalog& cat) {
   search::PlanRequest r;
   r.config = a.config;
+  r.max_problems = a.max_problems;
   // A replay with neither a problem nor a job compares the recording's problems (as tune does).
   if (a.pa.given() || (a.config.empty() && cat.recorded.empty())) r.problem = a.pa.resolve();
   r.families = a.families;
@@ -337,8 +344,13 @@ void print_summary(const std::vector<Best>& bests) {
 int run_compare(Globals& g, const CompareArgs& a) {
   // 1. Resolve: the problems, the families (the command line's, else each problem's in the
   // job), the budgets, a replay's coverage, all before any GPU work.
+  std::vector<FileRole> files;
+  if (!a.config.empty()) files.push_back({FileUse::read, "--config", a.config});
+  if (!a.replay.empty()) files.push_back({FileUse::read, "--replay", a.replay});
+  if (a.replay.empty() || g.db_named()) files.push_back({FileUse::store, g.db_flag(), g.db_path()});
+  check_file_roles(files);
   std::optional<search::Recording> rec;
-  if (!a.replay.empty()) rec = search::Recording::load(a.replay);
+  if (!a.replay.empty()) rec = load_recording(g, a.replay);
   search::Catalog cat = catalog_of(g, rec ? &*rec : nullptr, a.replay);
   const search::JobPlan plan = search::resolve_plan(request_of(a, cat), cat);
   std::vector<std::pair<const search::PlannedProblem*, std::vector<std::string>>> work;

@@ -120,9 +120,11 @@ static Command add_compile(CLI::App& app, Globals& g) {
   static uint64_t limit = 0;
   sub->add_option("--family", families, "families to compile (repeatable; default: every source family)");
   sub->add_option("--arch", arch, "target architecture, sm_XY (default: the GPU's, else sm_90)");
-  sub->add_option("--threads", threads, "compile threads (default: one per core)");
+  sub->add_option("--threads", threads, "compile threads (default: one per core)")
+      ->check(whole_in(search::WholeRange{0, 1024}));
   sub->add_option("--limit", limit,
-                  "compile at most this many distinct builds per family, a sample spread over the space (0: all)");
+                  "compile at most this many distinct builds per family, a sample spread over the space (0: all)")
+      ->check(whole_in(search::WholeRange{0, UINT64_MAX}));
   add_problem_options(sub, pa);
   return {sub, [&g] {
             Problem p = pa.resolve("4096x4096x4096");

@@ -75,14 +75,14 @@ static TableFormat table_format(const std::string& format, const std::string& ou
                                output, ext.empty() ? std::string("a name without an extension") : "'" + ext + "'"));
 }
 
+static Store open_store(Globals& g, const std::string& output);
+
 // A tune's measurements as a replay recording. The parameter lists come from the plugins,
 // for the architecture the rows were measured on.
 static int export_recording(Globals& g, const std::string& tune_id, const std::string& output) {
   if (output.empty() || output == "-") throw InputError("--recording: name the file to write with -o");
-  fs::path db = g.db_path();
-  std::error_code ec;
-  if (!fs::exists(db, ec)) throw InputError(fmt::format("--db: there is no results store at {}", db.string()));
-  Store store = Store::open_readonly(db);
+  Store store = open_store(g, output);
+  const fs::path db = store.path();
   RowFilter f;
   f.tune_id = tune_id;
   f.limit = 1;
@@ -106,16 +106,18 @@ static int export_recording(Globals& g, const std::string& tune_id, const std::s
   return 0;
 }
 
-// The store that export reads; InputError when there is none, or when -o names it (export
-// never overwrites what it reads).
+// The store that export reads; InputError when there is none, or when -o names it, its -wal
+// or -shm file, or a link to one of them, or cannot be written (files.hpp: export never
+// overwrites what it reads).
 static Store open_store(Globals& g, const std::string& output) {
   fs::path db = g.db_path();
   std::error_code ec;
   if (!fs::exists(db, ec))
-    throw InputError(fmt::format("--db: there is no results store at {} (tune first, or name one with --db)",
-                                 db.string()));
-  if (!output.empty() && output != "-" && fs::equivalent(db, output, ec))
-    throw InputError(fmt::format("-o: {} is the results store being exported; name another file", output));
+    throw InputError(fmt::format("{}: there is no results store at {} (tune first, or name one with --db)",
+                                 g.db_flag(), db.string()));
+  std::vector<FileRole> files = {{FileUse::store_readonly, g.db_flag(), db}};
+  if (!output.empty() && output != "-") files.push_back({FileUse::write, "-o", output});
+  check_file_roles(files);
   return Store::open_readonly(db);
 }
 
@@ -217,8 +219,9 @@ static Command add_export(CLI::App& app, Globals& g) {
             }
             for (const char* flag : {"--torch-version", "--cublaslt-version"})
               if (sub->count(flag) > 0) throw InputError(fmt::format("{} is for --format tunableop", flag));
-            const TableFormat f = table_format(format, output, g.json);
+            // The paths first: -o naming the store is refused as that, whatever its extension.
             Store store = open_store(g, output);
+            const TableFormat f = table_format(format, output, g.json);
             fs::path db = store.path();
             ExportOptions o;
             if (!device.empty()) o.device = device;

@@ -72,7 +72,8 @@ static Command add_lookup(CLI::App& app, Globals& g) {
   sub->add_option("--align", align,
                   "alignment of the operands in bytes (1, 2, 4, 8, 16): the largest power of two dividing every "
                   "base pointer and leading dimension times the element size (default: from the tight leading "
-                  "dimensions, pointers from cudaMalloc)");
+                  "dimensions, pointers from cudaMalloc)")
+      ->check(whole_in(search::WholeRange{0, 16}));
   sub->add_option("--arch", arch, "architecture whose limits decide what a config can run (default: the GPU's, else "
                                   "sm_90)");
   sub->add_flag("--exact-device", exact_device,
@@ -81,11 +82,13 @@ static Command add_lookup(CLI::App& app, Globals& g) {
   sub->add_option("--max-distance", max_distance,
                   "a nearest entry serves only within this log-space distance, sqrt(ln²(M/M') + ln²(N/N') + "
                   "ln²(K/K')); 0: exact keys only; inf: no limit")
-      ->default_str("1.386 (ln 4)");
+      ->default_str("1.386 (ln 4)")
+      ->check(number_in(search::RealRange{0, std::numeric_limits<double>::infinity(), false, "distance"}));
   sub->add_option("--decode-max-m", decode_max_m,
                   "M at most this is the decode regime, above it prefill; a nearest entry serves only its own "
                   "regime (0: one regime)")
-      ->default_str("16");
+      ->default_str("16")
+      ->check(whole_in(search::WholeRange{0, uint64_t(kMaxDim)}));
   sub->add_option("--default-family", default_family,
                   "family whose default config runs what no entry serves where cuBLASLt's heuristic cannot answer "
                   "(default: none; never a hand-written family unless named)");

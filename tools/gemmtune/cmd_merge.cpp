@@ -16,7 +16,11 @@ static Command add_merge(CLI::App& app, Globals& g) {
   sub->add_option("stores", inputs, "stores to merge")->required()->check(CLI::ExistingFile);
   sub->add_option("-o,--output", output, "the merged store (created, or merged into when it exists)")->required();
   return {sub, [&g] {
-            // Every input is opened (and so validated) before the output is touched.
+            // Every input is opened (and so validated) before the output is touched; none may be
+            // the output, by any name (files.hpp).
+            std::vector<FileRole> files = {{FileUse::store, "-o", output}};
+            for (auto& i : inputs) files.push_back({FileUse::store_readonly, "merge's input", i});
+            check_file_roles(files);
             std::vector<std::filesystem::path> in(inputs.begin(), inputs.end());
             int64_t added = merge_stores(in, output);
             Store out = Store::open(output);

@@ -426,6 +426,7 @@ std::vector<std::pair<search::JobPlan, fs::path>> load_jobs(const std::vector<st
   auto plan_of = [](const fs::path& f) {
     search::PlanRequest r;
     r.config = f.string();
+    r.config_flag = "--job";
     r.shard = "0/1";
     search::Catalog cat;
     cat.unchecked = true;  // a report reads what was measured, with or without the plugins
@@ -634,12 +635,7 @@ fs::path write_data(const json& data, const fs::path& out) {
   fs::create_directories(out, ec);
   if (ec) throw InputError(fmt::format("-o: cannot create {}: {}", out.string(), ec.message()));
   fs::path data_file = out / "data.json";
-  fs::path tmp = out / ".data.json.tmp";
-  std::ofstream f(tmp);
-  f << data.dump(1) << "\n";
-  f.close();
-  if (!f) throw RuntimeFailure(fmt::format("cannot write {}", tmp.string()));
-  fs::rename(tmp, data_file);
+  write_file_replacing(data_file, data.dump(1) + "\n");
   return data_file;
 }
 
@@ -666,9 +662,15 @@ void render(const std::string& python, const fs::path& out, const fs::path& data
 int run_report(Globals& g, const ReportArgs& a) {
   fs::path db = a.store_file.empty() ? g.db_path() : fs::path(a.store_file);
   std::error_code ec;
+  const std::string db_flag = a.store_file.empty() ? g.db_flag() : "--store";
   if (!fs::exists(db, ec))
     throw InputError(fmt::format("{}: there is no results store at {} (tune first, or name one with --store)",
-                                 a.store_file.empty() ? "--db" : "--store", db.string()));
+                                 db_flag, db.string()));
+  // The folder's two files against everything the report reads (files.hpp).
+  std::vector<FileRole> files = {{FileUse::store_readonly, db_flag, db},
+                                 {FileUse::write_folder, "-o", a.out_dir, {"data.json", "index.html"}}};
+  for (auto& j : a.jobs) files.push_back({FileUse::read, "--job", j});
+  check_file_roles(files);
   const auto loaded = load_jobs(a.jobs);
   const StoreContents c = read_store(db);
   RowsJson rj = rows_json(g, c, !a.no_plugins);

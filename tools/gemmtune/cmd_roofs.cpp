@@ -27,14 +27,16 @@ static Command add_roofs(CLI::App& app, Globals& g) {
   static std::string shape = "8192x8192x8192";
   static int candidates = 8;
   static double seconds = 1.0;
-  sub->add_option("--device", device, "GPU index")->default_val(0);
+  sub->add_option("--device", device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
   sub->add_option("--tensor-shape", shape, "MxNxK at which the tensor roofs are measured")->default_val("8192x8192x8192");
   sub->add_option("--candidates", candidates,
                   fmt::format("cuBLASLt heuristic algorithms tried per dtype (1 to {})", kMaxCandidates))
-      ->default_val(8);
+      ->default_val(8)
+      ->check(whole_in(search::WholeRange{1, uint64_t(kMaxCandidates)}));
   sub->add_option("--seconds", seconds,
                   fmt::format("sustained seconds per memory / fp32 roof (above 0, at most {:g})", kMaxSeconds))
-      ->default_val(1.0);
+      ->default_val(1.0)
+      ->check(number_in(search::RealRange{0, double(kMaxSeconds), true, "number of seconds"}));
   return {sub, [&g] {
             // Bad input is refused before any GPU work (CLI11's range checks let NaN through).
             if (candidates < 1 || candidates > kMaxCandidates)
@@ -44,6 +46,7 @@ static Command add_roofs(CLI::App& app, Globals& g) {
               throw InputError(fmt::format("--seconds: got {}; it must be a number of seconds above 0 and at most {:g}",
                                            seconds, kMaxSeconds));
             auto dims = parse_shape(shape, "--tensor-shape");
+            check_file_roles({{FileUse::store, g.db_flag(), g.db_path()}});
             DeviceInfo dev = require_device(device);
             Store store = Store::open(g.db_path());
             std::vector<RoofRow> rows;

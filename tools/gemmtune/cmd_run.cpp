@@ -2,6 +2,7 @@
 #include "bench.hpp"
 #include "cli.hpp"
 #include "evaluate.hpp"
+#include "files.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -16,30 +17,38 @@ static Command add_run(CLI::App& app, Globals& g);
 static Registrar reg_run(40, add_run);
 
 // One row per timed call; a row that an NVML reading followed carries it too.
-static void write_trace(std::FILE* f, const Timed& t) {
-  fmt::print(f, "t_s,time_us,sm_clock_mhz,power_w,temp_c\n");
+static std::string trace_csv(const Timed& t) {
+  std::string out = "t_s,time_us,sm_clock_mhz,power_w,temp_c\n";
+  auto to = std::back_inserter(out);
   size_t r = 0;
   for (size_t i = 0; i < t.samples.size(); ++i) {
-    fmt::print(f, "{:.6f},{:.3f}", t.sample_t[i], t.samples[i]);
+    fmt::format_to(to, "{:.6f},{:.3f}", t.sample_t[i], t.samples[i]);
     if (r < t.readings.size() && t.readings[r].t >= t.sample_t[i] &&
         (i + 1 == t.samples.size() || t.readings[r].t < t.sample_t[i + 1])) {
       const auto& x = t.readings[r++];
-      fmt::print(f, ",{:.0f},{:.1f},{:.0f}\n", x.sm_clock_mhz, x.power_w, x.temp_c);
+      fmt::format_to(to, ",{:.0f},{:.1f},{:.0f}\n", x.sm_clock_mhz, x.power_w, x.temp_c);
     } else {
-      fmt::print(f, ",,,\n");
+      fmt::format_to(to, ",,,\n");
     }
   }
+  return out;
 }
 
-// A bad trace path fails before the GPU work; an existing file is replaced only by a trace,
-// never emptied by a run that timed nothing.
-static void check_trace_path(const std::string& trace) {
+// A bad trace path fails before the GPU work (files.hpp: not a directory, a FIFO or a device,
+// in a folder that can be written, and not the results store, which run does not use but
+// must not lose); the file is replaced only by a whole trace, never emptied by a run that
+// timed nothing.
+static void check_trace_path(const Globals& g, const std::string& trace) {
   if (trace.empty()) return;
-  const bool existed = std::filesystem::exists(trace);
-  std::FILE* f = std::fopen(trace.c_str(), "a");
-  if (!f) throw InputError("--trace: cannot write " + trace + ": " + std::strerror(errno));
-  std::fclose(f);
-  if (!existed) std::filesystem::remove(trace);  // written only with a trace
+  const std::filesystem::path dir = std::filesystem::absolute(trace).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(fmt::format("--trace: cannot write {}: the folder {} does not exist", trace, dir.string()));
+  try {
+    check_file_roles({{FileUse::write, "--trace", trace}, {FileUse::store_readonly, g.db_flag(), g.db_path()}});
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (cannot write it)");
+  }
 }
 
 // The text output: the config (`name`: the family and its readable form, and its transform),
@@ -85,18 +94,20 @@ static Command add_run(CLI::App& app, Globals& g) {
   static double settle = kSettleCapS, min_time = -1;
   sub->add_option("--family", family, "kernel family")->required();
   sub->add_option("--params", params, "K=V,K=V or \"K=V K=V\" (others keep their defaults) or a canonical config name");
-  sub->add_option("--device", device, "GPU index")->default_val(0);
+  sub->add_option("--device", device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
   sub->add_option("--dist", dist, "input distribution: normal (default), uniform, zeros (misleading: zeros run "
                                   "faster and hide unwritten outputs)");
-  sub->add_option("--seed", seed, "input seed (default: random, printed)");
+  sub->add_option("--seed", seed, "input seed (default: random, printed)")
+      ->check(whole_in(search::WholeRange{0, UINT64_MAX}));
   sub->add_option("--settle", settle, fmt::format("seconds at most to settle the clock before timing (at least {:g} s of it, "
                                                  "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
-      ->default_val(kSettleCapS);
+      ->default_val(kSettleCapS)
+      ->check(number_in(kSettleRange));
   sub->add_option("--min-time", min_time, fmt::format("seconds to sample at least, even once the interval is narrow (default: {:g} "
                                                     "once NVML reports the power cap, whose governor moves the clock between "
                                                     "levels about every half second, and the mean is the figure; else 0)",
                                                     kCappedMinTimeS))
-      ->check(CLI::Range(0.0, 60.0));
+      ->check(number_in(search::RealRange{0, 60, false, "number of seconds"}));
   sub->add_option("--trace", trace, "write every timed call and NVML reading to this CSV (t_s, time_us, "
                                   "sm_clock_mhz, power_w, temp_c; t from the first sample)");
   sub->add_option("--transform", transform,
@@ -108,7 +119,7 @@ static Command add_run(CLI::App& app, Globals& g) {
   return {sub, [&g] {
             Problem p = pa.resolve();
             if (quick && min_time >= 0) throw InputError("--min-time: not with --quick (quick timing stops at its own short cap)");
-            check_trace_path(trace);
+            check_trace_path(g, trace);
             Distribution d = parse_distribution(dist.c_str());
             const Family& fam = g.plugins().get(family);
             const Transform t = parse_transform(transform, "--transform");
@@ -159,9 +170,7 @@ static Command add_run(CLI::App& app, Globals& g) {
             const Measurement& m = ev.m;
             if (!trace.empty()) {
               if (ev.trace) {
-                std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(trace.c_str(), "w"), &std::fclose);
-                if (!f) throw RuntimeFailure("--trace: cannot write " + trace + ": " + std::strerror(errno));
-                write_trace(f.get(), *ev.trace);
+                write_file_replacing(trace, trace_csv(*ev.trace));
               } else {
                 fmt::print(stderr, "--trace: nothing was timed; {} not written\n", trace);
               }

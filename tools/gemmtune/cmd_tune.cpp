@@ -16,6 +16,10 @@
 namespace gt::cli {
 
 namespace {
+// A worker is never given more than 600 s for one request (WorkerLimits::absolute_cap_s).
+constexpr search::RealRange kHangFloorRange{0, 600, true, "number of seconds"};
+constexpr search::RealRange kCompileTimeoutRange{0, 86400, true, "number of seconds"};
+
 std::atomic<bool> g_stop{false};
 void on_sigint(int) {
   if (g_stop.load()) std::_Exit(130);  // second Ctrl-C: stop now
@@ -29,6 +33,7 @@ struct TuneArgs {
   bool default_job = false;
   std::string strategy;
   std::optional<uint64_t> budget, patience, seed;
+  uint64_t max_problems = search::kDefaultMaxProblems;
   std::optional<double> seconds, fraction;
   std::string devices;
   int device = 0;
@@ -60,41 +65,54 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                   "anneal, genetic, bayes");
   const char* replaces = "; replaces the job's, its [tune.budget.FAMILY] too";
   sub->add_option("--budget", a.budget,
-                  std::string("at most this many evaluations per (problem, family) (default: see above)") + replaces);
+                  std::string("at most this many evaluations per (problem, family) (default: see above)") + replaces)
+      ->check(whole_in(search::kEvaluationsRange));
   sub->add_option("--time", a.seconds,
                   std::string("at most this many seconds per (problem, family) (in a replay: of the recorded GPU's "
-                              "simulated time)") + replaces);
-  sub->add_option("--fraction", a.fraction, std::string("at most this fraction (0..1] of the valid space per (problem, family)") + replaces);
-  sub->add_option("--patience", a.patience, std::string("stop a family after this many evaluations without improvement") + replaces);
-  sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs");
-  sub->add_option("--device", a.device, "GPU index")->default_val(0);
+                              "simulated time)") + replaces)
+      ->check(number_in(search::kSecondsRange));
+  sub->add_option("--fraction", a.fraction, std::string("at most this fraction of the valid space per (problem, family)") + replaces)
+      ->check(number_in(search::kFractionRange));
+  sub->add_option("--patience", a.patience, std::string("stop a family after this many evaluations without improvement") + replaces)
+      ->check(whole_in(search::kPatienceRange));
+  sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs")
+      ->check(whole_in(search::kSeedRange));
+  sub->add_option("--max-problems", a.max_problems,
+                  fmt::format("the most problems a job may expand to (default {}): a job naming more is refused before "
+                              "it is expanded", search::kDefaultMaxProblems))
+      ->check(whole_in(search::WholeRange{1, UINT64_MAX}));
+  sub->add_option("--device", a.device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
   sub->add_option("--devices", a.devices,
                   "tune on several GPUs: all, or 0,1,... (one worker per GPU; each problem explored, re-timed and "
                   "decided on one GPU, problems handed out as GPUs free up)");
   sub->add_option("--consistency", a.consistency,
                   "with several GPUs: time this many problems' winners on every GPU afterwards and report the spread "
-                  "(default: one per GPU, the first it decided; 0: none)");
+                  "(default: one per GPU, the first it decided; 0: none)")
+      ->check(whole_in(search::WholeRange{0, 1000000}));
   sub->add_option("--shard", a.shard,
                   "I/N: tune only the problems whose index in the job is I modulo N (else from SLURM_ARRAY_TASK_ID, "
                   "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID); combine the shards' stores with `gemmtune merge`");
   sub->add_option("--hang-floor", a.hang_floor,
                   "seconds a silent worker is given before a candidate counts as hung (also 50x its slowest call)")
-      ->default_val(10);
+      ->default_val(10)
+      ->check(number_in(kHangFloorRange));
   sub->add_option("--compile-timeout", a.compile_timeout,
                   "seconds a candidate's NVRTC compile may take before it counts as a timeout")
       ->default_val(120)
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(kCompileTimeoutRange));
   sub->add_flag("--no-isolation", a.no_isolation,
                 "measure in this process rather than a worker process (a faulting kernel then ends the tune)");
   sub->add_flag("--full", a.full, "full timing for every candidate (default: quick exploration, full finalists)");
   sub->add_flag("--no-reuse", a.no_reuse, "measure everything again even if the store holds valid results");
-  sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)");
+  sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)")
+      ->check(whole_in(search::kFinalistsRange));
   add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
   add_min_gain_option(sub, a.min_gain, "; and another family to replace cuBLASLt's winner");
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
   sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock per problem (at least {:g} s of it, "
                                                    "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
-      ->default_val(kSettleCapS);
+      ->default_val(kSettleCapS)
+      ->check(number_in(kSettleRange));
   sub->add_option("--replay", a.replay,
                   "recorded measurements (gemmtune-replay JSON) stand in for the GPU, as a simulation of the recorded "
                   "run: no GPU needed; without a problem named, the recording's problems");
@@ -111,6 +129,7 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
 search::PlanRequest request_of(const TuneArgs& a) {
   search::PlanRequest r;
   r.config = a.config;
+  r.max_problems = a.max_problems;
   r.default_job = a.default_job;
   if (a.pa.given()) r.problem = a.pa.resolve();
   r.families = a.families;
@@ -132,7 +151,7 @@ search::PlanRequest request_of(const TuneArgs& a) {
   r.default_budget = search::default_tune_budget();
   search::TuneOptions& o = r.base;
   o.compile_timeout_s = a.compile_timeout;
-  o.retime.rounds = std::max(1, a.rounds);
+  o.retime.rounds = a.rounds;
   o.retime.capped_warmup_s = a.turn_warmup;
   o.reuse = !a.no_reuse;
   o.settle_s = a.settle;
@@ -287,8 +306,16 @@ int run_tune(Globals& g, TuneArgs& a) {
     fmt::print(stderr, "gemmtune: {}\ngemmtune: running the default job as a REPLAY of measurements recorded "
                        "on a GPU ({})\n", why_none, replay);
   }
+  // Every file the run reads and writes, checked against each other before any work: a
+  // --record naming the store (or its -wal file, or a link to it) would replace it.
+  std::vector<FileRole> files;
+  if (!a.config.empty()) files.push_back({FileUse::read, "--config", a.config});
+  if (!replay.empty()) files.push_back({FileUse::read, a.replay.empty() ? "--default-job" : "--replay", replay});
+  if (replay.empty() || g.db_named()) files.push_back({FileUse::store, g.db_flag(), g.db_path()});
+  if (!a.record.empty()) files.push_back({FileUse::write, "--record", a.record});
+  check_file_roles(files);
   std::optional<search::Recording> rec;
-  if (!replay.empty()) rec = search::Recording::load(replay);
+  if (!replay.empty()) rec = load_recording(g, replay);
   const search::JobPlan plan = search::resolve_plan(req, catalog_of(g, rec ? &*rec : nullptr, replay));
   const search::TuneOptions& o = plan.options;
   if (o.dist == Distribution::zeros)

@@ -30,6 +30,17 @@ int main(int argc, char** argv) {
   std::sort(factories.begin(), factories.end(), [](auto& a, auto& b) { return a.first < b.first; });
   std::vector<Command> commands;
   for (auto& [order, make] : factories) commands.push_back(make(app, g));
+  // An empty value reads as "not given" and would quietly mean the default (--strategy "" as
+  // auto, -o "" as standard output, --db "" as the user's own store): refused, naming the option.
+  const CLI::Validator non_empty(
+      [](std::string& v) { return v.empty() ? std::string("is empty: give a value, or leave the option out") : std::string(); },
+      "");
+  auto refuse_empty = [&](CLI::App* a) {
+    for (CLI::Option* o : a->get_options())
+      if (o->get_type_size() != 0) o->check(non_empty);
+  };
+  refuse_empty(&app);
+  for (CLI::App* sub : app.get_subcommands({})) refuse_empty(sub);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

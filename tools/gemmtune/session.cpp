@@ -43,9 +43,9 @@ static void keep_recorded_roofs(Store& store, const search::Recording& rec, cons
 
 Session::Session(Globals& g, const SessionOptions& o)
     : g_(g), o_(o), cache_(g.cache_path()), compiler_(&cache_) {
-  if (!o.replay.empty()) rec_ = search::Recording::load(o.replay);
+  if (!o.replay.empty()) rec_ = load_recording(g, o.replay);
   db_ = g.db_path();
-  if (rec_ && g.db.empty() && !std::getenv("GEMMTUNE_DB")) {
+  if (rec_ && !g.db_named()) {
     // A replay is not a measurement: keep it out of the user's store unless asked.
     db_ = std::filesystem::temp_directory_path() / fmt::format("gemmtune-replay-{}.db", new_uuid().substr(0, 12));
     temp_db_ = true;
@@ -95,6 +95,24 @@ Session::~Session() {
   }
 }
 
+search::Recording load_recording(const Globals& g, const std::string& file) {
+  search::Recording rec = search::Recording::load(file);
+  rec.check_spaces(
+      [&g](const search::RecordedSpace& rs) -> std::optional<Space> {
+        const Family* fam = g.plugins().find(rs.family());
+        if (!fam || fam->is_library()) return std::nullopt;  // a library describes its spaces on a GPU only
+        gt_device limits{};
+        try {
+          limits = arch_limits(rs.device().arch);
+        } catch (const InputError&) {
+          throw InputError(fmt::format("device.arch '{}' is not an architecture this build knows", rs.device().arch));
+        }
+        return fam->space(rs.problem(), limits);
+      },
+      file);
+  return rec;
+}
+
 std::vector<std::string> known_families(const Globals& g, const search::Recording* rec) {
   if (!rec) return g.plugins().names();
   std::vector<std::string> all;
@@ -122,6 +140,13 @@ search::Catalog catalog_of(const Globals& g, const search::Recording* rec, const
       }
     };
     cat.is_library = [](const std::string& f) { return f == "cublaslt"; };
+    // Fixed configs are checked against the recorded spaces, a library family's included.
+    cat.library_spaces = true;
+    cat.space = [rec](const std::string& f, const Problem& p) {
+      const search::RecordedSpace* rs = rec->find(p.key(), f);
+      if (!rs) throw RuntimeFailure(fmt::format("nothing recorded for {} on {}", f, p.key()));
+      return rs->space();
+    };
     for (const Problem& p : rec->problems()) {
       std::vector<std::string> fams;
       for (auto& s : rec->spaces())

@@ -62,6 +62,11 @@ class Session {
   std::optional<CompilePool> pool_;
 };
 
+// A recording, loaded (Recording::load) and checked against the loaded plugins' spaces on
+// the recorded architecture (Recording::check_spaces): a recording whose parameters differ
+// from its family's would put configs into the store that no table reader finds.
+search::Recording load_recording(const Globals& g, const std::string& file);
+
 // The family names a run can use: those recorded in `rec` when there is one, else the loaded
 // plugins'.
 std::vector<std::string> known_families(const Globals& g, const search::Recording* rec);
