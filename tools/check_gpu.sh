@@ -7,8 +7,14 @@
 # (bench_* binaries, bench_floor on two shapes; bench_lookup.py on three held-out and three new shapes of the committed
 # table; bench_trust.py, bench_tune.py and bench_scale.py; PyTorch for one table
 # of bench_trust; bench_scale only on a host with two GPUs or more).
+# The out-of-tree consumer of the install test, where tools/pack_for_gpu.sh carried it, runs its
+# GEMM and checks it against float64; tools/bench_torch.py times gemmtune.torch.matmul beside
+# torch.matmul on the committed table's shapes and ten it does not hold.
 # Logs go to LOG_DIR (one file per step, and summary.txt).
 #   tools/check_gpu.sh LOG_DIR [BUILD_DIR]       (BUILD_DIR default: carry/build, else build)
+# CHECK_STEPS=REGEX runs only the steps whose name matches (e.g. '^(devices|gpu_tests)$', to
+# split the check over calls shorter than the whole; the smoke steps after tune_smoke use its
+# store and table).
 # Exit status: the number of failed steps (0: all passed).
 set -uo pipefail
 log=${1:?usage: tools/check_gpu.sh LOG_DIR [BUILD_DIR]}
@@ -22,6 +28,7 @@ summary=$log/summary.txt
 : > "$summary"
 step() {  # step NAME COMMAND...
   local name=$1; shift
+  [[ $name =~ ${CHECK_STEPS:-.} ]] || return 0
   local t0=$(date +%s%N)
   "$@" > "$log/$name.log" 2>&1
   local rc=$?
@@ -60,11 +67,22 @@ for b in "$build"/tools/bench_*; do
   fi
   step "$(basename "$b")" "$b"
 done
-# The table's answer against tuning, leave-one-out on the committed H200 table (three shapes here;
-# the results page quotes ten), and three shapes it was not tuned at (prefill, and misaligned).
+# The table's answer against tuning, leave-one-out on the committed H200 table (ten shapes), and
+# three shapes it was not tuned at (prefill, and misaligned).
 step bench_lookup python3 "$root/tools/bench_lookup.py" --gemmtune "$gt" \
-  --table "$root/docs/results/h200-llm-table.json" --limit 3 \
+  --table "$root/docs/results/h200-llm-table.json" --limit 10 \
   --shapes 4000x4096x4096,32x4096x4096,4095x4097x4096:f16
+# The install test's consumer (built against the installed package) on the GPU: two entries of
+# the committed table, each checked against a float64 product.
+if [ -x "$root/carry/consumer/bin/consumer_cpp" ]; then
+  step consumer_gpu bash -c 'export LD_LIBRARY_PATH=$1/carry/consumer/lib:$LD_LIBRARY_PATH
+    for shape in "1 4096 4096" "16 12288 4096"; do
+      $1/carry/consumer/bin/consumer_cpp "$1/docs/results/h200-llm-table.toml" $shape 3 0 || exit; done' _ "$root"
+elif [[ consumer_gpu =~ ${CHECK_STEPS:-.} ]]; then
+  printf '%-28s skipped: no carry/consumer (tools/pack_for_gpu.sh after the install test)\n' consumer_gpu | tee -a "$summary"
+fi
+step bench_torch bash -c 'GEMMTUNE_LIBRARY="$1/libgemmtune_runtime.so" PYTHONPATH="$2/python" PYTHONDONTWRITEBYTECODE=1 \
+                          python3 "$2/tools/bench_torch.py" --table "$2/docs/results/h200-llm-table.json"' _ "$build" "$root"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 for py in bench_trust bench_tune bench_scale; do
   # bench_scale compares one GPU with all of them: on a one-GPU host both runs are the same.

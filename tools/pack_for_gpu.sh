@@ -19,5 +19,15 @@ for h in store_writer fake_worker; do [ -x "$build/tests/$h" ] && cp "$build/tes
 for f in "$build"/tools/bench_* "$build"/tools/example_*; do
   [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$out/tools/"
 done
+# The install test's out-of-tree consumer (ctest -R cpu_install builds it) with the installed
+# library and plugins it runs on (the installed prefix, moved: it names no path of its own).
+installed=$build/tests/install/work
+rm -rf "$root/carry/consumer"
+if [ -x "$installed/consumer/consumer_cpp" ] && [ -d "$installed/moved/lib" ]; then
+  mkdir -p "$root/carry/consumer/bin" "$root/carry/consumer/lib"
+  cp "$installed/consumer/consumer_cpp" "$root/carry/consumer/bin/"
+  cp -P "$installed"/moved/lib/libgemmtune_runtime.so* "$root/carry/consumer/lib/"
+  cp -r "$installed/moved/lib/gemmtune" "$root/carry/consumer/lib/"
+fi
 strip --strip-debug "$out/gemmtune" "$out/tests/gemmtune_tests" "$out"/tools/* 2>/dev/null || true
 du -sh "$root/carry"

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""gemmtune.torch.matmul against torch.matmul on a GPU, side by side in one process.
+
+For every shape of a table (its entries) and for shapes it does not hold (answered by the
+nearest-shape rules): both products of the same iid normal inputs against a float64 product
+(relative Frobenius error, the tuner's own tolerance), then the time of each, interleaved
+in rounds of back-to-back calls over buffer sets rotated past the L2 (its size read off the
+device), after a settle of the clock. Last, the per-call cost on the host from Python after
+the first call: calls queued behind a held GPU, so that only the launch path is timed.
+
+    tools/bench_torch.py [--table docs/results/h200-llm-table.json] [--extra MxNxK,...]
+                         [--rounds 7] [--calls 20] [--settle 1.0]
+
+Prints one table; exits 1 when a result is outside the tolerance or a call falls back to
+torch.matmul on a shape the table holds. Needs the build's libgemmtune_runtime.so
+(GEMMTUNE_LIBRARY, or found from GEMMTUNE_CLI) and python/ on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+import gemmtune
+import gemmtune.torch as gtorch
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+# Ten shapes the LLM table does not hold, decode and prefill: between its M rows, other N x K.
+EXTRA = ("8x4096x4096,32x12288x4096,128x4096x11008,512x22016x4096,2048x4096x4096,"
+         "3000x12288x4096,1x11008x4096,64x1024x4096,768x4096x4096,8192x4096x11008")
+
+
+def tolerance(k: int, dtype: str) -> float:
+    """core's tolerance_for: output rounding and fp32 accumulation growing with sqrt(K)."""
+    u_acc = 2.0 ** -24
+    u_out = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}[dtype]
+    return 2.0 * u_out + 4.0 * u_acc * math.sqrt(k) + 1e-12
+
+
+def rel_error(c: torch.Tensor, ref: torch.Tensor) -> float:
+    return float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+
+
+def buffer_sets(m: int, n: int, k: int, dt: torch.dtype, gen: torch.Generator):
+    """Enough (A, B, C) sets that together they are at least twice the L2."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    per_set = (m * k + k * n + m * n) * torch.tensor([], dtype=dt).element_size()
+    sets = max(2, min(64, math.ceil(2 * l2 / per_set) + 1))
+    return [(torch.randn(m, k, device="cuda", dtype=dt, generator=gen),
+             torch.randn(k, n, device="cuda", dtype=dt, generator=gen),
+             torch.empty(m, n, device="cuda", dtype=dt)) for _ in range(sets)]
+
+
+def per_call_us(call, sets, calls: int) -> float:
+    """Device time per call of `calls` back-to-back calls, each on the next buffer set."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for j in range(calls):
+        call(*sets[j % len(sets)])
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / calls
+
+
+def settle(call, sets, seconds: float) -> None:
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        per_call_us(call, sets, 20)
+
+
+def measure(table, shape, dtype: str, args) -> dict:
+    m, n, k = shape
+    dt = DTYPES[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(m * 131 + n * 7 + k)
+    sets = buffer_sets(m, n, k, dt, gen)
+    ours = lambda a, b, c: gtorch.matmul(a, b, table=table, out=c)
+    theirs = lambda a, b, c: torch.matmul(a, b, out=c)
+    row = {"shape": f"{m}x{n}x{k}", "dtype": dtype}
+    choice = table.lookup(m, n, k, dtype=dtype, layout="nn")
+    row["match"], row["how"], row["config"] = choice.match, choice.how, choice.config
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", gtorch.FallbackWarning)
+        a, b, c = sets[0]
+        ours(a, b, c)  # the first call prepares the config
+        torch.cuda.synchronize()
+        row["fallback"] = "; ".join(str(w.message) for w in caught)
+    ref = a.double() @ b.double()
+    row["err_ours"] = rel_error(c, ref)
+    theirs(a, b, c)
+    row["err_torch"] = rel_error(c, ref)
+    row["tol"] = tolerance(k, dtype)
+    settle(ours, sets, args.settle)
+    t_ours, t_theirs = [], []
+    for _ in range(args.rounds):  # interleaved: both see the same clock and the same neighbours
+        t_ours.append(per_call_us(ours, sets, args.calls))
+        t_theirs.append(per_call_us(theirs, sets, args.calls))
+    row["us_ours"], row["us_torch"] = statistics.median(t_ours), statistics.median(t_theirs)
+    return row
+
+
+def host_overhead_us(table, calls: int = 200) -> tuple:
+    """Host µs per call of gemmtune.torch.matmul and of torch.matmul after the first call, each
+    queued behind a spinning kernel so that the launch path alone is timed."""
+    m, n, k = 16, 4096, 4096
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    out = {}
+    for name, call in (("gemmtune", lambda: gtorch.matmul(a, b, table=table, out=c)),
+                       ("torch", lambda: torch.matmul(a, b, out=c))):
+        call()
+        torch.cuda.synchronize()
+        best = math.inf
+        for _ in range(5):
+            torch.cuda._sleep(50_000_000)  # ~25 ms held: the calls only queue behind it
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                call()
+            best = min(best, (time.perf_counter() - t0) * 1e6 / calls)
+            torch.cuda.synchronize()
+        out[name] = best
+    return out["gemmtune"], out["torch"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--table", default="docs/results/h200-llm-table.json")
+    ap.add_argument("--extra", default=EXTRA, help="comma-separated MxNxK shapes the table does not hold")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds of calls before each shape's timing")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_torch: no CUDA device", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    table = gemmtune.Table.load(args.table)
+    held = [(e.m, e.n, e.k, e.dtype) for e in table.entries() if e.layout == "nn" and e.dtype in DTYPES]
+    held_keys = {(m, n, k) for m, n, k, _ in held}
+    dtype = held[0][3] if held else "bf16"
+    extra = [tuple(int(x) for x in s.split("x")) + (dtype,) for s in args.extra.split(",") if s]
+    print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, table {args.table}")
+    print(f"{'shape':<18} {'dtype':<5} {'held':<5} {'match':<8} {'err ours':>9} {'err torch':>9} "
+          f"{'tol':>8} {'ours us':>9} {'torch us':>9} {'torch/ours':>10}")
+    failed, ratios = 0, {True: [], False: []}
+    for m, n, k, dt in held + extra:
+        is_held = (m, n, k) in held_keys
+        r = measure(table, (m, n, k), dt, args)
+        ratio = r["us_torch"] / r["us_ours"]
+        ratios[is_held].append(ratio)
+        ok = r["err_ours"] <= r["tol"] and not (is_held and r["fallback"])
+        failed += not ok
+        print(f"{r['shape']:<18} {dt:<5} {'yes' if is_held else 'no':<5} {r['match']:<8} "
+              f"{r['err_ours']:9.2e} {r['err_torch']:9.2e} {r['tol']:8.1e} {r['us_ours']:9.2f} {r['us_torch']:9.2f} "
+              f"{ratio:10.3f}{'' if ok else '  FAILED'}")
+        if not is_held:
+            print(f"  {r['how']}: {r['config']}")
+        if r["fallback"]:
+            print(f"  fell back: {r['fallback']}")
+    for is_held, rs in ratios.items():
+        if rs:
+            g = math.exp(sum(map(math.log, rs)) / len(rs))
+            print(f"{'held' if is_held else 'not held'} ({len(rs)}): geomean torch/ours {g:.3f}, "
+                  f"min {min(rs):.3f}, max {max(rs):.3f}")
+    ours, theirs = host_overhead_us(table)
+    print(f"host per call after the first (16x4096x4096 bf16, queued): gemmtune.torch.matmul {ours:.2f} us, "
+          f"torch.matmul {theirs:.2f} us, overhead {ours - theirs:.2f} us")
+    print(f"{failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
