@@ -17,6 +17,7 @@ cp "$build/tests/gemmtune_tests" "$out/tests/"
 for h in store_writer fake_worker; do [ -x "$build/tests/$h" ] && cp "$build/tests/$h" "$out/tests/"; done
 [ -d "$build/tests/test_plugins" ] && cp -r "$build/tests/test_plugins" "$out/tests/"
 for f in "$build"/tools/bench_* "$build"/tools/example_*; do
+  [ "$(basename "$f")" = bench_search ] && continue  # replays on the CPU: check_gpu.sh does not run it
   [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$out/tools/"
 done
 # The install test's out-of-tree consumer (ctest -R cpu_install builds it) with the installed
