@@ -46,7 +46,10 @@ def gt_json(gt, args):
         except ValueError:
             j = {}
         why = f"{j.get('status')}: {j.get('message')}" if j.get("status") else (out.stderr or out.stdout).strip()[-300:]
-        err = CannotImplement if j.get("status") == "cannot_implement" else RuntimeError
+        # A config outside this shape's space (a library family's space is the library's own
+        # for each shape) cannot run it either: run refuses it as bad --params.
+        outside = "--params:" in out.stderr and "is not one of its values" in out.stderr
+        err = CannotImplement if j.get("status") == "cannot_implement" or outside else RuntimeError
         raise err(f"gemmtune {' '.join(args)}: {why}")
     return json.loads(out.stdout)
 
