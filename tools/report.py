@@ -25,6 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.patheffects  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
@@ -1105,8 +1106,8 @@ def lab_cublas_size(lab):
 def lab_alignment(lab):
     by_n = defaultdict(dict)  # n -> series -> row
     for jp in lab.problems():
-        if not (jp["m"] == jp["n"] == jp["k"]):
-            continue
+        if not (jp["m"] == jp["n"] == jp["k"]) or jp["dtype"] != "f16":
+            continue  # the squares in fp16 (a job may hold bf16 and other shapes beside them)
         n, key = jp["n"], jp["key"]
         p = lab.pick(key)
         if p:
@@ -1167,6 +1168,7 @@ def lab_alignment(lab):
             for n in ns:
                 if n % 8 == 0:
                     ax.axvline(n, color="#e0d8c8", lw=0.8, zorder=0)
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # n is a whole number
             ax.set_xlabel("n (square, fp16; faint lines: multiples of 8; dotted: through a transform)")
             ax.set_ylabel("TFLOP/s")
             ax.set_ylim(bottom=0)
@@ -1320,6 +1322,18 @@ LAB_SECTIONS = OrderedDict([
 ])
 
 
+# Jobs outside the lab whose experiment has a lab section's plot too, above the generic table
+# (configs/alignment.toml: the alignment cliff with and without transforms).
+SUITE_SECTIONS = {"alignment": lab_alignment}
+
+
+def lab_suite(fn):
+    def body(lab):
+        parts = [x for x in (fn(lab), lab_generic(lab)) if x]
+        return "\n".join(parts) if parts else None
+    return body
+
+
 def section_jobs(model, dev):
     jobs = model.data.get("jobs", [])
     if not jobs:
@@ -1333,7 +1347,8 @@ def section_jobs(model, dev):
     for job in jobs:
         lab = Lab(model, dev, job)
         title, fn = LAB_SECTIONS.get(job["id"], (job.get("name") or job["id"], lab_generic)) \
-            if job.get("lab") else (job.get("name") or job["id"], lab_generic)
+            if job.get("lab") else (job.get("name") or job["id"],
+                                    lab_suite(SUITE_SECTIONS[job["id"]]) if job["id"] in SUITE_SECTIONS else lab_generic)
         src = job.get("source", "")
         head = f'<h3>{esc(title)} <span class="src">{esc(src)}</span></h3>'
         if not lab.has_data():
