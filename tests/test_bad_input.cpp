@@ -35,18 +35,6 @@ std::string store_bytes(const fs::path& db) {
   return fmt::format("{} bytes, hash {:016x}", all.size(), std::hash<std::string>{}(all));
 }
 
-std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
-
-// A replay recording of a two-config family: a tune over it runs in well under a second
-// and needs no GPU.
-const char* kRecording = R"({"format": "gemmtune-replay/1", "spaces": [{
-  "recorded": "2026-11-29T12:00:00Z",
-  "device": {"name": "NVIDIA H200", "uuid": "GPU-00000000-0000-0000-0000-000000000000", "arch": "sm_90"},
-  "problem": {"m": 64, "n": 64, "k": 64, "in": "f32", "out": "f32", "layout": "nn", "align": 16},
-  "family": "toy", "family_version": "1.0",
-  "params": [{"name": "bx", "help": "block width", "values": [16, 32], "labels": [], "default": 0}],
-  "results": [{"config": [16], "status": "ok", "median_us": 10.0, "message": ""},
-              {"config": [32], "status": "ok", "median_us": 8.0, "message": ""}]}]})";
 
 // Everything a case needs: the binary with only the naive plugin (fast to start), a store
 // that holds the rows and winners of a tune (replayed: no GPU needed), and its recording.
@@ -57,9 +45,9 @@ struct Fixture {
   Fixture() {
     fs::create_directories(plugins);
     fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", plugins / "libgemmtune_naive.so");
-    test::write_file(rec, kRecording);
-    bin = fmt::format("{} --plugin-dir {} --db {} --quiet", quote(test::gemmtune_binary()), quote(plugins), quote(db));
-    auto r = test::run_command(bin + " tune --replay " + quote(rec) + " --shape 64x64x64");
+    test::write_file(rec, test::kToyRecording);
+    bin = fmt::format("{} --plugin-dir {} --db {} --quiet", test::shell_quote(test::gemmtune_binary()), test::shell_quote(plugins), test::shell_quote(db));
+    auto r = test::run_command(bin + " tune --replay " + test::shell_quote(rec) + " --shape 64x64x64");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
   }
@@ -92,7 +80,7 @@ TEST_CASE("bad job files: exit 2 naming the file, line and field; the store unto
   REQUIRE(rows > 0);
   auto job = [&](const std::string& name, const std::string& text) {
     fs::path p = f.file(name, text);
-    return std::pair{"tune --config " + quote(p), p.string()};
+    return std::pair{"tune --config " + test::shell_quote(p), p.string()};
   };
   const std::string ok_set = "[[problems]]\nshapes = [\"64x64x64\"]\n";
   struct Case {
@@ -134,11 +122,11 @@ TEST_CASE("bad job files: exit 2 naming the file, line and field; the store unto
     phrases.push_back(path);  // every message names the file
     refused(f, args, phrases);
   }
-  refused(f, "tune --config " + quote(f.tmp.path / "missing.toml"), {"--config", "missing.toml", "cannot read"});
+  refused(f, "tune --config " + test::shell_quote(f.tmp.path / "missing.toml"), {"--config", "missing.toml", "cannot read"});
   // The same problems through `compare` (which needs a GPU for valid input) are refused first.
-  refused(f, "compare --config " + quote(f.tmp.path / "zero.toml"), {"zero.toml:2:", "M is 0"});
+  refused(f, "compare --config " + test::shell_quote(f.tmp.path / "zero.toml"), {"zero.toml:2:", "M is 0"});
   // compare tunes and shows the families a job names for each problem: an unknown one is refused there too.
-  refused(f, "compare --config " + quote(f.tmp.path / "family.toml"), {"family.toml:3:13:", "unknown family 'nope'"});
+  refused(f, "compare --config " + test::shell_quote(f.tmp.path / "family.toml"), {"family.toml:3:13:", "unknown family 'nope'"});
   CHECK(rows_in(f.db) == rows);
 }
 
@@ -181,16 +169,16 @@ TEST_CASE("bad flags: exit 2 naming the flag, before any GPU work; the store unt
   };
   // compare over a recording: its families and problems are checked against the recording (these
   // printed nothing, or "nothing to compare", and exited 0).
-  const std::string over = "compare --replay " + quote(f.rec) + " ";
+  const std::string over = "compare --replay " + test::shell_quote(f.rec) + " ";
   cases.push_back({over + "--shape 64x64x64 --family nope", {"--family", "unknown family 'nope'", "recorded in", "toy"}});
   cases.push_back({over + "--shape 128x64x64", {"--replay", "has no measurements of 128x64x64"}});
   cases.push_back({"tune --default-job --shape 64x64x64", {"--default-job and --shape"}});
   // lookup: a default family that does not exist is refused even when no default is needed; a
   // problem's flag without --shape (which lists the table) is refused.
   fs::path table = f.file("t.json", R"({"gemmtune_table": 1, "entries": []})");
-  cases.push_back({"lookup --table " + quote(table) + " --shape 64x64x64 --default-family nope",
+  cases.push_back({"lookup --table " + test::shell_quote(table) + " --shape 64x64x64 --default-family nope",
                    {"--default-family", "unknown family 'nope'", "loaded: naive"}});
-  cases.push_back({"lookup --table " + quote(table) + " --dtype f16", {"--dtype", "give --shape too"}});
+  cases.push_back({"lookup --table " + test::shell_quote(table) + " --dtype f16", {"--dtype", "give --shape too"}});
   for (auto& [args, phrases] : cases) refused(f, args, phrases);
 }
 
@@ -209,15 +197,15 @@ TEST_CASE("a store of a newer schema, or a file that is not a database, is refus
   fs::copy_file(f.db, newer);
   set_schema(newer, 99);
   fs::path text = f.file("notes.db", "these are my notes, not a database\n" + std::string(4096, 'x'));
-  const std::string bin = quote(test::gemmtune_binary()) + " --plugin-dir " + quote(f.plugins) + " --quiet";
+  const std::string bin = test::shell_quote(test::gemmtune_binary()) + " --plugin-dir " + test::shell_quote(f.plugins) + " --quiet";
   for (const fs::path& bad : {newer, text}) {
     const std::string phrase = bad == newer ? "has schema v99" : "not an SQLite database";
     const std::string before = store_bytes(bad), good_before = store_bytes(f.db);
     // As the store a tune writes to, an export reads, a merge reads, and a merge writes to.
     for (const std::string& cmd :
-         {"--db " + quote(bad) + " tune --replay " + quote(f.rec) + " --shape 64x64x64",
-          "--db " + quote(bad) + " export --format json", "merge -o " + quote(f.tmp.path / "merged.db") + " " + quote(bad),
-          "merge -o " + quote(bad) + " " + quote(f.db)}) {
+         {"--db " + test::shell_quote(bad) + " tune --replay " + test::shell_quote(f.rec) + " --shape 64x64x64",
+          "--db " + test::shell_quote(bad) + " export --format json", "merge -o " + test::shell_quote(f.tmp.path / "merged.db") + " " + test::shell_quote(bad),
+          "merge -o " + test::shell_quote(bad) + " " + test::shell_quote(f.db)}) {
       auto r = test::run_command(bin + " " + cmd);
       INFO("gemmtune " << cmd << "\n" << r.out);
       CHECK(r.exit_code == 2);
@@ -235,21 +223,21 @@ TEST_CASE("a bad table file: exit 2 naming the file, line and field", "[reliabil
                       "gemmtune_table = 1\n\n[[entries]]\ndevice = \"G\"\nm = \"64\"\nn = 64\nk = 64\ndtype = \"f32\"\n"
                       "out_dtype = \"f32\"\nlayout = \"nn\"\nalign = 16\nfamily = \"naive\"\n"
                       "config = \"naive_mapcoalesced_bx32_by8\"\ntime_us = 1.5\n");
-  refused(f, "lookup --table " + quote(t) + " --shape 64x64x64",
+  refused(f, "lookup --table " + test::shell_quote(t) + " --shape 64x64x64",
           {t.string(), "entries[0]", "(line 5)", "field 'm'", "expected an integer"});
   fs::path bad_syntax = f.file("bad.json", "{\"gemmtune_table\": 1,\n \"entries\": [ }");
-  refused(f, "lookup --table " + quote(bad_syntax) + " --shape 64x64x64", {bad_syntax.string() + ":2:", "not valid JSON"});
+  refused(f, "lookup --table " + test::shell_quote(bad_syntax) + " --shape 64x64x64", {bad_syntax.string() + ":2:", "not valid JSON"});
   // Found by tests/fuzz: a number beyond a double's range ended the program with a JSON
   // library exception (exit 1), and a time so small that its rate overflows was accepted
   // and made the table impossible to write out.
   fs::path overflow = f.file("overflow.json", "{\"gemmtune_table\": 1,\n \"x\": 1e999}");
-  refused(f, "lookup --table " + quote(overflow) + " --shape 64x64x64",
+  refused(f, "lookup --table " + test::shell_quote(overflow) + " --shape 64x64x64",
           {overflow.string() + ":2:7", "not valid JSON", "number overflow"});
   fs::path tiny = f.file("tiny.toml",
                          "gemmtune_table = 1\n\n[[entries]]\ndevice = \"G\"\nm = 64\nn = 64\nk = 64\ndtype = \"f32\"\n"
                          "out_dtype = \"f32\"\nlayout = \"nn\"\nalign = 16\nfamily = \"naive\"\n"
                          "config = \"naive_mapcoalesced_bx32_by8\"\ntime_us = 1e-300\n");
-  refused(f, "lookup --table " + quote(tiny) + " --shape 64x64x64", {tiny.string(), "(line 14)", "field 'time_us'", "too small"});
+  refused(f, "lookup --table " + test::shell_quote(tiny) + " --shape 64x64x64", {tiny.string(), "(line 14)", "field 'time_us'", "too small"});
   // (A table naming a config its plugin no longer has: test_table.cpp, "a table naming a
   // config its family no longer has is reported, not crashed on".)
 
@@ -262,7 +250,7 @@ TEST_CASE("a bad table file: exit 2 naming the file, line and field", "[reliabil
            {f.tmp.path, {"--table", f.tmp.path.string(), "is a directory"}},
            {bad_syntax, {"--table", bad_syntax.string() + ":2:", "not valid JSON"}},
            {t, {"--table", t.string(), "(line 5)", "field 'm'"}}}) {
-    auto r = test::run_command(quote(example) + " --table " + quote(table) + " --shape 64x64x64");
+    auto r = test::run_command(test::shell_quote(example) + " --table " + test::shell_quote(table) + " --shape 64x64x64");
     INFO("example_runtime --table " << table << "\n" << r.out);
     CHECK(r.exit_code == 2);
     for (auto& p : phrases) CHECK_THAT(r.out, Catch::Contains(p));
@@ -275,7 +263,7 @@ TEST_CASE("broken plugins are named with the reason and skipped; a family only t
   Fixture f;
   fs::path broken = test::test_plugin_dir() / "broken";
   std::string with_broken = fmt::format("{} --plugin-dir {} --plugin-dir {} --db {} --quiet",
-                                        quote(test::gemmtune_binary()), quote(broken), quote(f.plugins), quote(f.db));
+                                        test::shell_quote(test::gemmtune_binary()), test::shell_quote(broken), test::shell_quote(f.plugins), test::shell_quote(f.db));
   auto r = test::run_command(with_broken + " list");
   INFO(r.out);
   CHECK(r.exit_code == 0);  // the good plugins still work
@@ -305,17 +293,17 @@ TEST_CASE("plugins load only from the configured directories", "[reliability][cl
   fs::copy_file(naive, work / "plugins" / "libgemmtune_naive.so");
   fs::copy_file(naive, empty / "nested" / "libgemmtune_naive.so");
   fs::copy_file(test::test_plugin_dir() / "broken" / "libwrong_abi.so", work / "plugins" / "libwrong_abi.so");
-  const std::string bin = quote(test::gemmtune_binary());
+  const std::string bin = test::shell_quote(test::gemmtune_binary());
   auto in_work = [&](const std::string& env, const std::string& args) {
-    return test::run_command(fmt::format("cd {} && env -u GEMMTUNE_PLUGIN_PATH {} {} {} list", quote(work), env, bin, args));
+    return test::run_command(fmt::format("cd {} && env -u GEMMTUNE_PLUGIN_PATH {} {} {} list", test::shell_quote(work), env, bin, args));
   };
-  auto r = in_work("", "--plugin-dir " + quote(empty));
+  auto r = in_work("", "--plugin-dir " + test::shell_quote(empty));
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("naive") == std::string::npos);
   CHECK(r.out.find(work.string()) == std::string::npos);
   // The same through the environment variable.
-  r = in_work("GEMMTUNE_PLUGIN_PATH=" + quote(empty), "");
+  r = in_work("GEMMTUNE_PLUGIN_PATH=" + test::shell_quote(empty), "");
   INFO(r.out);
   CHECK(r.out.find("naive") == std::string::npos);
   // With neither, the plugins beside the binary, never the working directory's.
@@ -340,7 +328,7 @@ TEST_CASE("nothing in a job file is executed", "[reliability][cli]") {
   };
   for (size_t i = 0; i < texts.size(); ++i) {
     fs::path p = f.file(fmt::format("evil{}.toml", i), texts[i]);
-    refused(f, "tune --config " + quote(p), {p.string()});
+    refused(f, "tune --config " + test::shell_quote(p), {p.string()});
   }
   CHECK_FALSE(fs::exists(marker));
 }
@@ -367,11 +355,11 @@ TEST_CASE("bad input in any problem set is found before the first measurement: r
                                                          "configs = { toy = [\"bx=7\"] }\n");
   fs::path library = f.file("second_library.toml", first + "[[problems]]\nshapes = [\"128x64x64\"]\n"
                                                            "families = [\"cublaslt\"]\nconfigs = { cublaslt = [\"algo=9\"] }\n");
-  refused(f, "tune --replay " + quote(rec) + " --config " + quote(source),
+  refused(f, "tune --replay " + test::shell_quote(rec) + " --config " + test::shell_quote(source),
           {source.string() + ":7:20:", "configs.toy for 128x64x64", "bx=7"});
-  refused(f, "tune --replay " + quote(rec) + " --config " + quote(library),
+  refused(f, "tune --replay " + test::shell_quote(rec) + " --config " + test::shell_quote(library),
           {library.string() + ":7:25:", "configs.cublaslt for 128x64x64", "algo=9"});
-  refused(f, "compare --replay " + quote(rec) + " --config " + quote(source), {source.string() + ":7:20:"});
+  refused(f, "compare --replay " + test::shell_quote(rec) + " --config " + test::shell_quote(source), {source.string() + ":7:20:"});
 }
 
 TEST_CASE("a job's problem count is bounded before it is expanded, with the limit and how to raise it",
@@ -383,16 +371,16 @@ TEST_CASE("a job's problem count is bounded before it is expanded, with the limi
   for (int i = 1; i <= 1000; ++i) sizes += (i > 1 ? ", " : "") + std::to_string(i);
   fs::path huge = f.file("huge.toml", "[[problems]]\nm = [" + sizes + "]\nn = [" + sizes + "]\nk = [" + sizes + "]\n");
   const auto t0 = std::chrono::steady_clock::now();
-  refused(f, "tune --config " + quote(huge),
+  refused(f, "tune --config " + test::shell_quote(huge),
           {huge.string() + ":1:1:", "1000000000 problems", "at most 10000", "--max-problems N raises the limit"});
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   // The limit counts every set; --max-problems moves it (tune and compare).
   fs::path four = f.file("four.toml", "[[problems]]\nshapes = [\"64x64x64\", \"128x64x64\"]\n"
                                       "[[problems]]\nshapes = [\"64x128x64\"]\ndtypes = [\"f16\", \"bf16\"]\n");
-  refused(f, "tune --max-problems 3 --config " + quote(four),
+  refused(f, "tune --max-problems 3 --config " + test::shell_quote(four),
           {four.string() + ":3:1:", "names 2 problems", "after 2 before it", "at most 3"});
-  refused(f, "compare --max-problems 1 --config " + quote(four), {four.string() + ":1:1:", "at most 1"});
-  auto r = test::run_command(f.bin + " tune --max-problems 4 --replay " + quote(f.rec) + " --config " + quote(four));
+  refused(f, "compare --max-problems 1 --config " + test::shell_quote(four), {four.string() + ":1:1:", "at most 1"});
+  auto r = test::run_command(f.bin + " tune --max-problems 4 --replay " + test::shell_quote(f.rec) + " --config " + test::shell_quote(four));
   INFO(r.out);
   CHECK(r.exit_code == 0);  // within the limit: tuned (in this replay, nothing recorded for them)
 }
@@ -419,15 +407,15 @@ TEST_CASE("numeric flags are checked as the job file checks the same key; the he
   for (auto& p : pairs)
     for (auto& v : p.values) {
       fs::path job = f.file(fmt::format("{}_{}.toml", p.key, v), fmt::format("[tune]\n{} = {}\n{}", p.key, v, set));
-      auto by_job = test::run_command(f.bin + " tune --replay " + quote(f.rec) + " --config " + quote(job));
-      auto by_flag = test::run_command(f.bin + " tune --replay " + quote(f.rec) + " --shape 64x64x64 " + p.flag + " " + v);
+      auto by_job = test::run_command(f.bin + " tune --replay " + test::shell_quote(f.rec) + " --config " + test::shell_quote(job));
+      auto by_flag = test::run_command(f.bin + " tune --replay " + test::shell_quote(f.rec) + " --shape 64x64x64 " + p.flag + " " + v);
       INFO(p.flag << " " << v << ": " << by_flag.out << "\n" << p.key << " = " << v << ": " << by_job.out);
       CHECK((by_job.exit_code == 2) == (by_flag.exit_code == 2));
       CHECK((by_flag.exit_code == 0 || by_flag.exit_code == 2));
       if (by_flag.exit_code == 2) CHECK_THAT(by_flag.out, Catch::Contains(p.flag));
     }
   // Flags no job key shares: taken silently before (-5 rounds as 1, NaN seconds, a wrapped -1).
-  const std::string tune = "tune --replay " + quote(f.rec) + " --shape 64x64x64 ";
+  const std::string tune = "tune --replay " + test::shell_quote(f.rec) + " --shape 64x64x64 ";
   std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {tune + "--rounds -5", {"--rounds", "-5 must not be negative"}},
       {tune + "--rounds 0", {"--rounds", "at least 1"}},
@@ -444,8 +432,8 @@ TEST_CASE("numeric flags are checked as the job file checks the same key; the he
       {"run --family naive --shape 64x64x64 --seed -1", {"--seed", "must not be negative"}},
       {"run --family naive --shape 64x64x64 --settle -1", {"--settle"}},
       {"compile --family naive --shape 64x64x64 --threads -1", {"--threads", "must not be negative"}},
-      {"compare --replay " + quote(f.rec) + " --shape 64x64x64 --budget 0", {"--budget", "at least 1"}},
-      {"compare --replay " + quote(f.rec) + " --shape 64x64x64 --rounds 1001", {"--rounds", "too large"}},
+      {"compare --replay " + test::shell_quote(f.rec) + " --shape 64x64x64 --budget 0", {"--budget", "at least 1"}},
+      {"compare --replay " + test::shell_quote(f.rec) + " --shape 64x64x64 --rounds 1001", {"--rounds", "too large"}},
   };
   for (auto& [args, phrases] : cases) refused(f, args, phrases);
   // The help says each range.
@@ -472,7 +460,7 @@ TEST_CASE("recordings are checked against the family's space and the measurement
     return f.file(name, j.dump(1));
   };
   fs::path fine = variant("fine.json", [](json&) {});
-  auto r = test::run_command(f.bin + " tune --replay " + quote(fine) + " --no-reuse");
+  auto r = test::run_command(f.bin + " tune --replay " + test::shell_quote(fine) + " --no-reuse");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);  // the committed recording is register_tile's own
   struct Case {
@@ -509,14 +497,14 @@ TEST_CASE("recordings are checked against the family's space and the measurement
        {"device.arch 'sm_999' is not an architecture"}},
       {variant("threads.json", [](json& j) { j["compile_threads"] = -2; }), {"compile_threads", "-2"}},
   };
-  fs::path dup = f.file("duplicate_key.json", std::string(kRecording).replace(std::string(kRecording).find("\"median_us\": 10.0"), 17,
+  fs::path dup = f.file("duplicate_key.json", std::string(test::kToyRecording).replace(std::string(test::kToyRecording).find("\"median_us\": 10.0"), 17,
                                                                        "\"median_us\": 10.0, \"median_us\": 1e-9"));
   cases.push_back({dup, {dup.string() + ":7:", "the key 'median_us' appears twice"}});
   for (auto& c : cases) {
     std::vector<std::string> phrases = c.phrases;
     phrases.push_back(c.file.string());
-    refused(f, "tune --replay " + quote(c.file), phrases);
-    refused(f, "compare --replay " + quote(c.file), phrases);
+    refused(f, "tune --replay " + test::shell_quote(c.file), phrases);
+    refused(f, "compare --replay " + test::shell_quote(c.file), phrases);
   }
 }
 
@@ -526,13 +514,13 @@ TEST_CASE("a JSON table that names a key twice is refused, as TOML refuses it", 
                             "\"layout\": \"nn\", \"align\": 16, \"family\": \"naive\", "
                             "\"config\": \"naive_mapcoalesced_bx32_by8\", \"time_us\": 1.5}";
   fs::path once = f.file("once.json", "{\"gemmtune_table\": 1,\n \"entries\": [" + entry + "]}");
-  auto r = test::run_command(f.bin + " lookup --table " + quote(once) + " --shape 64x64x64 --device G");
+  auto r = test::run_command(f.bin + " lookup --table " + test::shell_quote(once) + " --shape 64x64x64 --device G");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   std::string twice_text = "{\"gemmtune_table\": 1,\n \"entries\": [\n" + entry + "]}";
   twice_text.replace(twice_text.find("\"m\": 64"), 7, "\"m\": 64, \"m\": 4096");
   fs::path twice = f.file("twice.json", twice_text);
-  refused(f, "lookup --table " + quote(twice) + " --shape 64x64x64", {twice.string() + ":3:26:", "the key 'm' appears twice"});
+  refused(f, "lookup --table " + test::shell_quote(twice) + " --shape 64x64x64", {twice.string() + ":3:26:", "the key 'm' appears twice"});
   fs::path top = f.file("top.json", "{\"gemmtune_table\": 1, \"entries\": [], \"entries\": [" + entry + "]}");
-  refused(f, "lookup --table " + quote(top) + " --shape 64x64x64", {top.string() + ":1:38:", "the key 'entries' appears twice"});
+  refused(f, "lookup --table " + test::shell_quote(top) + " --shape 64x64x64", {top.string() + ":1:38:", "the key 'entries' appears twice"});
 }

@@ -19,24 +19,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // The bytes of a file and of its -wal file, as one text: a store is both.
 std::string bytes_of(const fs::path& p) {
   const fs::path wal = p.string() + "-wal";
   return test::read_file(p) + "\n--wal--\n" + (fs::exists(wal) ? test::read_file(wal) : std::string());
 }
-
-// A replay recording of a two-config family that no plugin has: a tune over it takes well
-// under a second.
-const char* kRecording = R"({"format": "gemmtune-replay/2", "spaces": [{
-  "recorded": "2026-11-29T12:00:00Z",
-  "device": {"name": "NVIDIA H200", "uuid": "GPU-00000000-0000-0000-0000-000000000000", "arch": "sm_90"},
-  "problem": {"m": 64, "n": 64, "k": 64, "in": "f32", "out": "f32", "layout": "nn", "align": 16},
-  "family": "toy", "family_version": "1.0",
-  "params": [{"name": "bx", "help": "block width", "values": [16, 32], "labels": [], "default": 0}],
-  "results": [{"config": [16], "status": "ok", "median_us": 10.0, "message": ""},
-              {"config": [32], "status": "ok", "median_us": 8.0, "message": ""}]}]})";
 
 // The binary with only the naive plugin, a store holding one replayed tune (kept: --db), the
 // tune's id, and its recording.
@@ -47,10 +35,10 @@ struct Fixture {
   Fixture() {
     fs::create_directories(plugins);
     fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", plugins / "libgemmtune_naive.so");
-    test::write_file(rec, kRecording);
-    bin_no_db = fmt::format("{} --plugin-dir {} --quiet", quote(test::gemmtune_binary()), quote(plugins));
-    bin = bin_no_db + " --db " + quote(db);
-    auto r = test::run_command("{ " + bin + " --json tune --replay " + quote(rec) + " --shape 64x64x64 2>/dev/null; }");
+    test::write_file(rec, test::kToyRecording);
+    bin_no_db = fmt::format("{} --plugin-dir {} --quiet", test::shell_quote(test::gemmtune_binary()), test::shell_quote(plugins));
+    bin = bin_no_db + " --db " + test::shell_quote(db);
+    auto r = test::run_command("{ " + bin + " --json tune --replay " + test::shell_quote(rec) + " --shape 64x64x64 2>/dev/null; }");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
     tune_id = nlohmann::json::parse(r.out)["tune_id"];
@@ -96,7 +84,7 @@ TEST_CASE("no command writes over what it reads: the store, a recording, a job, 
   fs::path job = f.tmp.path / "job.toml";
   test::write_file(job, "[[problems]]\nshapes = [\"64x64x64\"]\nfamilies = [\"toy\"]\n");
   const std::set<std::string> files = f.listing();
-  const std::string replay = "tune --replay " + quote(f.rec) + " --shape 64x64x64 ";
+  const std::string replay = "tune --replay " + test::shell_quote(f.rec) + " --shape 64x64x64 ";
   struct Case {
     std::string args;
     std::vector<std::string> phrases;
@@ -105,29 +93,29 @@ TEST_CASE("no command writes over what it reads: the store, a recording, a job, 
   // export's table, in every format, and its recording: the store by its name, a symbolic
   // link, a hard link, and its write-ahead log's name.
   for (const fs::path& out : {f.db, link, hard, wal}) {
-    cases.push_back({"export -o " + quote(out), {"-o: ", "is the results store (--db"}});
-    cases.push_back({"export --format cpp -o " + quote(out), {"-o: ", "is the results store"}});
-    cases.push_back({"export --recording " + f.tune_id + " -o " + quote(out), {"-o: ", "is the results store"}});
+    cases.push_back({"export -o " + test::shell_quote(out), {"-o: ", "is the results store (--db"}});
+    cases.push_back({"export --format cpp -o " + test::shell_quote(out), {"-o: ", "is the results store"}});
+    cases.push_back({"export --recording " + f.tune_id + " -o " + test::shell_quote(out), {"-o: ", "is the results store"}});
     // tune --record: the store it writes to (this replaced the store with JSON and left its WAL).
-    cases.push_back({replay + "--record " + quote(out), {"--record: ", "is the results store"}});
+    cases.push_back({replay + "--record " + test::shell_quote(out), {"--record: ", "is the results store"}});
   }
-  cases.push_back({"export --format tunableop --torch-version 2.15.0 -o " + quote(hard), {"-o: ", "a link"}});
-  cases.push_back({replay + "--record " + quote(wal), {"(-wal file)"}});
+  cases.push_back({"export --format tunableop --torch-version 2.15.0 -o " + test::shell_quote(hard), {"-o: ", "a link"}});
+  cases.push_back({replay + "--record " + test::shell_quote(wal), {"(-wal file)"}});
   // tune --record over the recording it replays, or over its job file.
-  cases.push_back({replay + "--record " + quote(f.rec), {"--record: ", "the file --replay reads"}});
-  cases.push_back({"tune --replay " + quote(f.rec) + " --config " + quote(job) + " --record " + quote(job),
+  cases.push_back({replay + "--record " + test::shell_quote(f.rec), {"--record: ", "the file --replay reads"}});
+  cases.push_back({"tune --replay " + test::shell_quote(f.rec) + " --config " + test::shell_quote(job) + " --record " + test::shell_quote(job),
                    {"--record: ", "the file --config reads"}});
   // The store named by a link, and written by another name.
-  f.refused("--db " + quote(link) + " " + replay + "--record " + quote(hard), {"--record: ", "a link"}, {f.db}, true);
+  f.refused("--db " + test::shell_quote(link) + " " + replay + "--record " + test::shell_quote(hard), {"--record: ", "a link"}, {f.db}, true);
   // merge: an input as the output, through a hard link.
-  cases.push_back({"merge " + quote(f.db) + " -o " + quote(hard), {"-o: ", "merge's input"}});
+  cases.push_back({"merge " + test::shell_quote(f.db) + " -o " + test::shell_quote(hard), {"-o: ", "merge's input"}});
   // report: its folder's data.json or index.html as the store or a job it reads.
   const fs::path folder = f.tmp.path / "report";
   fs::create_directories(folder);
   fs::create_hard_link(f.db, folder / "data.json");
   fs::create_symlink(job, folder / "index.html");
-  cases.push_back({"report --store " + quote(f.db) + " -o " + quote(folder), {"-o: ", "data.json", "results store"}});
-  cases.push_back({"report --store " + quote(f.rec) + " --job " + quote(job) + " -o " + quote(folder),
+  cases.push_back({"report --store " + test::shell_quote(f.db) + " -o " + test::shell_quote(folder), {"-o: ", "data.json", "results store"}});
+  cases.push_back({"report --store " + test::shell_quote(f.rec) + " --job " + test::shell_quote(job) + " -o " + test::shell_quote(folder),
                    {"-o: ", "index.html", "the file --job reads"}});
   for (auto& c : cases) f.refused(c.args, c.phrases, {f.db, f.rec, job});
   std::set<std::string> after = f.listing();
@@ -147,36 +135,36 @@ TEST_CASE("an output that cannot be written is refused before any work; outputs 
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
   fs::create_symlink(loop, loop);
   test::write_file(file, "my notes\n");
-  const std::string replay = "tune --replay " + quote(f.rec) + " --shape 64x64x64 ";
+  const std::string replay = "tune --replay " + test::shell_quote(f.rec) + " --shape 64x64x64 ";
   struct Case {
     std::string args;
     std::vector<std::string> phrases;
   };
   std::vector<Case> cases = {
-      {"export -o " + quote(dir), {"-o: ", "is a directory"}},
-      {"export -o " + quote(fifo), {"-o: ", "is a FIFO"}},  // this replaced the FIFO with the table
-      {"export -o " + quote(loop), {"-o: ", "a loop of symbolic links"}},
-      {"export -o " + quote(file / "table.toml"), {"-o: ", "a path through a file"}},
-      {"export --recording " + f.tune_id + " -o " + quote(dir), {"-o: ", "is a directory"}},
+      {"export -o " + test::shell_quote(dir), {"-o: ", "is a directory"}},
+      {"export -o " + test::shell_quote(fifo), {"-o: ", "is a FIFO"}},  // this replaced the FIFO with the table
+      {"export -o " + test::shell_quote(loop), {"-o: ", "a loop of symbolic links"}},
+      {"export -o " + test::shell_quote(file / "table.toml"), {"-o: ", "a path through a file"}},
+      {"export --recording " + f.tune_id + " -o " + test::shell_quote(dir), {"-o: ", "is a directory"}},
       // /proc takes no new files, whoever asks (a read-only folder for root too): the tune
       // ran, then failed to save its recording with exit 1.
       {replay + "--record /proc/gemmtune-recording.json", {"--record: ", "cannot be written"}},
-      {replay + "--record " + quote(fifo), {"--record: ", "is a FIFO"}},
+      {replay + "--record " + test::shell_quote(fifo), {"--record: ", "is a FIFO"}},
 
-      {"report --store " + quote(f.db) + " -o " + quote(file), {"-o: ", "not a folder"}},
-      {"report --store " + quote(f.db) + " -o /proc/gemmtune-report", {"-o: ", "cannot be written"}},
-      {"run --family naive --shape 64x64x64 --trace " + quote(fifo), {"--trace: ", "is a FIFO"}},
-      {"merge " + quote(f.db) + " -o " + quote(dir), {"-o: ", "is a directory"}},
+      {"report --store " + test::shell_quote(f.db) + " -o " + test::shell_quote(file), {"-o: ", "not a folder"}},
+      {"report --store " + test::shell_quote(f.db) + " -o /proc/gemmtune-report", {"-o: ", "cannot be written"}},
+      {"run --family naive --shape 64x64x64 --trace " + test::shell_quote(fifo), {"--trace: ", "is a FIFO"}},
+      {"merge " + test::shell_quote(f.db) + " -o " + test::shell_quote(dir), {"-o: ", "is a directory"}},
   };
   if (::geteuid() != 0) {  // a folder its owner made read-only (root writes there anyway)
     const fs::path ro = f.tmp.path / "read_only";
     fs::create_directories(ro);
     fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-    cases.push_back({"export -o " + quote(ro / "t.toml"), {"-o: ", "cannot be written"}});
+    cases.push_back({"export -o " + test::shell_quote(ro / "t.toml"), {"-o: ", "cannot be written"}});
   }
   for (auto& c : cases) f.refused(c.args, c.phrases, {f.db, f.rec, file});
-  f.refused("--db " + quote(dir) + " " + replay, {"--db: ", "is a directory"}, {f.db}, true);
-  f.refused("--db " + quote(fifo) + " " + replay, {"--db: ", "is a FIFO"}, {f.db}, true);
+  f.refused("--db " + test::shell_quote(dir) + " " + replay, {"--db: ", "is a directory"}, {f.db}, true);
+  f.refused("--db " + test::shell_quote(fifo) + " " + replay, {"--db: ", "is a FIFO"}, {f.db}, true);
   struct stat st {};
   REQUIRE(::stat(fifo.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
@@ -189,7 +177,7 @@ TEST_CASE("an output that cannot be written is refused before any work; outputs 
   test::write_file(target, "old\n");
   fs::create_symlink(target, via);
   const auto before = f.listing();
-  auto r = test::run_command(f.bin + " export --include-replay -o " + quote(via));
+  auto r = test::run_command(f.bin + " export --include-replay -o " + test::shell_quote(via));
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   CHECK(fs::is_symlink(via));
@@ -199,7 +187,7 @@ TEST_CASE("an output that cannot be written is refused before any work; outputs 
   const fs::path out = f.tmp.path / "again.json";
   test::write_file(out, "an older recording\n");
   const auto with_old = f.listing();
-  r = test::run_command(f.bin + " " + replay + "--no-reuse --record " + quote(out));
+  r = test::run_command(f.bin + " " + replay + "--no-reuse --record " + test::shell_quote(out));
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(test::read_file(out), Catch::Contains("gemmtune-replay/2"));

@@ -19,21 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-const char* kRecording = R"({"format": "gemmtune-replay/2", "spaces": [{
-  "recorded": "2026-11-29T12:00:00Z",
-  "device": {"name": "NVIDIA H200", "uuid": "GPU-00000000-0000-0000-0000-000000000000", "arch": "sm_90"},
-  "problem": {"m": 64, "n": 64, "k": 64, "in": "f32", "out": "f32", "layout": "nn", "align": 16},
-  "family": "toy", "family_version": "1.0",
-  "params": [{"name": "bx", "help": "block width", "values": [16, 32], "labels": [], "default": 0}],
-  "results": [{"config": [16], "status": "ok", "median_us": 10.0, "message": ""},
-              {"config": [32], "status": "ok", "median_us": 8.0, "message": ""}]}]})";
-
 struct Case {
   std::string args;
   std::string says;  // the flag (or a phrase) the message must name
@@ -53,12 +38,12 @@ TEST_CASE("every command and flag refuses hostile values: exit 2, the flag named
                  job = tmp.path / "job.toml", table = tmp.path / "table.json";
   fs::create_directories(plugins);
   fs::copy_file(test::plugin_dir() / "libgemmtune_naive.so", plugins / "libgemmtune_naive.so");
-  test::write_file(rec, kRecording);
+  test::write_file(rec, test::kToyRecording);
   test::write_file(job, "[[problems]]\nshapes = [\"64x64x64\"]\nfamilies = [\"toy\"]\n");
-  const std::string bin = fmt::format("{} --plugin-dir {} --quiet", q(test::gemmtune_binary()), q(plugins.string()));
-  const std::string with_db = bin + " --db " + q(db.string());
-  REQUIRE(test::run_command(with_db + " tune --replay " + q(rec.string()) + " --shape 64x64x64").exit_code == 0);
-  REQUIRE(test::run_command(with_db + " export --include-replay -o " + q(table.string())).exit_code == 0);
+  const std::string bin = fmt::format("{} --plugin-dir {} --quiet", test::shell_quote(test::gemmtune_binary()), test::shell_quote(plugins.string()));
+  const std::string with_db = bin + " --db " + test::shell_quote(db.string());
+  REQUIRE(test::run_command(with_db + " tune --replay " + test::shell_quote(rec.string()) + " --shape 64x64x64").exit_code == 0);
+  REQUIRE(test::run_command(with_db + " export --include-replay -o " + test::shell_quote(table.string())).exit_code == 0);
 
   // Hostile places.
   const fs::path dir = tmp.path / "folder", fifo = tmp.path / "fifo", loop = tmp.path / "loop",
@@ -83,34 +68,34 @@ TEST_CASE("every command and flag refuses hostile values: exit 2, the flag named
                                                "", "axbxc", "64x64x64 ", "nanx64x64", "1e3x64x64"};
 
   std::vector<Case> cases;
-  const std::string tune = "tune --replay " + q(rec.string()) + " ";
-  const std::string compare = "compare --replay " + q(rec.string()) + " ";
+  const std::string tune = "tune --replay " + test::shell_quote(rec.string()) + " ";
+  const std::string compare = "compare --replay " + test::shell_quote(rec.string()) + " ";
   // Numbers: every numeric flag of every command.
   for (auto& v : bad_numbers) {
     const bool huge = v == "99999999999999999999999";  // a fine number of seconds or a distance: no limit above
     for (const char* flag : {"--budget", "--time", "--fraction", "--patience", "--seed", "--max-problems", "--device",
                              "--consistency", "--hang-floor", "--compile-timeout", "--finalists", "--rounds",
                              "--turn-warmup", "--min-gain", "--settle"})
-      if (!(huge && std::string(flag) == "--time")) cases.push_back({tune + "--shape 64x64x64 " + flag + " " + q(v), flag});
+      if (!(huge && std::string(flag) == "--time")) cases.push_back({tune + "--shape 64x64x64 " + flag + " " + test::shell_quote(v), flag});
     for (const char* flag : {"--budget", "--max-problems", "--device", "--rounds", "--turn-warmup", "--min-gain"})
-      cases.push_back({compare + "--shape 64x64x64 " + flag + " " + q(v), flag});
+      cases.push_back({compare + "--shape 64x64x64 " + flag + " " + test::shell_quote(v), flag});
     for (const char* flag : {"--device", "--seed", "--settle", "--min-time"})
-      cases.push_back({"run --family naive --shape 64x64x64 " + std::string(flag) + " " + q(v), flag});
-    for (const char* flag : {"--device", "--candidates", "--seconds"}) cases.push_back({"roofs " + std::string(flag) + " " + q(v), flag});
+      cases.push_back({"run --family naive --shape 64x64x64 " + std::string(flag) + " " + test::shell_quote(v), flag});
+    for (const char* flag : {"--device", "--candidates", "--seconds"}) cases.push_back({"roofs " + std::string(flag) + " " + test::shell_quote(v), flag});
     for (const char* flag : {"--threads", "--limit"})
-      cases.push_back({"compile --family naive --shape 64x64x64 " + std::string(flag) + " " + q(v), flag});
+      cases.push_back({"compile --family naive --shape 64x64x64 " + std::string(flag) + " " + test::shell_quote(v), flag});
     for (const char* flag : {"--max-distance", "--decode-max-m", "--align"})
       if (!(huge && std::string(flag) == "--max-distance"))
-        cases.push_back({"lookup --table " + q(table.string()) + " --shape 64x64x64 " + flag + " " + q(v), flag});
+        cases.push_back({"lookup --table " + test::shell_quote(table.string()) + " --shape 64x64x64 " + flag + " " + test::shell_quote(v), flag});
   }
   // Shapes, wherever a command takes one.
   for (auto& s : bad_shapes) {
-    cases.push_back({tune + "--shape " + q(s), "--shape"});
-    cases.push_back({"run --family naive --shape " + q(s), "--shape"});
-    cases.push_back({"compile --family naive --shape " + q(s), "--shape"});
-    cases.push_back({"list --shape " + q(s), "--shape"});
-    cases.push_back({"lookup --table " + q(table.string()) + " --shape " + q(s), "--shape"});
-    cases.push_back({"roofs --tensor-shape " + q(s), "--tensor-shape"});
+    cases.push_back({tune + "--shape " + test::shell_quote(s), "--shape"});
+    cases.push_back({"run --family naive --shape " + test::shell_quote(s), "--shape"});
+    cases.push_back({"compile --family naive --shape " + test::shell_quote(s), "--shape"});
+    cases.push_back({"list --shape " + test::shell_quote(s), "--shape"});
+    cases.push_back({"lookup --table " + test::shell_quote(table.string()) + " --shape " + test::shell_quote(s), "--shape"});
+    cases.push_back({"roofs --tensor-shape " + test::shell_quote(s), "--tensor-shape"});
   }
   // Words.
   for (auto& [flag, values] : std::vector<std::pair<std::string, std::vector<std::string>>>{
@@ -122,37 +107,37 @@ TEST_CASE("every command and flag refuses hostile values: exit 2, the flag named
            {"--dist", {"", "gaussian", "NORMAL"}},
            {"--shard", {"1/0", "0/0", "5/2", "-1/2", "a/b", "1/", "/2", "1/99999999999999999999"}},
            {"--devices", {"", "0,0", "-1", "all,0", "1,,2", "99999999999"}}})
-    for (auto& v : values) cases.push_back({tune + "--shape 64x64x64 " + flag + " " + q(v), flag});
+    for (auto& v : values) cases.push_back({tune + "--shape 64x64x64 " + flag + " " + test::shell_quote(v), flag});
   for (auto& v : std::vector<std::string>{"", "sm_999", "sm90", "../sm_90"}) {
-    cases.push_back({"compile --family naive --shape 64x64x64 --arch " + q(v), "--arch"});
-    cases.push_back({"list --arch " + q(v), "--arch"});
+    cases.push_back({"compile --family naive --shape 64x64x64 --arch " + test::shell_quote(v), "--arch"});
+    cases.push_back({"list --arch " + test::shell_quote(v), "--arch"});
   }
   for (auto& v : std::vector<std::string>{"", "tsv", "TOML"})
-    cases.push_back({"export --format " + q(v), "--format"});
+    cases.push_back({"export --format " + test::shell_quote(v), "--format"});
   for (auto& v : std::vector<std::string>{"", "1 bad", "9::x", "a-b"})
-    cases.push_back({"export --format cpp --namespace " + q(v), "--namespace"});
+    cases.push_back({"export --format cpp --namespace " + test::shell_quote(v), "--namespace"});
   // Input files.
   for (auto& p : bad_inputs) {
-    cases.push_back({tune + "--config " + q(p), "--config"});
-    cases.push_back({"tune --shape 64x64x64 --replay " + q(p), p.empty() ? "--replay" : p});
-    cases.push_back({"compare --replay " + q(p) + " --shape 64x64x64", p.empty() ? "--replay" : p});
-    cases.push_back({"lookup --table " + q(p) + " --shape 64x64x64", p.empty() ? "--table" : p});
-    cases.push_back({"report --store " + q(p) + " -o " + q((tmp.path / "r").string()), "--store"});
-    cases.push_back({"report --store " + q(db.string()) + " --job " + q(p) + " -o " + q((tmp.path / "r").string()),
+    cases.push_back({tune + "--config " + test::shell_quote(p), "--config"});
+    cases.push_back({"tune --shape 64x64x64 --replay " + test::shell_quote(p), p.empty() ? "--replay" : p});
+    cases.push_back({"compare --replay " + test::shell_quote(p) + " --shape 64x64x64", p.empty() ? "--replay" : p});
+    cases.push_back({"lookup --table " + test::shell_quote(p) + " --shape 64x64x64", p.empty() ? "--table" : p});
+    cases.push_back({"report --store " + test::shell_quote(p) + " -o " + test::shell_quote((tmp.path / "r").string()), "--store"});
+    cases.push_back({"report --store " + test::shell_quote(db.string()) + " --job " + test::shell_quote(p) + " -o " + test::shell_quote((tmp.path / "r").string()),
                      "--job"});
-    if (!p.empty()) cases.push_back({"merge " + q(p) + " -o " + q((tmp.path / "merged.db").string()), p});
+    if (!p.empty()) cases.push_back({"merge " + test::shell_quote(p) + " -o " + test::shell_quote((tmp.path / "merged.db").string()), p});
   }
   // Output files, and the store itself as an output.
   for (auto& p : bad_outputs) {
-    cases.push_back({tune + "--shape 64x64x64 --record " + q(p), "--record"});
-    cases.push_back({"export -o " + q(p), "-o"});
-    cases.push_back({"export --format cpp -o " + q(p), "-o"});
-    if (p != dir.string()) cases.push_back({"report --store " + q(db.string()) + " -o " + q(p), "-o"});  // a folder is one
-    cases.push_back({"merge " + q(db.string()) + " -o " + q(p), "-o"});
-    cases.push_back({"run --family naive --shape 64x64x64 --trace " + q(p), "--trace"});
+    cases.push_back({tune + "--shape 64x64x64 --record " + test::shell_quote(p), "--record"});
+    cases.push_back({"export -o " + test::shell_quote(p), "-o"});
+    cases.push_back({"export --format cpp -o " + test::shell_quote(p), "-o"});
+    if (p != dir.string()) cases.push_back({"report --store " + test::shell_quote(db.string()) + " -o " + test::shell_quote(p), "-o"});  // a folder is one
+    cases.push_back({"merge " + test::shell_quote(db.string()) + " -o " + test::shell_quote(p), "-o"});
+    cases.push_back({"run --family naive --shape 64x64x64 --trace " + test::shell_quote(p), "--trace"});
   }
   for (auto& p : std::vector<std::string>{dir.string(), fifo.string(), loop.string(), through_file, too_long})
-    cases.push_back({"--db " + q(p) + " " + tune + "--shape 64x64x64", p});
+    cases.push_back({"--db " + test::shell_quote(p) + " " + tune + "--shape 64x64x64", p});
 
   // Everything here that must not change.
   const std::vector<fs::path> kept = {db, rec, job, table};

@@ -17,7 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // One problem, two families no plugin has: "fast_tile" (3007 us at best) and "slow_tile"
 // (16491 us at best), each with a handful of configs.
@@ -41,8 +40,8 @@ const char* kTwoFamilies = R"({"format": "gemmtune-replay/2", "spaces": [
 struct Cli {
   test::TempDir tmp;
   fs::path db = tmp.path / "results.db";
-  std::string bin = fmt::format("{} --plugin-dir {} --db {} --quiet", quote(test::gemmtune_binary()),
-                                quote(test::naive_only_dir()), quote(db));
+  std::string bin = fmt::format("{} --plugin-dir {} --db {} --quiet", test::shell_quote(test::gemmtune_binary()),
+                                test::shell_quote(test::naive_only_dir()), test::shell_quote(db));
   json tune(const std::string& args) {
     auto r = test::run_command("{ " + bin + " --json tune " + args + " 2>/dev/null; }");
     INFO("tune " << args << "\n" << r.out);
@@ -62,7 +61,7 @@ TEST_CASE("the problem's winner is decided over every family in the store, not t
   Cli c;
   const fs::path rec = c.tmp.path / "two.json";
   test::write_file(rec, kTwoFamilies);
-  const std::string replay = "--replay " + quote(rec) + " --shape 4096x4096x4096 ";
+  const std::string replay = "--replay " + test::shell_quote(rec) + " --shape 4096x4096x4096 ";
   c.tune(replay + "--family fast_tile");
   REQUIRE(Store::open_readonly(c.db).winner(key_4096(), kAllFamilies)->config_name == "fast_tile_bm128");
   // A tune of the other family alone: it is decided against the stored fast_tile, re-timed
@@ -82,7 +81,7 @@ TEST_CASE("the problem's winner is decided over every family in the store, not t
   CHECK(s.winner(key_4096(), "slow_tile")->config_name == "slow_tile_bm32");
   // The table hands programs the fast family.
   const fs::path out = c.tmp.path / "table.json";
-  auto r = test::run_command(c.bin + " export --include-replay -o " + quote(out));
+  auto r = test::run_command(c.bin + " export --include-replay -o " + test::shell_quote(out));
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   json table = json::parse(test::read_file(out));
@@ -98,8 +97,8 @@ TEST_CASE("a write to the store that fails stops the tune with exit 1 and leaves
           "[reliability][replay][store]") {
   Cli c;
   const fs::path rec = test::source_dir() / "tests" / "data" / "replay" / "register_tile_f32_2048x2048x2048.json";
-  const std::string tune = " tune --replay " + quote(rec) + " --strategy random --seed 2 ";
-  c.tune("--replay " + quote(rec) + " --strategy random --seed 2 --budget 3");
+  const std::string tune = " tune --replay " + test::shell_quote(rec) + " --strategy random --seed 2 ";
+  c.tune("--replay " + test::shell_quote(rec) + " --strategy random --seed 2 --budget 3");
   const int64_t rows = Store::open_readonly(c.db).count();
   const uintmax_t size = fs::file_size(c.db);
   // A disk that fills up: no file of this process may grow past a few pages more than the
@@ -127,7 +126,7 @@ TEST_CASE("a repeated tune with the same seed proposes the same configs and meas
   for (const char* strategy : {"bayes", "anneal", "genetic"}) {
     INFO(strategy);
     const std::string args =
-        fmt::format("--replay {} --strategy {} --budget 60 --seed 7 --finalists 3", quote(rec), strategy);
+        fmt::format("--replay {} --strategy {} --budget 60 --seed 7 --finalists 3", test::shell_quote(rec), strategy);
     json first = c.tune(args);
     const int64_t rows = Store::open_readonly(c.db).count();
     json again = c.tune(args);

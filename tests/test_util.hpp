@@ -35,6 +35,13 @@ CommandResult run_command(const std::string& cmdline);
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& bytes);  // makes its directories
 
+// A path (or any word) quoted for the shell: '...', a ' inside written '\''.
+std::string shell_quote(const std::filesystem::path& p);
+
+// A replay recording of a two-config family that no plugin has ("toy": bx = 16 at 10 us, 32 at
+// 8 us, 64x64x64 f32 on an H200): a tune over it needs no GPU and takes well under a second.
+extern const char* const kToyRecording;
+
 // A plugin directory holding only the build's naive plugin (made once per test run), for tests
 // whose defaults must not depend on whether cuBLASLt can answer on this machine.
 std::filesystem::path naive_only_dir();

@@ -18,6 +18,21 @@
 namespace gt::test {
 namespace fs = std::filesystem;
 
+std::string shell_quote(const fs::path& p) {
+  std::string out = "'";
+  for (char c : p.string()) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+const char* const kToyRecording = R"({"format": "gemmtune-replay/2", "spaces": [{
+  "recorded": "2026-11-29T12:00:00Z",
+  "device": {"name": "NVIDIA H200", "uuid": "GPU-00000000-0000-0000-0000-000000000000", "arch": "sm_90"},
+  "problem": {"m": 64, "n": 64, "k": 64, "in": "f32", "out": "f32", "layout": "nn", "align": 16},
+  "family": "toy", "family_version": "1.0",
+  "params": [{"name": "bx", "help": "block width", "values": [16, 32], "labels": [], "default": 0}],
+  "results": [{"config": [16], "status": "ok", "median_us": 10.0, "message": ""},
+              {"config": [32], "status": "ok", "median_us": 8.0, "message": ""}]}]})";
+
 static std::atomic<int> g_skips{0};
 
 bool have_gpu() { return device_count() > 0; }
