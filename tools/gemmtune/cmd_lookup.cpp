@@ -64,15 +64,9 @@ struct LookupArgs {
   ProblemArgs pa;
 };
 
-static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
-  if (!a.pa.given() && sub.count("--shape") == 0) {
-    for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
-                             "--exact-device", "--max-distance", "--decode-max-m"})
-      if (sub.count(flag) > 0)
-        throw InputError(
-            fmt::format("{} is about a problem: give --shape too (without it lookup lists the table)", flag));
-    return list_table(LookupTable::load(a.table), a.device, g.json);
-  }
+// The problem asked about (its alignment from --align when given), with every flag about the
+// lookup checked before the table is read.
+static Problem checked_problem(Globals& g, const CLI::App& sub, const LookupArgs& a) {
   Problem p = a.pa.resolve();
   // A name given on the command line that is unknown fails now, not only when the default
   // is needed; the built-in one (naive) only when it is needed and not loaded.
@@ -87,22 +81,40 @@ static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
     p.align = a.align;
   }
   if (!(a.max_distance >= 0))
-    throw InputError(fmt::format("--max-distance: {} is not a distance (0 or more; inf: no limit)",
-                                 a.max_distance));
+    throw InputError(fmt::format("--max-distance: {} is not a distance (0 or more; inf: no limit)", a.max_distance));
   if (a.decode_max_m < 0) throw InputError(fmt::format("--decode-max-m: {} is negative", a.decode_max_m));
-  LookupTable t = LookupTable::load(a.table);
-  LookupMachine machine = lookup_machine(a.device, a.arch);
+  return p;
+}
+
+// The rule the flags ask for on this machine: which device's entries, which architecture's.
+static LookupPolicy policy_of(const LookupArgs& a, const LookupMachine& machine) {
   LookupPolicy policy;
   policy.device = machine.device;
   if (a.exact_device && !policy.device)
     throw InputError("--exact-device: there is no GPU here, so name the device with --device");
-  const std::string& arch_used = machine.arch;
-  const gt_device& lim = machine.limits;
-  policy.arch = arch_used;
+  policy.arch = machine.arch;
   policy.exact_device = a.exact_device;
   policy.max_distance = a.max_distance;
   policy.decode_max_m = a.decode_max_m;
   policy.default_family = a.default_family;
+  return policy;
+}
+
+static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
+  if (!a.pa.given() && sub.count("--shape") == 0) {
+    for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
+                             "--exact-device", "--max-distance", "--decode-max-m"})
+      if (sub.count(flag) > 0)
+        throw InputError(
+            fmt::format("{} is about a problem: give --shape too (without it lookup lists the table)", flag));
+    return list_table(LookupTable::load(a.table), a.device, g.json);
+  }
+  Problem p = checked_problem(g, sub, a);
+  LookupTable t = LookupTable::load(a.table);
+  LookupMachine machine = lookup_machine(a.device, a.arch);
+  LookupPolicy policy = policy_of(a, machine);
+  const std::string& arch_used = machine.arch;
+  const gt_device& lim = machine.limits;
   const PluginRegistry& reg = g.plugins();
   LookupResult r = answer(t, p, reg, lim, policy);  // what the runtime library answers, too
   const std::optional<std::string>& dev = policy.device;
