@@ -100,6 +100,137 @@ static LookupPolicy policy_of(const LookupArgs& a, const LookupMachine& machine)
   return policy;
 }
 
+// What the answer's printing adds to the answer, as JSON and as text.
+struct AnswerDetails {
+  std::vector<std::string> notes;
+  std::string transform_plan;  // what the answer's transform does for this problem ("": none)
+  std::string params;          // the config's parameters ("": they cannot be named here)
+};
+
+// The notes (entries of another tier, another plugin version, a family not loaded here), the
+// transform's plan, and the parameters from the family's space where the table has none.
+static AnswerDetails details_of(const LookupResult& r, const Problem& p, const PluginRegistry& reg,
+                                const gt_device& lim) {
+  AnswerDetails d;
+  if (!r.device_note.empty()) d.notes.push_back(r.device_note);
+  // What the answer's transform does for this problem (the runtime does the same).
+  if (r.transform != Transform::none)
+    if (auto plan = plan_transform(p, r.transform)) d.transform_plan = plan->describe();
+  d.params = r.params;
+  if (const Family* fam = reg.find(r.family)) {
+    if (r.entry && !r.entry->family_version.empty() && r.entry->family_version != fam->version())
+      d.notes.push_back(fmt::format("tuned with {} version {}, the loaded plugin is version {}: its time may "
+                                    "have changed",
+                                    r.family, r.entry->family_version, fam->version()));
+    if (d.params.empty()) {
+      try {
+        d.params = resolve_choice(reg, lim, r, p).params;
+      } catch (const std::exception&) {
+        // The space needs a GPU (cuBLASLt): the config name alone says it all.
+      }
+    }
+  } else {
+    d.notes.push_back(fmt::format("family '{}' is not loaded here: the config was not checked against it", r.family));
+  }
+  return d;
+}
+
+// --json: the answer with all that the text shows, and the policy and table it came from.
+static void print_answer_json(const LookupResult& r, const AnswerDetails& d, const Problem& p,
+                              const LookupPolicy& policy, const std::string& table) {
+  nlohmann::json j;
+  j["problem"] = problem_to_json(p);
+  j["device"] = policy.device ? nlohmann::json(*policy.device) : nlohmann::json();
+  j["arch"] = policy.arch;
+  j["match"] = to_string(r.kind);
+  j["rule"] = to_string(r.rule);
+  j["tier"] = to_string(r.tier);
+  j["how"] = r.how;
+  j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
+  j["family"] = r.family;
+  j["config"] = transformed_name(r.config, r.transform);  // the name, as the runtime's choice says it
+  j["family_config"] = r.config;                          // the family's own (a table's `config`)
+  j["transform"] = to_string(r.transform);
+  j["transform_plan"] = d.transform_plan.empty() ? nlohmann::json() : nlohmann::json(d.transform_plan);
+  j["params"] = d.params;
+  j["distance"] = r.distance;
+  j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
+  j["adapted"] = r.adapted.empty() ? nlohmann::json() : nlohmann::json(r.adapted);
+  j["policy"] = {{"exact_device", policy.exact_device},
+                 {"max_distance", std::isfinite(policy.max_distance) ? nlohmann::json(policy.max_distance)
+                                                                     : nlohmann::json("inf")},
+                 {"decode_max_m", policy.decode_max_m},
+                 {"default_family", policy.default_family.empty() ? nlohmann::json()
+                                                                  : nlohmann::json(policy.default_family)}};
+  j["unchecked"] = r.unchecked.empty() ? nlohmann::json() : nlohmann::json(r.unchecked);
+  j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
+  nlohmann::json passed = nlohmann::json::array();
+  for (auto& [e, why] : r.passed_over) passed.push_back({{"entry", e}, {"reason", why}});
+  j["passed_over"] = passed;
+  j["notes"] = d.notes;
+  j["table"] = table;
+  print_json(j);
+}
+
+// Where an entry was measured and with what, as far as the table says ("": it says nothing).
+static std::string provenance(const TableEntry& e) {
+  std::string prov;
+  auto add = [&prov](const char* what, const std::string& v) {
+    if (!v.empty()) prov += fmt::format("{}{} {}", prov.empty() ? "" : ", ", what, v);
+  };
+  add("measured", e.measured_at);
+  add("driver", e.driver);
+  add("CUDA runtime", e.cuda_runtime);
+  add("NVRTC", e.nvrtc);
+  add("library", e.library);
+  add("gemmtune", e.gemmtune_version);
+  return prov;
+}
+
+// The answer as a person reads it: the config, how it was matched, the entry it came from, notes.
+static void print_answer(const LookupResult& r, const AnswerDetails& d, const Problem& p, const LookupPolicy& policy) {
+  if (r.config.empty())
+    fmt::print("{}  ({}'s own choice, named only where {} can be asked)\n", r.family, r.family, r.family);
+  else
+    fmt::print("{}  {}{}\n", r.family, shown_config(d.params, r.config),
+               r.transform == Transform::none ? "" : "  +" + std::string(to_string(r.transform)));
+  if (r.transform != Transform::none)
+    fmt::print("  transform: {}: {} (docs/transforms.md)\n", to_string(r.transform), d.transform_plan);
+  fmt::print("  match:  {}", r.how);
+  if (r.kind == MatchKind::nearest)
+    fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
+               regime_text(p.m, policy));
+  fmt::print("  for {}{}\n", p.key(), policy.device ? " on " + *policy.device : "");
+  if (!r.reason.empty()) fmt::print("  why:    {}\n", r.reason);
+  if (!r.adapted.empty()) fmt::print("  adapted: {}\n", r.adapted);
+  if (r.entry) {
+    const TableEntry& e = *r.entry;
+    fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
+    if (!r.transferred.empty())
+      fmt::print("          with {} ({} at that shape, not the config above)\n",
+                 shown_config(e.params, e.config), r.transferred);
+    std::string prov = provenance(e);
+    if (!prov.empty()) fmt::print("          ({})\n", prov);
+  }
+  if (!r.unchecked.empty())
+    fmt::print("  note: {} {} was not checked: {} (on a machine with a GPU the lookup checks it{})\n",
+               r.kind == MatchKind::fallback ? "which config is cuBLASLt's pick for"
+                                             : "whether this config can run",
+               p.key(), r.unchecked,
+               r.kind == MatchKind::fallback ? " and names it"
+               : r.family == "cublaslt"      ? ", and may answer with cuBLASLt's pick for this shape instead"
+                                             : "");
+  for (auto& n : d.notes) fmt::print("  note: {}\n", n);
+  if (!r.passed_over.empty()) {
+    fmt::print("  passed over ({} entr{}, nearest first):\n", r.passed_over.size(),
+               r.passed_over.size() == 1 ? "y" : "ies");
+    for (size_t i = 0; i < r.passed_over.size() && i < 5; ++i)
+      fmt::print("    {}: {}\n", r.passed_over[i].first, r.passed_over[i].second);
+    if (r.passed_over.size() > 5) fmt::print("    ... and {} more (--json lists them all)\n", r.passed_over.size() - 5);
+  }
+}
+
+// With a problem, the answer for it (what the runtime library answers); without, what the table holds.
 static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
   if (!a.pa.given() && sub.count("--shape") == 0) {
     for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
@@ -113,119 +244,13 @@ static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
   LookupTable t = LookupTable::load(a.table);
   LookupMachine machine = lookup_machine(a.device, a.arch);
   LookupPolicy policy = policy_of(a, machine);
-  const std::string& arch_used = machine.arch;
-  const gt_device& lim = machine.limits;
   const PluginRegistry& reg = g.plugins();
-  LookupResult r = answer(t, p, reg, lim, policy);  // what the runtime library answers, too
-  const std::optional<std::string>& dev = policy.device;
-
-  std::vector<std::string> notes;
-  if (!r.device_note.empty()) notes.push_back(r.device_note);
-  // What the answer's transform does for this problem (the runtime does the same).
-  std::string transform_plan;
-  if (r.transform != Transform::none)
-    if (auto plan = plan_transform(p, r.transform)) transform_plan = plan->describe();
-  std::string params = r.params;
-  if (const Family* fam = reg.find(r.family)) {
-    if (r.entry && !r.entry->family_version.empty() && r.entry->family_version != fam->version())
-      notes.push_back(fmt::format("tuned with {} version {}, the loaded plugin is version {}: its time may "
-                                  "have changed",
-                                  r.family, r.entry->family_version, fam->version()));
-    if (params.empty()) {
-      try {
-        params = resolve_choice(reg, lim, r, p).params;
-      } catch (const std::exception&) {
-        // The space needs a GPU (cuBLASLt): the config name alone says it all.
-      }
-    }
-  } else {
-    notes.push_back(fmt::format("family '{}' is not loaded here: the config was not checked against it",
-                                r.family));
-  }
-
-  if (g.json) {
-    nlohmann::json j;
-    j["problem"] = problem_to_json(p);
-    j["device"] = dev ? nlohmann::json(*dev) : nlohmann::json();
-    j["arch"] = arch_used;
-    j["match"] = to_string(r.kind);
-    j["rule"] = to_string(r.rule);
-    j["tier"] = to_string(r.tier);
-    j["how"] = r.how;
-    j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
-    j["family"] = r.family;
-    j["config"] = transformed_name(r.config, r.transform);  // the name, as the runtime's choice says it
-    j["family_config"] = r.config;                          // the family's own (a table's `config`)
-    j["transform"] = to_string(r.transform);
-    j["transform_plan"] = transform_plan.empty() ? nlohmann::json() : nlohmann::json(transform_plan);
-    j["params"] = params;
-    j["distance"] = r.distance;
-    j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
-    j["adapted"] = r.adapted.empty() ? nlohmann::json() : nlohmann::json(r.adapted);
-    j["policy"] = {{"exact_device", policy.exact_device},
-                   {"max_distance", std::isfinite(policy.max_distance) ? nlohmann::json(policy.max_distance)
-                                                                       : nlohmann::json("inf")},
-                   {"decode_max_m", policy.decode_max_m},
-                   {"default_family", policy.default_family.empty() ? nlohmann::json()
-                                                                    : nlohmann::json(policy.default_family)}};
-    j["unchecked"] = r.unchecked.empty() ? nlohmann::json() : nlohmann::json(r.unchecked);
-    j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
-    nlohmann::json passed = nlohmann::json::array();
-    for (auto& [e, why] : r.passed_over) passed.push_back({{"entry", e}, {"reason", why}});
-    j["passed_over"] = passed;
-    j["notes"] = notes;
-    j["table"] = a.table;
-    print_json(j);
-    return 0;
-  }
-  if (r.config.empty())
-    fmt::print("{}  ({}'s own choice, named only where {} can be asked)\n", r.family, r.family, r.family);
+  LookupResult r = answer(t, p, reg, machine.limits, policy);  // what the runtime library answers, too
+  AnswerDetails d = details_of(r, p, reg, machine.limits);
+  if (g.json)
+    print_answer_json(r, d, p, policy, a.table);
   else
-    fmt::print("{}  {}{}\n", r.family, shown_config(params, r.config),
-               r.transform == Transform::none ? "" : "  +" + std::string(to_string(r.transform)));
-  if (r.transform != Transform::none)
-    fmt::print("  transform: {}: {} (docs/transforms.md)\n", to_string(r.transform), transform_plan);
-  fmt::print("  match:  {}", r.how);
-  if (r.kind == MatchKind::nearest)
-    fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
-               regime_text(p.m, policy));
-  fmt::print("  for {}{}\n", p.key(), dev ? " on " + *dev : "");
-  if (!r.reason.empty()) fmt::print("  why:    {}\n", r.reason);
-  if (!r.adapted.empty()) fmt::print("  adapted: {}\n", r.adapted);
-  if (r.entry) {
-    const TableEntry& e = *r.entry;
-    fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
-    if (!r.transferred.empty())
-      fmt::print("          with {} ({} at that shape, not the config above)\n",
-                 shown_config(e.params, e.config), r.transferred);
-    std::string prov;
-    auto add = [&prov](const char* what, const std::string& v) {
-      if (!v.empty()) prov += fmt::format("{}{} {}", prov.empty() ? "" : ", ", what, v);
-    };
-    add("measured", e.measured_at);
-    add("driver", e.driver);
-    add("CUDA runtime", e.cuda_runtime);
-    add("NVRTC", e.nvrtc);
-    add("library", e.library);
-    add("gemmtune", e.gemmtune_version);
-    if (!prov.empty()) fmt::print("          ({})\n", prov);
-  }
-  if (!r.unchecked.empty())
-    fmt::print("  note: {} {} was not checked: {} (on a machine with a GPU the lookup checks it{})\n",
-               r.kind == MatchKind::fallback ? "which config is cuBLASLt's pick for"
-                                             : "whether this config can run",
-               p.key(), r.unchecked,
-               r.kind == MatchKind::fallback ? " and names it"
-               : r.family == "cublaslt"      ? ", and may answer with cuBLASLt's pick for this shape instead"
-                                             : "");
-  for (auto& n : notes) fmt::print("  note: {}\n", n);
-  if (!r.passed_over.empty()) {
-    fmt::print("  passed over ({} entr{}, nearest first):\n", r.passed_over.size(),
-               r.passed_over.size() == 1 ? "y" : "ies");
-    for (size_t i = 0; i < r.passed_over.size() && i < 5; ++i)
-      fmt::print("    {}: {}\n", r.passed_over[i].first, r.passed_over[i].second);
-    if (r.passed_over.size() > 5) fmt::print("    ... and {} more (--json lists them all)\n", r.passed_over.size() - 5);
-  }
+    print_answer(r, d, p, policy);
   return 0;
 }
 
