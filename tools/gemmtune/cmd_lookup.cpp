@@ -54,197 +54,241 @@ static int list_table(LookupTable t, const std::string& device, bool json) {
   return 0;
 }
 
+// The flags, filled by CLI11 and read by run_lookup.
+struct LookupArgs {
+  std::string table, device, arch, default_family;
+  int align = 0;
+  bool exact_device = false;
+  double max_distance = kDefaultMaxDistance;
+  int64_t decode_max_m = kDefaultDecodeMaxM;
+  ProblemArgs pa;
+};
+
+// The problem asked about (its alignment from --align when given), with every flag about the
+// lookup checked before the table is read.
+static Problem checked_problem(Globals& g, const CLI::App& sub, const LookupArgs& a) {
+  Problem p = a.pa.resolve();
+  // A name given on the command line that is unknown fails now, not only when the default
+  // is needed; the built-in one (naive) only when it is needed and not loaded.
+  if (sub.count("--default-family") > 0)
+    require_known_family(a.default_family, g.plugins().names(), "--default-family", "");
+  if (a.align != 0) {
+    if (a.align < 1 || a.align > 16 || (a.align & (a.align - 1)))
+      throw InputError(fmt::format("--align: {} is not 1, 2, 4, 8 or 16", a.align));
+    if (a.align > p.align)
+      throw InputError(fmt::format("--align: {} bytes is more than the leading dimensions of {} allow ({})",
+                                   a.align, p.shape(), p.align));
+    p.align = a.align;
+  }
+  if (!(a.max_distance >= 0))
+    throw InputError(fmt::format("--max-distance: {} is not a distance (0 or more; inf: no limit)", a.max_distance));
+  if (a.decode_max_m < 0) throw InputError(fmt::format("--decode-max-m: {} is negative", a.decode_max_m));
+  return p;
+}
+
+// The rule the flags ask for on this machine: which device's entries, which architecture's.
+static LookupPolicy policy_of(const LookupArgs& a, const LookupMachine& machine) {
+  LookupPolicy policy;
+  policy.device = machine.device;
+  if (a.exact_device && !policy.device)
+    throw InputError("--exact-device: there is no GPU here, so name the device with --device");
+  policy.arch = machine.arch;
+  policy.exact_device = a.exact_device;
+  policy.max_distance = a.max_distance;
+  policy.decode_max_m = a.decode_max_m;
+  policy.default_family = a.default_family;
+  return policy;
+}
+
+// What the answer's printing adds to the answer, as JSON and as text.
+struct AnswerDetails {
+  std::vector<std::string> notes;
+  std::string transform_plan;  // what the answer's transform does for this problem ("": none)
+  std::string params;          // the config's parameters ("": they cannot be named here)
+};
+
+// The notes (entries of another tier, another plugin version, a family not loaded here), the
+// transform's plan, and the parameters from the family's space where the table has none.
+static AnswerDetails details_of(const LookupResult& r, const Problem& p, const PluginRegistry& reg,
+                                const gt_device& lim) {
+  AnswerDetails d;
+  if (!r.device_note.empty()) d.notes.push_back(r.device_note);
+  // What the answer's transform does for this problem (the runtime does the same).
+  if (r.transform != Transform::none)
+    if (auto plan = plan_transform(p, r.transform)) d.transform_plan = plan->describe();
+  d.params = r.params;
+  if (const Family* fam = reg.find(r.family)) {
+    if (r.entry && !r.entry->family_version.empty() && r.entry->family_version != fam->version())
+      d.notes.push_back(fmt::format("tuned with {} version {}, the loaded plugin is version {}: its time may "
+                                    "have changed",
+                                    r.family, r.entry->family_version, fam->version()));
+    if (d.params.empty()) {
+      try {
+        d.params = resolve_choice(reg, lim, r, p).params;
+      } catch (const std::exception&) {
+        // The space needs a GPU (cuBLASLt): the config name alone says it all.
+      }
+    }
+  } else {
+    d.notes.push_back(fmt::format("family '{}' is not loaded here: the config was not checked against it", r.family));
+  }
+  return d;
+}
+
+// --json: the answer with all that the text shows, and the policy and table it came from.
+static void print_answer_json(const LookupResult& r, const AnswerDetails& d, const Problem& p,
+                              const LookupPolicy& policy, const std::string& table) {
+  nlohmann::json j;
+  j["problem"] = problem_to_json(p);
+  j["device"] = policy.device ? nlohmann::json(*policy.device) : nlohmann::json();
+  j["arch"] = policy.arch;
+  j["match"] = to_string(r.kind);
+  j["rule"] = to_string(r.rule);
+  j["tier"] = to_string(r.tier);
+  j["how"] = r.how;
+  j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
+  j["family"] = r.family;
+  j["config"] = transformed_name(r.config, r.transform);  // the name, as the runtime's choice says it
+  j["family_config"] = r.config;                          // the family's own (a table's `config`)
+  j["transform"] = to_string(r.transform);
+  j["transform_plan"] = d.transform_plan.empty() ? nlohmann::json() : nlohmann::json(d.transform_plan);
+  j["params"] = d.params;
+  j["distance"] = r.distance;
+  j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
+  j["adapted"] = r.adapted.empty() ? nlohmann::json() : nlohmann::json(r.adapted);
+  j["policy"] = {{"exact_device", policy.exact_device},
+                 {"max_distance", std::isfinite(policy.max_distance) ? nlohmann::json(policy.max_distance)
+                                                                     : nlohmann::json("inf")},
+                 {"decode_max_m", policy.decode_max_m},
+                 {"default_family", policy.default_family.empty() ? nlohmann::json()
+                                                                  : nlohmann::json(policy.default_family)}};
+  j["unchecked"] = r.unchecked.empty() ? nlohmann::json() : nlohmann::json(r.unchecked);
+  j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
+  nlohmann::json passed = nlohmann::json::array();
+  for (auto& [e, why] : r.passed_over) passed.push_back({{"entry", e}, {"reason", why}});
+  j["passed_over"] = passed;
+  j["notes"] = d.notes;
+  j["table"] = table;
+  print_json(j);
+}
+
+// Where an entry was measured and with what, as far as the table says ("": it says nothing).
+static std::string provenance(const TableEntry& e) {
+  std::string prov;
+  auto add = [&prov](const char* what, const std::string& v) {
+    if (!v.empty()) prov += fmt::format("{}{} {}", prov.empty() ? "" : ", ", what, v);
+  };
+  add("measured", e.measured_at);
+  add("driver", e.driver);
+  add("CUDA runtime", e.cuda_runtime);
+  add("NVRTC", e.nvrtc);
+  add("library", e.library);
+  add("gemmtune", e.gemmtune_version);
+  return prov;
+}
+
+// The answer as a person reads it: the config, how it was matched, the entry it came from, notes.
+static void print_answer(const LookupResult& r, const AnswerDetails& d, const Problem& p, const LookupPolicy& policy) {
+  if (r.config.empty())
+    fmt::print("{}  ({}'s own choice, named only where {} can be asked)\n", r.family, r.family, r.family);
+  else
+    fmt::print("{}  {}{}\n", r.family, shown_config(d.params, r.config),
+               r.transform == Transform::none ? "" : "  +" + std::string(to_string(r.transform)));
+  if (r.transform != Transform::none)
+    fmt::print("  transform: {}: {} (docs/transforms.md)\n", to_string(r.transform), d.transform_plan);
+  fmt::print("  match:  {}", r.how);
+  if (r.kind == MatchKind::nearest)
+    fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
+               regime_text(p.m, policy));
+  fmt::print("  for {}{}\n", p.key(), policy.device ? " on " + *policy.device : "");
+  if (!r.reason.empty()) fmt::print("  why:    {}\n", r.reason);
+  if (!r.adapted.empty()) fmt::print("  adapted: {}\n", r.adapted);
+  if (r.entry) {
+    const TableEntry& e = *r.entry;
+    fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
+    if (!r.transferred.empty())
+      fmt::print("          with {} ({} at that shape, not the config above)\n",
+                 shown_config(e.params, e.config), r.transferred);
+    std::string prov = provenance(e);
+    if (!prov.empty()) fmt::print("          ({})\n", prov);
+  }
+  if (!r.unchecked.empty())
+    fmt::print("  note: {} {} was not checked: {} (on a machine with a GPU the lookup checks it{})\n",
+               r.kind == MatchKind::fallback ? "which config is cuBLASLt's pick for"
+                                             : "whether this config can run",
+               p.key(), r.unchecked,
+               r.kind == MatchKind::fallback ? " and names it"
+               : r.family == "cublaslt"      ? ", and may answer with cuBLASLt's pick for this shape instead"
+                                             : "");
+  for (auto& n : d.notes) fmt::print("  note: {}\n", n);
+  if (!r.passed_over.empty()) {
+    fmt::print("  passed over ({} entr{}, nearest first):\n", r.passed_over.size(),
+               r.passed_over.size() == 1 ? "y" : "ies");
+    for (size_t i = 0; i < r.passed_over.size() && i < 5; ++i)
+      fmt::print("    {}: {}\n", r.passed_over[i].first, r.passed_over[i].second);
+    if (r.passed_over.size() > 5) fmt::print("    ... and {} more (--json lists them all)\n", r.passed_over.size() - 5);
+  }
+}
+
+// With a problem, the answer for it (what the runtime library answers); without, what the table holds.
+static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
+  if (!a.pa.given() && sub.count("--shape") == 0) {
+    for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
+                             "--exact-device", "--max-distance", "--decode-max-m"})
+      if (sub.count(flag) > 0)
+        throw InputError(
+            fmt::format("{} is about a problem: give --shape too (without it lookup lists the table)", flag));
+    return list_table(LookupTable::load(a.table), a.device, g.json);
+  }
+  Problem p = checked_problem(g, sub, a);
+  LookupTable t = LookupTable::load(a.table);
+  LookupMachine machine = lookup_machine(a.device, a.arch);
+  LookupPolicy policy = policy_of(a, machine);
+  const PluginRegistry& reg = g.plugins();
+  LookupResult r = answer(t, p, reg, machine.limits, policy);  // what the runtime library answers, too
+  AnswerDetails d = details_of(r, p, reg, machine.limits);
+  if (g.json)
+    print_answer_json(r, d, p, policy, a.table);
+  else
+    print_answer(r, d, p, policy);
+  return 0;
+}
+
 static Command add_lookup(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("lookup", "the config to run for a problem from an exported table (TOML or JSON), "
                                            "and whether it was an exact match, a nearest shape or the default; "
                                            "without --shape, the table's entries (no GPU)");
-  static std::string table, device, arch, default_family;
-  static int align = 0;
-  static bool exact_device = false;
-  static double max_distance = kDefaultMaxDistance;
-  static int64_t decode_max_m = kDefaultDecodeMaxM;
-  static ProblemArgs pa;
-  sub->add_option("--table", table, "the table (TOML or JSON, as `gemmtune export` writes it)")->required();
-  sub->add_option("--device", device,
+  static LookupArgs a;
+  sub->add_option("--table", a.table, "the table (TOML or JSON, as `gemmtune export` writes it)")->required();
+  sub->add_option("--device", a.device,
                   "use this device's entries; where the table has none, those measured on its architecture, else "
                   "every entry (default: the first GPU's name when there is one, else none: the architecture's "
                   "entries, else every entry; without --shape, every entry)");
-  sub->add_option("--align", align,
+  sub->add_option("--align", a.align,
                   "alignment of the operands in bytes (1, 2, 4, 8, 16): the largest power of two dividing every "
                   "base pointer and leading dimension times the element size (default: from the tight leading "
                   "dimensions, pointers from cudaMalloc)")
       ->check(whole_in(search::WholeRange{0, 16}));
-  sub->add_option("--arch", arch, "architecture whose limits decide what a config can run (default: the GPU's, else "
-                                  "sm_90)");
-  sub->add_flag("--exact-device", exact_device,
+  sub->add_option("--arch", a.arch,
+                  "architecture whose limits decide what a config can run (default: the GPU's, else sm_90)");
+  sub->add_flag("--exact-device", a.exact_device,
                 "only the device's own entries (default: else those measured on its architecture, else any "
                 "device's, and the answer says so)");
-  sub->add_option("--max-distance", max_distance,
+  sub->add_option("--max-distance", a.max_distance,
                   "a nearest entry serves only within this log-space distance, sqrt(ln²(M/M') + ln²(N/N') + "
                   "ln²(K/K')); 0: exact keys only; inf: no limit")
       ->default_str("1.386 (ln 4)")
       ->check(number_in(search::RealRange{0, std::numeric_limits<double>::infinity(), false, "distance"}));
-  sub->add_option("--decode-max-m", decode_max_m,
+  sub->add_option("--decode-max-m", a.decode_max_m,
                   "M at most this is the decode regime, above it prefill; a nearest entry serves only its own "
                   "regime (0: one regime)")
       ->default_str("16")
       ->check(whole_in(search::WholeRange{0, uint64_t(kMaxDim)}));
-  sub->add_option("--default-family", default_family,
+  sub->add_option("--default-family", a.default_family,
                   "family whose default config runs what no entry serves where cuBLASLt's heuristic cannot answer "
                   "(default: none; never a hand-written family unless named)");
-  add_problem_options(sub, pa);
-  return {sub, [&g, sub] {
-            if (!pa.given() && sub->count("--shape") == 0) {
-              for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
-                                       "--exact-device", "--max-distance", "--decode-max-m"})
-                if (sub->count(flag) > 0)
-                  throw InputError(fmt::format("{} is about a problem: give --shape too (without it lookup lists "
-                                               "the table)", flag));
-              return list_table(LookupTable::load(table), device, g.json);
-            }
-            Problem p = pa.resolve();
-            // A name given on the command line that is unknown fails now, not only when the default
-            // is needed; the built-in one (naive) only when it is needed and not loaded.
-            if (sub->count("--default-family") > 0)
-              require_known_family(default_family, g.plugins().names(), "--default-family", "");
-            if (align != 0) {
-              if (align < 1 || align > 16 || (align & (align - 1)))
-                throw InputError(fmt::format("--align: {} is not 1, 2, 4, 8 or 16", align));
-              if (align > p.align)
-                throw InputError(fmt::format("--align: {} bytes is more than the leading dimensions of {} allow ({})",
-                                             align, p.shape(), p.align));
-              p.align = align;
-            }
-            if (!(max_distance >= 0))
-              throw InputError(fmt::format("--max-distance: {} is not a distance (0 or more; inf: no limit)",
-                                           max_distance));
-            if (decode_max_m < 0) throw InputError(fmt::format("--decode-max-m: {} is negative", decode_max_m));
-            LookupTable t = LookupTable::load(table);
-            LookupMachine machine = lookup_machine(device, arch);
-            LookupPolicy policy;
-            policy.device = machine.device;
-            if (exact_device && !policy.device)
-              throw InputError("--exact-device: there is no GPU here, so name the device with --device");
-            const std::string& arch_used = machine.arch;
-            const gt_device& lim = machine.limits;
-            policy.arch = arch_used;
-            policy.exact_device = exact_device;
-            policy.max_distance = max_distance;
-            policy.decode_max_m = decode_max_m;
-            policy.default_family = default_family;
-            const PluginRegistry& reg = g.plugins();
-            LookupResult r = answer(t, p, reg, lim, policy);  // what the runtime library answers, too
-            const std::optional<std::string>& dev = policy.device;
-
-            std::vector<std::string> notes;
-            if (!r.device_note.empty()) notes.push_back(r.device_note);
-            // What the answer's transform does for this problem (the runtime does the same).
-            std::string transform_plan;
-            if (r.transform != Transform::none)
-              if (auto plan = plan_transform(p, r.transform)) transform_plan = plan->describe();
-            std::string params = r.params;
-            if (const Family* fam = reg.find(r.family)) {
-              if (r.entry && !r.entry->family_version.empty() && r.entry->family_version != fam->version())
-                notes.push_back(fmt::format("tuned with {} version {}, the loaded plugin is version {}: its time may "
-                                            "have changed",
-                                            r.family, r.entry->family_version, fam->version()));
-              if (params.empty()) {
-                try {
-                  params = resolve_choice(reg, lim, r, p).params;
-                } catch (const std::exception&) {
-                  // The space needs a GPU (cuBLASLt): the config name alone says it all.
-                }
-              }
-            } else {
-              notes.push_back(fmt::format("family '{}' is not loaded here: the config was not checked against it",
-                                          r.family));
-            }
-
-            if (g.json) {
-              nlohmann::json j;
-              j["problem"] = problem_to_json(p);
-              j["device"] = dev ? nlohmann::json(*dev) : nlohmann::json();
-              j["arch"] = arch_used;
-              j["match"] = to_string(r.kind);
-              j["rule"] = to_string(r.rule);
-              j["tier"] = to_string(r.tier);
-              j["how"] = r.how;
-              j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
-              j["family"] = r.family;
-              j["config"] = transformed_name(r.config, r.transform);  // the name, as the runtime's choice says it
-              j["family_config"] = r.config;                          // the family's own (a table's `config`)
-              j["transform"] = to_string(r.transform);
-              j["transform_plan"] = transform_plan.empty() ? nlohmann::json() : nlohmann::json(transform_plan);
-              j["params"] = params;
-              j["distance"] = r.distance;
-              j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
-              j["adapted"] = r.adapted.empty() ? nlohmann::json() : nlohmann::json(r.adapted);
-              j["policy"] = {{"exact_device", policy.exact_device},
-                             {"max_distance", std::isfinite(policy.max_distance) ? nlohmann::json(policy.max_distance)
-                                                                                 : nlohmann::json("inf")},
-                             {"decode_max_m", policy.decode_max_m},
-                             {"default_family", policy.default_family.empty() ? nlohmann::json()
-                                                                              : nlohmann::json(policy.default_family)}};
-              j["unchecked"] = r.unchecked.empty() ? nlohmann::json() : nlohmann::json(r.unchecked);
-              j["entry"] = r.entry ? nlohmann::json(*r.entry) : nlohmann::json();
-              nlohmann::json passed = nlohmann::json::array();
-              for (auto& [e, why] : r.passed_over) passed.push_back({{"entry", e}, {"reason", why}});
-              j["passed_over"] = passed;
-              j["notes"] = notes;
-              j["table"] = table;
-              print_json(j);
-              return 0;
-            }
-            if (r.config.empty())
-              fmt::print("{}  ({}'s own choice, named only where {} can be asked)\n", r.family, r.family, r.family);
-            else
-              fmt::print("{}  {}{}\n", r.family, shown_config(params, r.config),
-                         r.transform == Transform::none ? "" : "  +" + std::string(to_string(r.transform)));
-            if (r.transform != Transform::none)
-              fmt::print("  transform: {}: {} (docs/transforms.md)\n", to_string(r.transform), transform_plan);
-            fmt::print("  match:  {}", r.how);
-            if (r.kind == MatchKind::nearest)
-              fmt::print(", log-space distance {:.3f} (limit {:.3f}), {}", r.distance, policy.max_distance,
-                         regime_text(p.m, policy));
-            fmt::print("  for {}{}\n", p.key(), dev ? " on " + *dev : "");
-            if (!r.reason.empty()) fmt::print("  why:    {}\n", r.reason);
-            if (!r.adapted.empty()) fmt::print("  adapted: {}\n", r.adapted);
-            if (r.entry) {
-              const TableEntry& e = *r.entry;
-              fmt::print("  tuned:  {:.3f} us, {:.2f} TFLOP/s at {}\n", e.time_us, e.tflops, e.key.text());
-              if (!r.transferred.empty())
-                fmt::print("          with {} ({} at that shape, not the config above)\n",
-                           shown_config(e.params, e.config), r.transferred);
-              std::string prov;
-              auto add = [&prov](const char* what, const std::string& v) {
-                if (!v.empty()) prov += fmt::format("{}{} {}", prov.empty() ? "" : ", ", what, v);
-              };
-              add("measured", e.measured_at);
-              add("driver", e.driver);
-              add("CUDA runtime", e.cuda_runtime);
-              add("NVRTC", e.nvrtc);
-              add("library", e.library);
-              add("gemmtune", e.gemmtune_version);
-              if (!prov.empty()) fmt::print("          ({})\n", prov);
-            }
-            if (!r.unchecked.empty())
-              fmt::print("  note: {} {} was not checked: {} (on a machine with a GPU the lookup checks it{})\n",
-                         r.kind == MatchKind::fallback ? "which config is cuBLASLt's pick for"
-                                                       : "whether this config can run",
-                         p.key(), r.unchecked,
-                         r.kind == MatchKind::fallback ? " and names it"
-                         : r.family == "cublaslt"      ? ", and may answer with cuBLASLt's pick for this shape instead"
-                                                       : "");
-            for (auto& n : notes) fmt::print("  note: {}\n", n);
-            if (!r.passed_over.empty()) {
-              fmt::print("  passed over ({} entr{}, nearest first):\n", r.passed_over.size(),
-                         r.passed_over.size() == 1 ? "y" : "ies");
-              for (size_t i = 0; i < r.passed_over.size() && i < 5; ++i)
-                fmt::print("    {}: {}\n", r.passed_over[i].first, r.passed_over[i].second);
-              if (r.passed_over.size() > 5) fmt::print("    ... and {} more (--json lists them all)\n", r.passed_over.size() - 5);
-            }
-            return 0;
-          }};
+  add_problem_options(sub, a.pa);
+  return {sub, [&g, sub] { return run_lookup(g, *sub, a); }};
 }
 
 }  // namespace gt::cli
