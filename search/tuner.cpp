@@ -734,9 +734,8 @@ void Tuner::add_stored_families(ProblemOutcome& po) {
       // The family ran the transformed problem: its config is of that problem's space.
       ran = transformed_problem(po.problem, row->transform);
       const Space& space = spaces_(w.family, ran);
-      std::string err;
-      f.best = space.parse(space.name(row->config), &err);
-      if (!f.best) continue;  // the family's space no longer has it
+      if (!space.valid(row->config)) continue;  // the family's space no longer has it
+      f.best = row->config;
       const uint64_t build = build_hash_of(po.problem, w.family, *f.best, row->transform);
       if (build && row->prov.build_hash && build != row->prov.build_hash) continue;  // built differently now
     } catch (const std::exception&) {
