@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -123,11 +124,17 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     CHECK(ks->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
     CHECK(ks->workspace_bytes == 0);  // no split-K
     CHECK(ks->scalars[2] == 1);       // splits
-    REQUIRE(ks->tensor_maps.size() == 2);
+    REQUIRE(ks->tensor_maps.size() == 3);  // A, B and C (the epilogue's TMA stores)
     const auto& a = ks->tensor_maps[0];
     const auto& b = ks->tensor_maps[1];
+    const auto& c = ks->tensor_maps[2];
     CHECK(a.operand == GT_OPERAND_A);
     CHECK(b.operand == GT_OPERAND_B);
+    CHECK(c.operand == GT_OPERAND_C);
+    CHECK(c.swizzle == 3);
+    CHECK(c.box[0] == 64);  // chunks of 64 rows x 128 bytes
+    CHECK(c.box[1] == 64);
+    CHECK(option(*ks, "EPILOGUE_TMA") == "1");
     CHECK(a.swizzle == 3);  // 128-byte swizzle: rows of 64 16-bit elements
     CHECK(a.box[0] == 64);
     // A stored M x K (nn, nt) comes in boxes of 128 rows; stored K x M, blocks of 64 k rows.
@@ -136,6 +143,22 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     CHECK(b.box[1] == (p.b_trans() ? 128u : 32u));
     CHECK(option(*ks, "A_KMAJOR") == (p.a_trans() ? "0" : "1"));
     CHECK(option(*ks, "B_KMAJOR") == (p.b_trans() ? "1" : "0"));
+  }
+  // The epilogue's chunk buffers take 2 x 8 KB per consumer: where the ring leaves no room for
+  // them, C leaves from the registers and core encodes no map of C.
+  {
+    Problem p = Problem::make(4096, 4096, 4096, DType::bf16, DType::f32, Layout::nn);
+    Space s = fam.space(p, kHopper);
+    auto roomy = fam.build(p, cfg(s, "bm=128,bn=128,stages=6"), kHopper, nullptr);
+    auto full = fam.build(p, cfg(s, "bm=64,bn=256,consumers=2,wg=n,stages=5"), kHopper, nullptr);
+    REQUIRE(roomy);
+    REQUIRE(full);
+    CHECK(option(*roomy, "EPILOGUE_TMA") == "1");
+    REQUIRE(roomy->tensor_maps.size() == 3);
+    CHECK(roomy->tensor_maps[2].box[0] == 32);  // 128 bytes of f32
+    CHECK(option(*full, "EPILOGUE_TMA") == "0");
+    CHECK(full->tensor_maps.size() == 2);
+    CHECK(full->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
   }
   // Split-K asks for a workspace of tile counters and fp32 partials, zeroed once.
   Problem m256 = Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
@@ -178,6 +201,7 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
   const Family& fam = family();
   test::CompileSample sample(fam);
   std::set<std::string> queued;
+  std::vector<bool> tma_epilogue;  // per queued build, in order
   for (auto p : {Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn),
                  Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn),
                  Problem::make(4096, 4096, 4096, DType::f16, DType::f32, Layout::tn)}) {
@@ -192,11 +216,17 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
         for (auto& x : ks->options) o += x + " ";
         return o;
       }();
-      if (queued.insert(key).second) REQUIRE(sample.add(p, c, "sm_90").empty());
+      if (queued.insert(key).second) {
+        REQUIRE(sample.add(p, c, "sm_90").empty());
+        tma_epilogue.push_back(option(*ks, "EPILOGUE_TMA") == "1");
+      }
     }
   }
   CHECK(queued.size() >= 10);
+  CHECK(std::count(tma_epilogue.begin(), tma_epilogue.end(), true) >= 5);
+  size_t n = 0;
   for (auto& j : sample.results()) {
+    const bool tma_store = tma_epilogue.at(n++);
     INFO(j.what << "\n" << j.result.log);
     REQUIRE(j.result.ok);
     CHECK(j.result.res.spill_stores == 0);
@@ -207,6 +237,7 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
     CHECK_THAT(sass, Catch::Contains("HGMMA"));
     CHECK_THAT(sass, Catch::Contains("USETMAXREG"));
     CHECK_THAT(sass, Catch::Contains("UTMALDG"));  // TMA tile copies
+    if (tma_store) CHECK_THAT(sass, Catch::Contains("UTMASTG"));  // the epilogue's TMA stores
     CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
     CHECK(highest_register(sass) < 232);  // the consumers' setmaxnreg
   }

@@ -75,7 +75,11 @@ struct Plan {
   int64_t tiles_m = 0, tiles_n = 0, cluster_tiles = 0, units = 0;
   int64_t smem = 0, workspace = 0;
   int64_t k_tiles = 0;
+  bool epilogue_tma = false;  // C leaves through shared memory and TMA stores
 };
+
+constexpr int64_t kEpilogueChunkBytes = 64 * 128;  // the kernel's chunk: 64 rows of 128 bytes
+constexpr int64_t kEpilogueBuffers = 2;            // per consumer warpgroup
 
 // Checks the (problem, config, device) and derives everything; throws Refusal with its code.
 Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d) {
@@ -123,6 +127,12 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " +
                                             str(d.max_threads_per_block));
   pl.smem = stages * (bm + bn) * kBk * 2 + 1024 + 16 * stages + 16;
+  // The epilogue goes through shared memory and TMA stores where C's rows are 16 bytes apart
+  // (TMA's rule) and two chunk buffers per consumer fit beside the ring; else from registers.
+  const int64_t epilogue_smem = consumers * kEpilogueBuffers * kEpilogueChunkBytes;
+  pl.epilogue_tma = (p.ldc * int64_t(dtype_size(p.out_dtype))) % 16 == 0 &&
+                    pl.smem + epilogue_smem <= d.smem_per_block_optin;
+  if (pl.epilogue_tma) pl.smem += epilogue_smem;
   if (pl.smem > d.smem_per_block_optin)
     throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(pl.smem) + " bytes of shared memory (" + str(stages) +
                                             " stages of " + str((bm + bn) * kBk * 2) + "); the device allows " +
@@ -181,6 +191,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("CLUSTER_N", pl.cluster_n),
       define("PRODUCER_REGS", kProducerRegs),
       define("CONSUMER_REGS", kConsumerRegs),
+      define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
   });
   // The operand the cluster shares is copied in slices, one per CTA (the kernel's load_stage).
@@ -189,6 +200,8 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       tensor_map(GT_OPERAND_A, kBk, pl.a_kmajor ? uint32_t(bm) / a_slices : kBk / a_slices, kSwizzle128B, kL2Promote256B),
       tensor_map(GT_OPERAND_B, kBk, pl.b_kmajor ? uint32_t(bn) / b_slices : kBk / b_slices, kSwizzle128B, kL2Promote256B),
   };
+  if (pl.epilogue_tma)  // C in chunks of 64 rows x 128 bytes
+    l.tensor_maps.push_back(tensor_map(GT_OPERAND_C, uint32_t(128 / dtype_size(p.out_dtype)), 64, kSwizzle128B, 0));
   l.grid = {uint32_t(pl.units * cluster), 1, 1};
   l.cluster = {uint32_t(cluster), 1, 1};
   l.grid_per_sm = pl.c[pPersistent] ? 1 : 0;
@@ -306,7 +319,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.0",
+      "wgmma_tma", "1.1",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);

@@ -55,6 +55,9 @@
 #ifndef INFLIGHT
 #define INFLIGHT 1  // wgmma groups a consumer keeps in flight while it issues the next (0 or 1)
 #endif
+#ifndef EPILOGUE_TMA
+#define EPILOGUE_TMA 0  // 1: C leaves through shared memory and TMA stores (needs the tensor map of C)
+#endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 40  // setmaxnreg of the producer warpgroup
 #endif
@@ -455,6 +458,74 @@ __device__ void store_tile(out_t* C, int M, int N, int ldc, const float* acc, in
     }
 }
 
+// The epilogue through shared memory: each consumer warpgroup writes its part of the tile in
+// chunks of 64 rows x 128 bytes (64 columns of 16-bit C, 32 of f32) into one of two buffers,
+// 128-byte swizzled as TMA expects (the 16-byte unit u of row r sits at u ^ (r % 8), so the
+// eight rows a warp's store spans fall into distinct banks), and one thread sends each chunk
+// with a TMA store, which clips rows and columns past M and N. The stores run on while the
+// warpgroup starts its next tile; a buffer is refilled only once the store issued from it two
+// chunks earlier has read it.
+constexpr int CHUNK_COLS = 128 / int(sizeof(out_t));
+constexpr int CHUNK_BYTES = 64 * 128;
+constexpr int EPI_BUFFERS = 2;  // per consumer warpgroup
+
+__device__ __forceinline__ void tma_store(const gt_tensor_map* map, u32 src, int inner, int outer) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map), "r"(src),
+               "r"(inner), "r"(outer)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// At most N of this thread's store groups may still be reading shared memory.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void warpgroup_sync(int wg) {
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");  // barriers 2, 3: one per consumer warpgroup
+}
+
+// One pair of adjacent columns of a chunk row, at its swizzled place.
+__device__ __forceinline__ void store_chunk_pair(u32 buf, int row, int byte, float x, float y) {
+  const u32 addr = buf + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+  if constexpr (sizeof(out_t) == 4) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
+  } else {
+    out_t pair[2];
+    store_pair(pair, x, y, true);  // the same rounding as the direct epilogue
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<u32*>(pair)) : "memory");
+  }
+}
+
+__device__ void store_tile_tma(const gt_tensor_map* tmC, int M, int N, const float* acc, int row0, int col0, int tid,
+                               int wg, u32 bufs, int& chunk) {
+  const int lane = tid % 32, warp = tid / 32;
+#pragma unroll
+  for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+    for (int c = 0; c < WN / CHUNK_COLS; ++c) {
+      const int row = row0 + s * 64, col = col0 + c * CHUNK_COLS;
+      if (row >= M || col >= N) continue;  // wholly outside C (the same for the whole warpgroup)
+      const u32 buf = bufs + (chunk % EPI_BUFFERS) * CHUNK_BYTES;
+      if (tid == 0) tma_store_wait_read<EPI_BUFFERS - 1>();
+      warpgroup_sync(wg);  // the buffer's previous store has read it
+#pragma unroll
+      for (int j = 0; j < CHUNK_COLS / 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int r = s * ACC + 4 * (c * CHUNK_COLS / 8 + j) + 2 * i;
+          store_chunk_pair(buf, warp * 16 + lane / 4 + 8 * i, (8 * j + 2 * (lane % 4)) * int(sizeof(out_t)), acc[r],
+                           acc[r + 1]);
+        }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the writes, visible to TMA
+      warpgroup_sync(wg);
+      if (tid == 0) {
+        tma_store(tmC, buf, col, row);
+        tma_store_commit();
+      }
+      ++chunk;
+    }
+}
+
 // Split-K: each unit writes its fp32 partial tile into its slot of the workspace, in the
 // accumulator layout (register r of consumer thread t at [r][t], so stores coalesce); the
 // last unit of a tile to arrive adds the others' partials to its own and writes C. The tile
@@ -487,11 +558,12 @@ __device__ bool reduce_splits(void* workspace, float* acc, const Unit& w, int sp
 }
 
 __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, void* workspace, u32 stages, u32 full,
-                        u32 empty, u32 rank, long long first, long long stride, int wg, int* flag) {
+                        u32 empty, u32 rank, long long first, long long stride, int wg, int* flag,
+                        const gt_tensor_map* tmC, u32 epi_bufs) {
   const int tid = threadIdx.x - 128 * (wg + 1), lane = tid % 32, warp = tid / 32;
   const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
   float acc[M_SUB * ACC];
-  int stage = 0;
+  int stage = 0, chunk = 0;
   u32 phase = 0;
   for (long long u = first; u < sch.units; u += stride) {
     const Unit w = sch.unit(u, rank);
@@ -550,9 +622,16 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
     if (sch.splits > 1 &&
         !reduce_splits(workspace, acc, w, sch.splits, n_tiles_n, (long long)n_tiles_m * n_tiles_n, tid + 128 * wg, flag))
       continue;
-    store_tile(C, M, N, ldc, acc, w.mb * BM + (WG_ALONG_N ? 0 : wg * WM), w.nb * BN + (WG_ALONG_N ? wg * WN : 0), lane,
-               warp);
+    const int row0 = w.mb * BM + (WG_ALONG_N ? 0 : wg * WM), col0 = w.nb * BN + (WG_ALONG_N ? wg * WN : 0);
+#if EPILOGUE_TMA
+    store_tile_tma(tmC, M, N, acc, row0, col0, tid, wg, epi_bufs + wg * EPI_BUFFERS * CHUNK_BYTES, chunk);
+#else
+    store_tile(C, M, N, ldc, acc, row0, col0, lane, warp);
+#endif
   }
+#if EPILOGUE_TMA
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // every store done before the CTA ends
+#endif
 }
 
 // ---- the kernel ----
@@ -560,13 +639,18 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_tma(const void* A, const void* B, void* C, int M, int N, int K, int lda, int ldb, int ldc,
                    void* workspace, const gt_scalars scalars, const __grid_constant__ gt_tensor_map tmA,
-                   const __grid_constant__ gt_tensor_map tmB) {
+                   const __grid_constant__ gt_tensor_map tmB
+#if EPILOGUE_TMA
+                   , const __grid_constant__ gt_tensor_map tmC  // requested only with the TMA epilogue
+#endif
+                   ) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes of the address: stages start 1024-aligned.
   const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;
   const u32 stages = base;
-  const u32 full = stages + STAGES * STAGE_BYTES;  // STAGES barriers of 8 bytes
+  const u32 epi_bufs = stages + STAGES * STAGE_BYTES;  // the epilogue's chunk buffers (1024-aligned), if any
+  const u32 full = epi_bufs + (EPILOGUE_TMA ? CONSUMERS * EPI_BUFFERS * CHUNK_BYTES : 0);  // STAGES barriers of 8 bytes
   const u32 empty = full + 8 * STAGES;
   int* flag = reinterpret_cast<int*>(smem_raw + (empty + 8 * STAGES - smem_u32(smem_raw)));
 
@@ -592,8 +676,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     __syncwarp();
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+#if EPILOGUE_TMA
+    const gt_tensor_map* tmc = &tmC;
+#else
+    const gt_tensor_map* tmc = nullptr;
+#endif
     consume(sch, reinterpret_cast<out_t*>(C), M, N, ldc, workspace, stages, full, empty, rank, first, stride, wg - 1,
-            flag);
+            flag, tmc, epi_bufs);
   }
   // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
   if (CLUSTER > 1) cluster_sync();
