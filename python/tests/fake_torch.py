@@ -147,7 +147,9 @@ matmul_calls: List[Tuple[Tensor, Tensor, Optional[Tensor]]] = []
 
 def matmul(a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     matmul_calls.append((a, b, out))
-    return out if out is not None else empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+    if out is not None or not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        return out
+    return empty(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
 
 
 _grad = [True]
