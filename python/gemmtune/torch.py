@@ -18,7 +18,7 @@ above and, once the table has run it, keeps the plan (layout, leading dimensions
 arguments) with the table (up to gemmtune.table.PLANS_CAP problems; close() drops them). A
 later call of that problem checks again what can differ between such calls: that A and B are
 tensors, grad mode and requires_grad, PyTorch's TF32 setting (a float32 problem under the other
-setting is another problem), that the table is open and no dry run; the runtime library still
+setting is another problem), that the table is open, no dry run and on that device; the runtime library still
 answers every launch (a config it cannot run falls back then too). It makes the table's device
 current only where another one is, reads that device's current stream anew, and launches. What
 falls back falls back as on a first call, with the same reason: a call the plan does not cover
@@ -109,7 +109,7 @@ def matmul(a: "_torch.Tensor", b: "_torch.Tensor", *, table: Table,
             kept = table._plans.get(key)
         except Exception:  # not strided tensors (sparse, say), an out that is no tensor: the checks say
             key = kept = None
-        if kept is not None and not table.dry_run and not (
+        if kept is not None and not table.dry_run and kept[1] == table.device and not (
                 (a.requires_grad or b.requires_grad) and _torch.is_grad_enabled()):
             args, index, device, size, what = kept
             c = out if out is not None else _torch.empty(size, dtype=a.dtype, device=device)
