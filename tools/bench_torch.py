@@ -16,21 +16,61 @@ queued behind a held GPU, so that only the launch path is timed.
 Prints one table; exits 1 when a result is outside the tolerance or a call falls back to
 torch.matmul on a shape the table holds. Needs the build's libgemmtune_runtime.so
 (GEMMTUNE_LIBRARY, or found from GEMMTUNE_CLI) and python/ on PYTHONPATH.
+
+    tools/bench_torch.py --host-only [--fake-torch] [--calls 20000] [--repeats 7]
+
+The host's side alone, with no GPU needed: the library's gemmtune_gemm is swapped for a C
+function that returns at once (built with $CC, default cc), so each row times the Python
+per call of gemmtune.torch.matmul (after the first call of its problem), from the checks to
+the ctypes call. PyTorch is the real one where it sees a GPU; else (or with --fake-torch)
+python/tests/fake_torch.py, whose tensors and CUDA calls are stand-ins: there the figures
+weigh gemmtune's own Python, not PyTorch's C++. With the real PyTorch on a GPU a torch.matmul
+column (real kernels, queued behind a held GPU) stands beside. Prints one table; exits 1
+when a call falls back to torch.matmul.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
-import torch
+REPO = Path(__file__).resolve().parents[1]
 
-import gemmtune
-import gemmtune.torch as gtorch
+
+def _use_fake_torch(argv) -> bool:
+    """--host-only without a GPU (or --fake-torch): PyTorch's stand-in from python/tests."""
+    if "--host-only" not in argv:
+        return False
+    if "--fake-torch" in argv:
+        return True
+    try:
+        import torch
+    except ImportError:
+        return True
+    return not torch.cuda.is_available()
+
+
+FAKE_TORCH = _use_fake_torch(sys.argv[1:])
+if FAKE_TORCH:
+    sys.path.insert(0, str(REPO / "python" / "tests"))
+    import fake_torch
+
+    sys.modules["torch"] = fake_torch  # before gemmtune.torch imports it
+
+import torch  # noqa: E402
+
+import gemmtune  # noqa: E402
+import gemmtune.torch as gtorch  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 # Ten shapes the LLM table does not hold, decode and prefill: between its M rows, other N x K.
@@ -136,6 +176,110 @@ def host_overhead_us(table, calls: int = 200) -> tuple:
     return out["gemmtune"], out["torch"]
 
 
+NOOP_C = "int gemmtune_gemm_noop(void *rt, const void *args, void *stream) { return 0; }\n"
+
+
+def noop_gemm(workdir: str):
+    """A C function of gemmtune_gemm's signature that returns 0 at once, built with $CC."""
+    cc = os.environ.get("CC", "cc")
+    if not shutil.which(cc):
+        raise SystemExit(f"bench_torch --host-only: no C compiler ({cc}) to build the no-op gemmtune_gemm; set CC")
+    src, lib = os.path.join(workdir, "noop.c"), os.path.join(workdir, "libnoop.so")
+    with open(src, "w") as f:
+        f.write(NOOP_C)
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", lib, src], check=True)
+    return ctypes.CDLL(lib).gemmtune_gemm_noop
+
+
+def best_us_per_call(call, calls: int, repeats: int, before=None, after=None) -> float:
+    """The fastest of `repeats` loops of `calls` calls, in µs per call."""
+    best = math.inf
+    for _ in range(repeats):
+        if before:
+            before()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        best = min(best, (time.perf_counter() - t0) * 1e6 / calls)
+        if after:
+            after()
+    return best
+
+
+def host_only(args) -> int:
+    """gemmtune.torch.matmul's host cost per call with gemmtune_gemm a no-op: one row per case."""
+    workdir = tempfile.mkdtemp(prefix="bench_torch_host_")
+    lib = gemmtune._capi.load()
+    noop = noop_gemm(workdir)
+    noop.argtypes, noop.restype = lib.gemmtune_gemm.argtypes, lib.gemmtune_gemm.restype
+    lib.gemmtune_gemm = noop  # before the table binds it: every gemm below returns at once
+    table = gemmtune.Table.load(args.table, cache_dir=os.path.join(workdir, "cache"))
+    if table.dry_run:  # no GPU here: the stand-in's cuda:0 is the table's, and the launch a no-op anyway
+        if not FAKE_TORCH:
+            raise SystemExit(f"bench_torch --host-only: PyTorch sees a GPU, the table does not ({table.no_gpu_reason})")
+        table.dry_run, table.device = False, 0
+    dev = f"cuda:{table.device}"
+    m, n, k = 16, 4096, 4096
+    bf, f32 = torch.bfloat16, torch.float32
+    a, b, c = (torch.empty(m, k, dtype=bf, device=dev), torch.empty(k, n, dtype=bf, device=dev),
+               torch.empty(m, n, dtype=bf, device=dev))
+    at = torch.empty(k, m, dtype=bf, device=dev).t()
+    a32, b32, c32 = (torch.empty(m, k, dtype=f32, device=dev), torch.empty(k, n, dtype=f32, device=dev),
+                     torch.empty(m, n, dtype=f32, device=dev))
+    other = None  # a device other than the table's, made current for a row
+    if FAKE_TORCH:
+        other = 1 - table.device
+    elif torch.cuda.device_count() > 1:
+        other = (table.device + 1) % torch.cuda.device_count()
+    cases = [
+        ("bf16 nn, out given", lambda: gtorch.matmul(a, b, table=table, out=c),
+         lambda: torch.matmul(a, b, out=c), None),
+        ("bf16 nn, C allocated", lambda: gtorch.matmul(a, b, table=table),
+         lambda: torch.matmul(a, b), None),
+        ("bf16 tn (A a .t() view), out given", lambda: gtorch.matmul(at, b, table=table, out=c),
+         lambda: torch.matmul(at, b, out=c), None),
+        ("f32 (TF32 setting read), out given", lambda: gtorch.matmul(a32, b32, table=table, out=c32),
+         lambda: torch.matmul(a32, b32, out=c32), None),
+    ]
+    if other is not None:
+        cases.append((f"bf16 nn, out given, cuda:{other} current", lambda: gtorch.matmul(a, b, table=table, out=c),
+                      None, other))
+    cases.append(("Table.gemm on pointers (no torch)",
+                  lambda: table.gemm(m, n, k, a.data_ptr(), b.data_ptr(), c.data_ptr(), dtype="bf16"), None, None))
+    cases.append(("(the timing loop: a Python no-op)", lambda: None, None, None))
+    where = ("fake_torch (python/tests): PyTorch's C++ calls are stand-ins" if FAKE_TORCH else
+             f"PyTorch {torch.__version__} on {torch.cuda.get_device_name(table.device)}")
+    print(f"host per call after the first, gemmtune_gemm a no-op; {where}; "
+          f"gemmtune {os.path.dirname(gemmtune.__file__)}")
+    print(f"{m}x{n}x{k}, best of {args.repeats} loops of {args.calls} calls")
+    print(f"{'case':<42} {'gemmtune us':>11} {'torch us':>9}")
+    fell_back = 0
+    for name, ours, theirs, current in cases:
+        saved = None
+        if current is not None:
+            saved = torch.cuda.current_device()
+            (fake_torch.set_device if FAKE_TORCH else torch.cuda.set_device)(current)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", gtorch.FallbackWarning)
+                ours()  # the first call: plans the problem
+                us = best_us_per_call(ours, args.calls, args.repeats)
+        finally:
+            if saved is not None:
+                (fake_torch.set_device if FAKE_TORCH else torch.cuda.set_device)(saved)
+        fell_back += len(caught)
+        them = "-"
+        if theirs is not None and not FAKE_TORCH:  # real kernels, queued behind a held GPU
+            theirs()
+            torch.cuda.synchronize()
+            calls = min(args.calls, 500)
+            held = lambda: torch.cuda._sleep(50_000_000)  # noqa: E731  (~25 ms: the calls only queue)
+            them = f"{best_us_per_call(theirs, calls, args.repeats, held, torch.cuda.synchronize):9.2f}"
+        print(f"{name:<42} {us:11.2f} {them:>9}" + (f"  FELL BACK: {caught[0].message}" if caught else ""))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if fell_back else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", default="docs/results/h200-llm-table.json")
@@ -143,7 +287,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--settle", type=float, default=1.0, help="seconds of calls before each shape's timing")
+    ap.add_argument("--host-only", action="store_true",
+                    help="only the host's cost per call, gemmtune_gemm a no-op (no GPU needed)")
+    ap.add_argument("--fake-torch", action="store_true", help="--host-only with python/tests/fake_torch.py")
+    ap.add_argument("--repeats", type=int, default=7, help="--host-only: loops per case (the fastest counts)")
     args = ap.parse_args()
+    if args.host_only:
+        if "--calls" not in sys.argv[1:]:
+            args.calls = 20000
+        return host_only(args)
     if not torch.cuda.is_available():
         print("bench_torch: no CUDA device", file=sys.stderr)
         return 2

@@ -115,6 +115,9 @@ _path: Optional[str] = None
 def load() -> ctypes.CDLL:
     """The library, loaded on first use; LibraryNotFoundError says where it looked."""
     global _lib, _path
+    lib = _lib
+    if lib is not None:  # loaded: no lock (a call per gemm comes here)
+        return lib
     with _lock:
         if _lib is not None:
             return _lib

@@ -21,6 +21,7 @@ MATCHES = {0: "exact", 1: "nearest", 2: "default"}
 ELEMENT_BYTES = {"f32": 4, "tf32": 4, "f16": 2, "bf16": 2}
 
 _TEXT_CAP = 1024  # config names and "how" texts are far shorter
+PLANS_CAP = 4096  # problems a table's plans hold; one more empties them (they are only a shortcut)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ class Entry:
         return f"{self.m}x{self.n}x{self.k}"
 
 
+_copy_args = _capi.GemmArgs.from_buffer_copy
+
+
 def _enum(value: str, table: Dict[str, int], what: str) -> int:
     if value not in table:
         raise InvalidArgumentError(f"{what}: '{value}' is not one of {', '.join(table)}")
@@ -111,9 +115,13 @@ class Table:
 
     def __init__(self, handle: int, path: str, no_gpu_reason: str = ""):
         self._handle = ctypes.c_void_p(handle)
+        # What a caller worked out once per problem and kept for the next call (gemmtune.torch:
+        # its checked plan and prepared arguments), keyed by the caller; emptied by close().
+        self._plans: Dict[Any, Any] = {}
         self.path = path
         self.no_gpu_reason = no_gpu_reason
         lib = _capi.load()
+        self._gemm_c = lib.gemmtune_gemm  # bound once: gemm and _launch call it per product
         device, dry = ctypes.c_int32(), ctypes.c_int32()
         arch, name = ctypes.create_string_buffer(64), ctypes.create_string_buffer(_TEXT_CAP)
         _capi.check(lib.gemmtune_runtime_info(self._handle, ctypes.byref(device), ctypes.byref(dry), arch,
@@ -170,6 +178,7 @@ class Table:
 
     def close(self) -> None:
         """Frees the handle (also when the object is collected)."""
+        self._plans.clear()
         if self._handle.value:
             _capi.load().gemmtune_destroy(self._handle)
             self._handle = ctypes.c_void_p()
@@ -228,14 +237,39 @@ class Table:
         stream), asynchronous like a kernel launch. Leading dimensions in elements, default
         tight. The table's GPU must be the current device."""
         if self.dry_run:
-            raise NoGpuError(f"the table {self.path} was loaded as a dry run"
-                             + (f" ({self.no_gpu_reason})" if self.no_gpu_reason else "") + ": gemm needs a GPU")
+            self._no_gpu()
         g = _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
         for name, p in (("a", a), ("b", b), ("c", c)):
             if not isinstance(p, int) or p <= 0:
                 raise InvalidArgumentError(f"{name}: {p!r} is not a device pointer (a positive int)")
         g.a, g.b, g.c = a, b, c
-        _capi.check(_capi.load().gemmtune_gemm(self._live(), ctypes.byref(g), ctypes.c_void_p(stream or None)))
+        _capi.check(self._gemm_c(self._live(), g, stream or None))
+
+    def _no_gpu(self):
+        raise NoGpuError(f"the table {self.path} was loaded as a dry run"
+                         + (f" ({self.no_gpu_reason})" if self.no_gpu_reason else "") + ": gemm needs a GPU")
+
+    def _prepare(self, m: int, n: int, k: int, *, dtype: str, layout: str, lda: int, ldb: int, ldc: int,
+                 out_dtype: Optional[str] = None) -> _capi.GemmArgs:
+        """The C API's arguments of a problem without its pointers, checked as gemm() checks
+        them: what _launch takes, so that a caller that runs one problem often (gemmtune.torch)
+        builds and checks them once."""
+        return _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
+
+    def _launch(self, args: _capi.GemmArgs, a: int, b: int, c: int, stream: Optional[int]) -> None:
+        """gemm() of arguments from _prepare on device pointers a, b, c and a stream (int, or
+        0/None: the default one): only they are new per call. The caller vouches that the
+        pointers are those of live device buffers (positive ints: gemm() checks that itself)."""
+        if self.dry_run:
+            self._no_gpu()
+        handle = self._handle.value
+        if not handle:
+            self._live()  # raises, saying the table was closed
+        g = _copy_args(args)  # per call: another thread may launch the same problem meanwhile
+        g.a, g.b, g.c = a, b, c
+        status = self._gemm_c(handle, g, stream or None)
+        if status:
+            _capi.check(status)
 
     def __repr__(self) -> str:
         where = "dry run" if self.dry_run else f"GPU {self.device}"

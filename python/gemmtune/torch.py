@@ -11,6 +11,18 @@ tensor (mapped to the layouts nn, nt, tn, tt), out (if given) a row-major M×N o
 dtype there, and no input that needs a gradient. It runs on PyTorch's current stream of that
 device. Where the table cannot serve (any of these fails, or the table has no config that can
 run the problem) it says why in a gemmtune.torch.FallbackWarning and returns torch.matmul.
+
+Per call: the first call of a problem (the shapes, strides, dtypes and devices of A, B and
+out, and its table dtype: f32 or tf32 as PyTorch's setting is at that call) makes every check
+above and, once the table has run it, keeps the plan (layout, leading dimensions, the C API's
+arguments) with the table (up to gemmtune.table.PLANS_CAP problems; close() drops them). A
+later call of that problem checks again what can differ between such calls: that A and B are
+tensors, grad mode and requires_grad, PyTorch's TF32 setting (a float32 problem under the other
+setting is another problem), that the table is open, no dry run and on that device; the runtime library still
+answers every launch (a config it cannot run falls back then too). It makes the table's device
+current only where another one is, reads that device's current stream anew, and launches. What
+falls back falls back as on a first call, with the same reason: a call the plan does not cover
+goes through every check.
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ import torch as _torch
 
 from . import _layout
 from .errors import BuildFailedError, NotSupportedError
-from .table import Table
+from .table import PLANS_CAP, Table
 
 __all__ = ["matmul", "FallbackWarning", "gemmtune_dtype"]
 
@@ -32,6 +44,13 @@ class FallbackWarning(UserWarning):
 
 
 _DTYPES = {_torch.float16: "f16", _torch.bfloat16: "bf16"}
+_Tensor = _torch.Tensor
+# The device's current stream as a cudaStream_t, and the current device: through torch._C
+# where it has them (what torch.cuda.current_stream(i).cuda_stream and current_device() end
+# in, without building a Stream object per call), else the public calls.
+_raw_stream = getattr(_torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: _torch.cuda.current_stream(index).cuda_stream)
+_current_device = getattr(_torch._C, "_cuda_getDevice", None) or (lambda: _torch.cuda.current_device())
 
 
 def _tf32_allowed() -> bool:
@@ -81,19 +100,51 @@ def _why_not(a, b, out, table: Table):
 def matmul(a: "_torch.Tensor", b: "_torch.Tensor", *, table: Table,
            out: Optional["_torch.Tensor"] = None) -> "_torch.Tensor":
     """a @ b with the table's config for the problem; torch.matmul where it cannot serve."""
+    key = dtype = None
+    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
+        try:
+            dtype = gemmtune_dtype(a.dtype)  # per call: f32 or tf32 follows PyTorch's setting now
+            key = (a.shape, a.stride(), a.device, a.dtype, b.shape, b.stride(), b.device, b.dtype, dtype,
+                   None if out is None else (out.shape, out.stride(), out.device, out.dtype))
+            kept = table._plans.get(key)
+        except Exception:  # not strided tensors (sparse, say), an out that is no tensor: the checks say
+            key = kept = None
+        if kept is not None and not table.dry_run and kept[1] == table.device and not (
+                (a.requires_grad or b.requires_grad) and _torch.is_grad_enabled()):
+            args, index, device, size, what = kept
+            c = out if out is not None else _torch.empty(size, dtype=a.dtype, device=device)
+            failed = _launch(table, args, index, a, b, c)
+            return c if failed is None else _fallback(a, b, out, f"the table cannot run {what}: {failed}")
     plan = _why_not(a, b, out, table)
     if isinstance(plan, str):
         return _fallback(a, b, out, plan)
-    p, dtype = plan
+    p, planned_dtype = plan
+    args = table._prepare(p.m, p.n, p.k, dtype=planned_dtype, layout=p.layout, lda=p.lda, ldb=p.ldb, ldc=p.ldc)
+    what = f"{p.m}x{p.n}x{p.k} {planned_dtype} {p.layout}"
     c = out if out is not None else _torch.empty((p.m, p.n), dtype=a.dtype, device=a.device)
-    with _torch.cuda.device(a.device):
-        stream = _torch.cuda.current_stream(a.device).cuda_stream
-        try:
-            table.gemm(p.m, p.n, p.k, a.data_ptr(), b.data_ptr(), c.data_ptr(), dtype=dtype, layout=p.layout,
-                       lda=p.lda, ldb=p.ldb, ldc=p.ldc, stream=stream)
-        except (NotSupportedError, BuildFailedError) as e:
-            return _fallback(a, b, out, f"the table cannot run {p.m}x{p.n}x{p.k} {dtype} {p.layout}: {e}")
+    failed = _launch(table, args, a.device.index, a, b, c)
+    if failed is not None:
+        return _fallback(a, b, out, f"the table cannot run {what}: {failed}")
+    if key is not None and planned_dtype == dtype:  # kept once it ran (what cannot run is asked again)
+        if len(table._plans) >= PLANS_CAP:
+            table._plans.clear()
+        table._plans[key] = (args, a.device.index, a.device, (p.m, p.n), what)
     return c
+
+
+def _launch(table: Table, args, index: int, a, b, c) -> Optional[Exception]:
+    """Runs the prepared problem on PyTorch's current stream of CUDA device `index`, made the
+    current device for the call where it is not; None, or the table's error where it cannot
+    run it (the others raise)."""
+    try:
+        if _current_device() == index:
+            table._launch(args, a.data_ptr(), b.data_ptr(), c.data_ptr(), _raw_stream(index))
+        else:
+            with _torch.cuda.device(index):
+                table._launch(args, a.data_ptr(), b.data_ptr(), c.data_ptr(), _raw_stream(index))
+    except (NotSupportedError, BuildFailedError) as e:
+        return e
+    return None
 
 
 def _fallback(a, b, out, why: str):

@@ -140,3 +140,32 @@ def test_matmul_falls_back_for_what_the_table_cannot_run(gpu_table, tt):
     x = torch.randn(8, 16, device=dev, dtype=torch.bfloat16, requires_grad=True)
     with pytest.warns(gt_torch.FallbackWarning, match="requires grad"):
         gt_torch.matmul(x, torch.randn(16, 4, device=dev, dtype=torch.bfloat16), table=gpu_table)
+
+
+def test_matmul_keeps_each_problems_plan_apart(gpu_table, tt):
+    """Problems that differ in shape, strides, dtype or out, called in turn twice (the second
+    time from their kept plans): each result is its own product; a planned problem whose input
+    requires grad falls back, and runs under no_grad."""
+    torch, gt_torch = tt
+    dev = f"cuda:{gpu_table.device}"
+    rand = lambda *shape, dt=torch.bfloat16: torch.randn(*shape, device=dev, dtype=dt)  # noqa: E731
+    b, b16 = rand(4096, 4096), rand(4096, 4096, dt=torch.float16)
+    cases = [
+        (rand(16, 4096), b, None),
+        (rand(4096, 64).t(), b, None),  # tn
+        (rand(16, 4160)[:, :4096], b, None),  # rows of a wider A
+        (rand(16, 4096), b, torch.empty(16, 4160, device=dev, dtype=torch.bfloat16)[:, :4096]),  # wider out
+        (rand(16, 4096, dt=torch.float16), b16, None),
+        (rand(64, 4096), b, torch.empty(64, 4096, device=dev, dtype=torch.bfloat16)),
+    ]
+    for _ in range(2):
+        for a, bb, out in cases:
+            c = no_fallback(gt_torch, lambda: gt_torch.matmul(a, bb, table=gpu_table, out=out))
+            assert out is None or c is out
+            assert close(c, torch.matmul(a, bb)), (tuple(a.shape), a.stride(), a.dtype, out is None)
+    x = cases[0][0].clone().requires_grad_()
+    with pytest.warns(gt_torch.FallbackWarning, match="requires grad"):
+        gt_torch.matmul(x, b, table=gpu_table)
+    with torch.no_grad():
+        c = no_fallback(gt_torch, lambda: gt_torch.matmul(x, b, table=gpu_table))
+    assert close(c, torch.matmul(x.detach(), b))
