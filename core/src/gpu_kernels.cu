@@ -308,7 +308,8 @@ cudaError_t launch_crop_copy(const void* src, void* dst, size_t elem_size, int64
     if (two) gt_crop_copy_t_2<<<grid, block, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
     else gt_crop_copy_t_4<<<grid, block, 0, s>>>(static_cast<const u32*>(src), static_cast<u32*>(dst), m, n, ld_src, ld_dst);
   } else {
-    dim3 grid(unsigned(std::min<int64_t>((n + 255) / 256, 65535)), unsigned(std::min<int64_t>(m, 65535)));
+    const int64_t per_block = 256 * int64_t(16 / elem_size);  // gt_crop_copy: 16 bytes per thread
+    dim3 grid(unsigned(std::min<int64_t>((n + per_block - 1) / per_block, 65535)), unsigned(std::min<int64_t>(m, 65535)));
     if (two) gt_crop_copy_2<<<grid, 256, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
     else gt_crop_copy_4<<<grid, 256, 0, s>>>(static_cast<const u32*>(src), static_cast<u32*>(dst), m, n, ld_src, ld_dst);
   }

@@ -57,13 +57,28 @@ __device__ void gt_pad_copy(const E* __restrict__ src, E* __restrict__ dst, long
   }
 }
 
-// The write-back, not transposed: coalesced on both sides, one element per thread and step.
+// The write-back, not transposed: kVec elements per thread (16 bytes), a block's width apart,
+// so each load and store of a warp is coalesced and every thread has kVec loads in flight
+// before it stores (one 2-byte load per thread leaves too few bytes in flight to stream).
 template <class E>
 __device__ void gt_crop_copy(const E* __restrict__ src, E* __restrict__ dst, long long m, long long n,
                              long long ld_src, long long ld_dst) {
+  constexpr int kVec = 16 / sizeof(E);
   for (long long i = blockIdx.y; i < m; i += gridDim.y)
-    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x)
-      dst[i * ld_dst + j] = src[gt_crop_source(i, j, ld_src, 0)];
+    for (long long j0 = blockIdx.x * (long long)blockDim.x * kVec + threadIdx.x; j0 < n;
+         j0 += (long long)gridDim.x * blockDim.x * kVec) {
+      E v[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const long long j = j0 + (long long)e * blockDim.x;
+        v[e] = j < n ? src[gt_crop_source(i, j, ld_src, 0)] : E(0);
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const long long j = j0 + (long long)e * blockDim.x;
+        if (j < n) dst[i * ld_dst + j] = v[e];
+      }
+    }
 }
 
 // The write-back of a swapped product: a 32x32 tile through shared memory, so that both the
