@@ -105,13 +105,21 @@ Case random_case(std::mt19937_64& rng) {
 // What a plan promises of itself: sizes, which operand is copied, K, the buffers.
 void check_plan_shape(const TransformPlan& pl) {
   const Problem &p = pl.outer, &q = pl.inner;
-  CHECK(q.m == (swaps(pl.transform) ? p.n : p.m));
-  CHECK(q.n == (swaps(pl.transform) ? p.m : p.n));
-  CHECK(q.k >= p.k);
-  if (q.k != p.k) {
-    CHECK((pl.a.copy && pl.b.copy));  // zeros in K only where both operands are copied anyway
-    CHECK(q.k % (16 / int64_t(size_of(q.in))) == 0);
-  }
+  // Sizes grow only with zeros, up to the next 16 bytes, and only where every matrix spanning
+  // the size is copied anyway (K: A and B; M: A and C; N: B and C, as the family sees them).
+  const int64_t step = 16 / int64_t(size_of(q.in));
+  auto grown = [&](int64_t now, int64_t was, bool copied) {
+    CHECK(now >= was);
+    if (now == was) return;
+    CHECK(copied);
+    CHECK(now % step == 0);
+    CHECK(now - was < step);
+  };
+  grown(q.m, swaps(pl.transform) ? p.n : p.m, pl.a.copy && pl.c.copy);
+  grown(q.n, swaps(pl.transform) ? p.m : p.n, pl.b.copy && pl.c.copy);
+  grown(q.k, p.k, pl.a.copy && pl.b.copy);
+  if (pl.a.copy && pl.c.copy) CHECK(q.m % step == 0);
+  if (pl.b.copy && pl.c.copy) CHECK(q.n % step == 0);
   if (pads(pl.transform)) CHECK(q.align == 16);
   CHECK(pl.copies() == (pl.describe().find("copied") != std::string::npos || pl.c.copy));
   // Buffers: 256-byte aligned, apart, inside the workspace.
@@ -138,7 +146,7 @@ void check_plan_shape(const TransformPlan& pl) {
 
 TEST_CASE("transforms: every plan's copies and relabellings compute A·B, as a CPU reference does", "[transform]") {
   std::mt19937_64 rng(24);
-  int runs[4] = {0, 0, 0, 0}, refused[4] = {0, 0, 0, 0}, k_padded = 0, swapped_copy_back = 0, relabelled = 0;
+  int runs[4] = {0, 0, 0, 0}, refused[4] = {0, 0, 0, 0}, k_padded = 0, mn_padded = 0, swapped_copy_back = 0, relabelled = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     Case c = random_case(rng);
     const Problem& p = c.p;
@@ -160,6 +168,7 @@ TEST_CASE("transforms: every plan's copies and relabellings compute A·B, as a C
       INFO(pl->describe());
       check_plan_shape(*pl);
       k_padded += pl->inner.k != p.k;
+      mn_padded += pl->inner.m * pl->inner.n != p.m * p.n;
       swapped_copy_back += pl->c.copy && pl->c.transposed;
       // The letters a plain swap gives (nn <-> tt; nt, tn stay); a vector operand may take the other.
       const Layout flipped = p.layout == Layout::nn ? Layout::tt : p.layout == Layout::tt ? Layout::nn : p.layout;
@@ -180,6 +189,7 @@ TEST_CASE("transforms: every plan's copies and relabellings compute A·B, as a C
   CHECK(refused[2] > 1000);
   CHECK(refused[3] > 0);
   CHECK(k_padded > 50);
+  CHECK(mn_padded > 50);
   CHECK(swapped_copy_back > 200);
   CHECK(relabelled > 20);  // vector operands took another letter than the flip
 }
@@ -194,12 +204,15 @@ TEST_CASE("transforms: what each plan copies, and why a transform is refused", "
     CHECK(pl->b.copy);
     CHECK(pl->c.copy);
     CHECK_FALSE(pl->c.transposed);
-    CHECK(pl->inner.key() == "4097x4097x4104 f16>f16 nn a16");
+    CHECK(pl->inner.key() == "4104x4104x4104 f16>f16 nn a16");  // every size a multiple of 8: cuBLASLt's TMA kernels
     CHECK(pl->inner.lda == 4104);
     CHECK(pl->inner.ldb == 4104);
     CHECK(pl->inner.ldc == 4104);
+    CHECK(pl->a.rows_dst == 4104);  // A's extra M rows are zeros
     CHECK(pl->b.rows_dst == 4104);  // B's extra K rows are zeros
-    CHECK_THAT(pl->describe(), Catch::Contains("K 4097 -> 4104 (zeros)") && Catch::Contains("written back"));
+    CHECK(pl->c.rows == 4104);
+    CHECK_THAT(pl->describe(), Catch::Contains("(M 4097 -> 4104, N 4097 -> 4104, K 4097 -> 4104, zeros)") &&
+                                   Catch::Contains("written back"));
     // About 3 x 33.7 MB of padded copies beside the GEMM.
     CHECK(pl->workspace_bytes >= size_t(3) * 4097 * 4104 * 2);
   }
@@ -211,6 +224,8 @@ TEST_CASE("transforms: what each plan copies, and why a transform is refused", "
     CHECK(pl->b.copy);
     CHECK(pl->c.copy);
     CHECK(pl->inner.k == 4096);
+    CHECK(pl->inner.m == 4096);   // A in place: M stays
+    CHECK(pl->inner.n == 32008);  // B and C copied: N rounded up with zero columns
     CHECK(pl->inner.ldb == 32008);
     Problem decode = Problem::make(1, 32001, 4096, DType::bf16, DType::bf16, Layout::nn);
     pl = plan_transform(decode, Transform::pad);
@@ -218,6 +233,7 @@ TEST_CASE("transforms: what each plan copies, and why a transform is refused", "
     CHECK(pl->b.copy);
     CHECK_FALSE(pl->c.copy);
     CHECK(pl->inner.ldc == 32008);  // one row: its leading dimension is free
+    CHECK(pl->inner.n == 32001);    // C in place: N stays
     CHECK(pl->inner.align == 16);
   }
   SECTION("swap of a tight column GEMV: no copy, and the swapped problem is 16-byte aligned") {
@@ -582,7 +598,7 @@ TEST_CASE("transforms: the runtime prepares a padded entry, and lookup prints wh
   const Problem p = Problem::make(101, 101, 101, DType::f32, DType::f32, Layout::nn);
   REQUIRE(p.align == 4);
   const Problem q = transformed_problem(p, Transform::pad);
-  CHECK(q.key() == "101x101x104 f32>f32 nn a16");
+  CHECK(q.key() == "104x104x104 f32>f32 nn a16");
   const Space s = naive.space(q, lim);
   TableEntry e;
   e.key = ResultKey::of(kH200, p);
@@ -617,7 +633,7 @@ TEST_CASE("transforms: the runtime prepares a padded entry, and lookup prints wh
   CHECK(ch.match == GEMMTUNE_MATCH_EXACT);
   CHECK(ch.config == e.config);
   CHECK(ch.transform == "pad");
-  CHECK_THAT(ch.transform_plan, Catch::Contains("A copied (lda 101 -> 104, K 101 -> 104 (zeros))") &&
+  CHECK_THAT(ch.transform_plan, Catch::Contains("(M 101 -> 104, N 101 -> 104, K 101 -> 104, zeros); A copied (lda 101 -> 104)") &&
                                     Catch::Contains("C through the workspace (ldc 104)"));
   CHECK(ch.compiled);  // NVRTC built the config for the padded problem
   // The C API's name carries the transform.
@@ -652,7 +668,7 @@ TEST_CASE("transforms: the runtime prepares a padded entry, and lookup prints wh
   // The first line names the family and its readable config, then the transform.
   const std::string first_line = r.out.substr(0, r.out.find('\n'));
   CHECK_THAT(first_line, Catch::StartsWith("naive  ") && Catch::EndsWith("  +pad"));
-  CHECK_THAT(r.out, Catch::Contains("transform: pad: the family runs 101x101x104"));
+  CHECK_THAT(r.out, Catch::Contains("transform: pad: the family runs 104x104x104"));
   // --json names the config as the runtime's choice does.
   auto j = test::run_command(fmt::format("'{}' --plugin-dir '{}' lookup --table '{}' --shape 101x101x101 --device '{}' --json",
                                          test::gemmtune_binary().string(), test::naive_only_dir().string(), file.string(),

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace gt {
 
@@ -109,22 +110,31 @@ void plan_copies(TransformPlan& pl, Problem& q, bool c_in_place, int32_t ptr) {
   pl.a.copy = !aligned16(q.lda, q.in) || !ptr_ok;
   pl.b.copy = !aligned16(q.ldb, q.in) || !ptr_ok;
   pl.c.copy = !c_in_place || !aligned16(q.ldc, q.out) || !ptr_ok;
-  // Zeros in K cost nothing when both operands are copied anyway; otherwise K stays, so that an
-  // aligned operand is not copied for the sake of K alone.
-  const int64_t k_new = pl.a.copy && pl.b.copy ? round_up(q.k, per16(q.in)) : q.k;
-  auto copy_operand = [&](OperandCopy& oc, bool trans_a_side, bool transposed, int64_t mn, int64_t& ld) {
+  // A dimension is rounded up to 16 bytes' worth of elements, with zeros, where every matrix
+  // that spans it is copied anyway (K: A and B; M: A and C; N: B and C), so the family sees
+  // sizes that are multiples of 8 (16-bit): cuBLASLt offers its TMA kernels only for those, and
+  // the zeros cost no copy that was not made already. Otherwise the size stays, so that an
+  // aligned operand is not copied for the sake of a size alone.
+  const int64_t step = per16(q.in);
+  const int64_t k_new = pl.a.copy && pl.b.copy ? round_up(q.k, step) : q.k;
+  const int64_t m_new = pl.a.copy && pl.c.copy ? round_up(q.m, step) : q.m;
+  const int64_t n_new = pl.b.copy && pl.c.copy ? round_up(q.n, step) : q.n;
+  auto copy_operand = [&](OperandCopy& oc, bool trans_a_side, bool transposed, int64_t mn, int64_t mn_new,
+                          int64_t& ld) {
     // A (mn = M): stored M x K ('n') or K x M ('t'); B (mn = N): K x N ('n') or N x K ('t').
     const bool k_rows = trans_a_side ? transposed : !transposed;
     oc.rows = k_rows ? q.k : mn;
     oc.cols = k_rows ? mn : q.k;
     oc.ld_src = ld;
-    oc.rows_dst = k_rows ? k_new : mn;
-    oc.ld_dst = round_up(k_rows ? mn : k_new, per16(q.in));
+    oc.rows_dst = k_rows ? k_new : mn_new;
+    oc.ld_dst = round_up(k_rows ? mn_new : k_new, step);
     if (oc.copy) ld = oc.ld_dst;
   };
-  copy_operand(pl.a, true, q.a_trans(), q.m, q.lda);
-  copy_operand(pl.b, false, q.b_trans(), q.n, q.ldb);
-  if (pl.a.copy && pl.b.copy) q.k = k_new;
+  copy_operand(pl.a, true, q.a_trans(), q.m, m_new, q.lda);
+  copy_operand(pl.b, false, q.b_trans(), q.n, n_new, q.ldb);
+  q.k = k_new;
+  q.m = m_new;
+  q.n = n_new;
   if (pl.c.copy) q.ldc = round_up(q.n, per16(q.out));
 }
 
@@ -204,9 +214,14 @@ std::string TransformPlan::describe() const {
                                 : fmt::format("the family runs {}", inner.key());
   auto operand = [&](const char* name, const OperandCopy& oc, const char* ld) {
     if (!oc.copy) return fmt::format("{} in place", name);
-    std::string k = outer.k != inner.k ? fmt::format(", K {} -> {} (zeros)", outer.k, inner.k) : "";
-    return fmt::format("{} copied ({} {} -> {}{})", name, ld, oc.ld_src, oc.ld_dst, k);
+    return fmt::format("{} copied ({} {} -> {})", name, ld, oc.ld_src, oc.ld_dst);
   };
+  // The sizes rounded up with zeros (the family's M and N are the caller's N and M when swapped).
+  const int64_t m = swap_operands ? inner.n : inner.m, n = swap_operands ? inner.m : inner.n;
+  std::string zeros;
+  for (auto [dim, was, now] : {std::tuple{"M", outer.m, m}, {"N", outer.n, n}, {"K", outer.k, inner.k}})
+    if (was != now) zeros += fmt::format("{}{} {} -> {}", zeros.empty() ? "" : ", ", dim, was, now);
+  if (!zeros.empty()) s += " (" + zeros + ", zeros)";
   s += "; " + operand("A", a, "lda") + ", " + operand("B", b, "ldb");
   if (c.copy)
     s += fmt::format(", C through the workspace (ldc {}), written back{}", c.ld_src, c.transposed ? " transposed" : "");

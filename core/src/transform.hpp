@@ -3,8 +3,9 @@
 //
 //  pad       the operands whose leading dimension (or base pointer) is not 16-byte aligned are
 //            copied into core-owned workspace buffers whose leading dimensions are rounded up
-//            to 16 bytes (zeros in the padding); when both A and B are copied, K is rounded up
-//            too, with zeros. C goes through a padded buffer and is written back cropped, unless
+//            to 16 bytes (zeros in the padding); a size is rounded up too, with zeros, where
+//            every matrix spanning it is copied (K: A and B; M: A and C; N: B and C), so that
+//            the family sees multiples of 8. C goes through a padded buffer and is written back cropped, unless
 //            the caller's C is aligned (then the family writes it in place). The copies are part
 //            of the candidate: they are timed with it.
 //  swap      Cᵀ = Bᵀ·Aᵀ: B is the family's A and A its B (their stored matrices as they are, no
@@ -54,7 +55,7 @@ std::string family_config_name(const std::string& transformed, Transform t);
 uint64_t transformed_hash(uint64_t config_hash, Transform t);
 // Bumped whenever the copy kernels or the plans change: part of every transformed build hash,
 // so stored measurements of transformed configs are re-measured after such a change.
-inline constexpr uint64_t kTransformVersion = 1;
+inline constexpr uint64_t kTransformVersion = 2;  // 2: M, N rounded up too; the crop copy 16 bytes a thread
 
 // One operand of the transformed problem, copied into the workspace or used in place.
 struct OperandCopy {
