@@ -286,18 +286,39 @@ TEST_CASE("lookup flags of the rule: distance, regime, exact device and the defa
                                 test::gemmtune_binary().string(), test::plugin_dir().string(),
                                 committed_table().string(), kH200);
   // Far from every entry: no nearest answer, cuBLASLt's pick, and why.
-  auto r = test::run_command(bin + " --shape 1x64x128 --dtype bf16 --json");
+  auto r = test::run_command(bin + " --shape 1x4096x64 --dtype bf16 --json");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   json j = json::parse(r.out);
   CHECK(j["match"] == "default");
   CHECK_THAT(j["reason"].get<std::string>(), Catch::Contains("beyond the limit 1.386 (max_distance)"));
   // With no limit the nearest entry answers however far it is.
-  r = test::run_command(bin + " --shape 1x64x128 --dtype bf16 --max-distance inf --json");
+  r = test::run_command(bin + " --shape 1x4096x64 --dtype bf16 --max-distance inf --json");
   REQUIRE(r.exit_code == 0);
   j = json::parse(r.out);
   CHECK(j["match"] == "nearest");
   CHECK(j["policy"]["max_distance"] == "inf");
+  // At decode only an entry of the problem's N serves, however near the others (16x12288x4096
+  // and 16x4096x4096 lie ln 1.5 and ln 2 away from 16x8192x4096), with no limit too; another K does.
+  for (const char* limit : {"", " --max-distance inf"}) {
+    r = test::run_command(bin + " --shape 16x8192x4096 --dtype bf16 --json" + limit);
+    REQUIRE(r.exit_code == 0);
+    j = json::parse(r.out);
+    CHECK(j["match"] == "default");
+    CHECK_THAT(j["passed_over"].dump(), Catch::Contains("a decode entry of N = 12288, the problem's N is 8192: decode "
+                                                        "entries serve their own N"));
+  }
+  r = test::run_command(bin + " --shape 8x4096x8192 --dtype bf16 --json");
+  REQUIRE(r.exit_code == 0);
+  j = json::parse(r.out);
+  CHECK(j["match"] == "nearest");
+  CHECK(j["entry"]["n"] == 4096);
+  // Prefill entries still serve another N.
+  r = test::run_command(bin + " --shape 512x8192x4096 --dtype bf16 --json");
+  REQUIRE(r.exit_code == 0);
+  j = json::parse(r.out);
+  CHECK(j["match"] == "nearest");
+  CHECK(j["entry"]["n"] != 8192);
   // One regime: the decode entry 16x4096x4096 ties with 64x4096x4096 at 32 rows and is faster.
   r = test::run_command(bin + " --shape 32x4096x4096 --dtype bf16 --decode-max-m 0 --json");
   REQUIRE(r.exit_code == 0);

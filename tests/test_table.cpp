@@ -386,6 +386,9 @@ int main() {
   std::printf(" far=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16)));
   std::printf(" regime=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300)));
   std::printf(" one=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300, 0)));
+  // With M <= 512 as decode, the entries of 256 and 512 rows are decode entries: they serve their own N only.
+  std::printf(" decode_n=%lld/%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300, 512)),
+              m_of(find_nearest("NVIDIA H200", 8, 300, 128, "f32", "f32", "nn", 16, 1e300, 512)));
 }
 )");
   fs::path exe = d.path / "main";
@@ -396,7 +399,7 @@ int main() {
   REQUIRE(r.exit_code == 0);
   std::string expect;
   for (auto& e : t.entries) expect += e.key.device_name + '\0' + e.config + '\0';
-  expect += "nearest=4096 far=-1 regime=-1 one=256";
+  expect += "nearest=4096 far=-1 regime=-1 one=256 decode_n=256/-1";
   CHECK(r.out == expect);
 
   SECTION("an empty table and another namespace") {

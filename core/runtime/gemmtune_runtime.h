@@ -73,7 +73,7 @@ typedef struct gemmtune_options {
   const char* default_family; /* where cuBLASLt cannot answer: this family's default config (NULL: none) */
   int32_t exact_device;       /* nonzero: only the device's own entries, no same-architecture or any-device ones */
   double max_distance;        /* nearest entries within this log-space distance (default ln 4 = 1.386; INFINITY: any) */
-  int64_t decode_max_m;       /* M <= this is the decode regime (default 16); nearest entries serve their own regime */
+  int64_t decode_max_m;       /* M <= this is the decode regime (default 16); nearest entries serve their own regime (decode: their own N) */
 } gemmtune_options;
 
 typedef struct gemmtune_gemm_args {

@@ -46,7 +46,7 @@ struct Options {
   std::string device_name;                // whose entries to use ("": the GPU's name; dry run: none named)
   bool exact_device = false;              // only that device's entries (no same-architecture or any-device tier)
   double max_distance = 1.3862943611198906;  // nearest entries within this log-space distance (ln 4); inf: any
-  int64_t decode_max_m = 16;              // M <= this is the decode regime; a nearest entry serves its own regime
+  int64_t decode_max_m = 16;              // M <= this is the decode regime; a nearest entry serves its own regime (decode: its own N)
   std::string default_family;             // where cuBLASLt's heuristic cannot answer: this family's default ("": none)
 };
 

@@ -755,7 +755,7 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
 
 // The closest tuned shape of the same dtype, out_dtype, layout and align (the exact key when it is
 // there) within max_distance and of the same M regime (M <= decode_max_m is decode, else prefill;
-// 0: one regime), or nullptr: then run the library's own choice (cuBLASLt's heuristic pick). Ties:
+// 0: one regime; a decode entry serves only its own N), or nullptr: then run the library's own choice (cuBLASLt's heuristic pick). Ties:
 // the faster entry. The defaults are gemmtune's (docs/lookup.md). Whether the config can run the
 // problem is not checked here, nor whether a cuBLASLt entry was the heuristic's pick at its shape,
 // nor can a refused parameter be adapted (gemmtune's runtime does all three with the plugins).
@@ -771,7 +771,9 @@ inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::i
       continue;
     double d = shape_distance(m, n, k, e);
     bool exact = e.m == m && e.n == n && e.k == k;
-    if (!exact && (d > max_distance || (e.m <= decode_max_m) != (m <= decode_max_m))) continue;
+    if (!exact && (d > max_distance || (e.m <= decode_max_m) != (m <= decode_max_m) ||
+                   (m <= decode_max_m && e.n != n)))  // decode entries serve their own N
+      continue;
     if (!best || d < best_d || (d == best_d && e.time_us < best->time_us)) {
       best = &e;
       best_d = d;
@@ -945,6 +947,11 @@ std::string out_of_reach(const Candidate& c, const Problem& p, const LookupPolic
   if (is_decode(c.e->key.m, policy) != is_decode(p.m, policy))
     return fmt::format("an entry of the {} regime, the problem is of the {} regime (decode_max_m)",
                        regime_text(c.e->key.m, policy), regime_text(p.m, policy));
+  // A decode kernel's grid is laid over N (C's one row of tiles, split over K): a config tuned at
+  // another N covers the SMs differently, and measured so (docs/lookup.md). K only sets the loop.
+  if (is_decode(p.m, policy) && c.e->key.n != p.n)
+    return fmt::format("a decode entry of N = {}, the problem's N is {}: decode entries serve their own N",
+                       c.e->key.n, p.n);
   if (!(c.d <= policy.max_distance))
     return fmt::format("log-space distance {:.3f} is beyond the limit {:.3f} (max_distance)", c.d, policy.max_distance);
   return {};

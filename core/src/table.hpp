@@ -105,7 +105,8 @@ struct LookupPolicy {
   // problem of its own regime. Why 16: one m16 tensor-core tile of rows holds the whole of C's
   // rows, so the time is the read of B; the LLM table's winners at M = 1 and 16 share one kind of
   // config (cuBLASLt algo 66, cluster 4x1x1, custom 1, tiles 8-32 rows deep, and a wmma decode
-  // kernel), those from M = 64 up do not. 0: one regime.
+  // kernel), those from M = 64 up do not. 0: one regime. A decode entry serves only its own N
+  // (a decode grid is laid over N; across N its config measured 0.82-0.92 of tuning the shape).
   int64_t decode_max_m = kDefaultDecodeMaxM;
   std::string default_family;  // where cuBLASLt cannot answer: this family's default config ("": none)
 };
