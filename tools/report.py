@@ -1104,10 +1104,19 @@ def lab_cublas_size(lab):
 
 
 def lab_alignment(lab):
+    """The squares' alignment table and plot, one of each per input type the store holds them in."""
+    parts = [(dt, alignment_for(lab, dt)) for dt in ("f16", "bf16")]
+    parts = [(dt, html) for dt, html in parts if html]
+    if len(parts) == 1:
+        return parts[0][1]
+    return "\n".join(f"<h4>{esc(dt)}</h4>\n{html}" for dt, html in parts) or None
+
+
+def alignment_for(lab, dtype):
     by_n = defaultdict(dict)  # n -> series -> row
     for jp in lab.problems():
-        if not (jp["m"] == jp["n"] == jp["k"]) or jp["dtype"] != "f16":
-            continue  # the squares in fp16 (a job may hold bf16 and other shapes beside them)
+        if not (jp["m"] == jp["n"] == jp["k"]) or jp["dtype"] != dtype:
+            continue  # the squares in this type (a job holds other shapes beside them)
         n, key = jp["n"], jp["key"]
         p = lab.pick(key)
         if p:
@@ -1169,7 +1178,7 @@ def lab_alignment(lab):
                 if n % 8 == 0:
                     ax.axvline(n, color="#e0d8c8", lw=0.8, zorder=0)
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # n is a whole number
-            ax.set_xlabel("n (square, fp16; faint lines: multiples of 8; dotted: through a transform)")
+            ax.set_xlabel(f"n (square, {dtype}; faint lines: multiples of 8; dotted: through a transform)")
             ax.set_ylabel("TFLOP/s")
             ax.set_ylim(bottom=0)
             ax.set_title(f"n = {r[0]}…{r[1]}")
@@ -1179,7 +1188,7 @@ def lab_alignment(lab):
                 handles.setdefault(l, h)
         fig.tight_layout(rect=(0, 0.08, 1, 1))
         fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=8)
-        out.append(fig_html(fig, "alignment"))
+        out.append(fig_html(fig, f"alignment, {dtype}"))
     return "\n".join(out)
 
 
