@@ -171,6 +171,31 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
   CHECK(ks->grid[0] == 2u * 32u * 4u);
 }
 
+TEST_CASE("wgmma_tma: the default is the candidate whose tiles cover the SMs in the fewest rounds of work",
+          "[wgmma_tma]") {
+  const Family& fam = family();
+  REQUIRE(kHopper.sm_count == 132);
+  auto default_of = [&](int64_t m, int64_t n, int64_t k) {
+    Problem p = Problem::make(m, n, k, DType::bf16, DType::bf16, Layout::nn);
+    Space s = fam.space(p, kHopper);
+    return s.name(s.default_config());
+  };
+  // Large squares: 128x256 tiles in 2x1 clusters (4096^3: 512 tiles, 3.9 rounds of 132).
+  CHECK(default_of(8192, 8192, 8192) == default_of(4096, 4096, 4096));
+  CHECK_THAT(default_of(4096, 4096, 4096), Catch::Contains("_bm128_bn256_") && Catch::Contains("_cluster2x1_"));
+  // M = 256, N = 12288: 128x192 tiles are 2 x 64 = 128 for 132 SMs (one round); 128x128 would be
+  // 192 (two rounds of 128x128 cost more than one of 128x192), 128x256 96 (one round of a larger tile).
+  CHECK_THAT(default_of(256, 12288, 4096), Catch::Contains("_bm128_bn192_"));
+  // M = 256, N = 4096: 64 tiles of 128x128 leave half the SMs idle; split-K 2 fills them.
+  CHECK_THAT(default_of(256, 4096, 4096), Catch::Contains("_bm128_bn128_") && Catch::Contains("_split2"));
+  // A device with half the SMs needs no split at M = 256, N = 4096: the rule reads the SM count.
+  gt_device half = kHopper;
+  half.sm_count = 66;
+  Problem p = Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
+  Space s = fam.space(p, half);
+  CHECK_THAT(s.name(s.default_config()), Catch::Contains("_split1"));
+}
+
 TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]") {
   // `gemmtune compile --family wgmma_tma` compiles every valid candidate (docs/kernel-notes.md
   // has the count); here one build of each tile, consumer layout, pipeline and cluster kind.

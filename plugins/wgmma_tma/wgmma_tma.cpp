@@ -9,6 +9,7 @@
 #include "wgmma_tma_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -261,21 +262,36 @@ const std::vector<std::vector<int64_t>>& candidates() {
   return c;
 }
 
-// The first candidate that runs and fills the device with at least one unit of work per
-// SM; else the runnable one with the most units.
+// A relative time for a config, to choose the default by: the rounds of work each SM does
+// (units over the CTAs that run at once: one per SM, in whole clusters) times one unit's MACs,
+// over the tile's efficiency, with split-K's partials as a cost per extra split. The
+// efficiency grows with the tile (shared-memory bytes per MAC fall with its width, and larger
+// tiles amortise the pipeline's fill): (area / 128x256)^0.3, so 128x192 0.92, 128x128 0.81,
+// 64x128 0.66. Read off the H200 (docs/kernel-notes.md, v4): it ranks the measured fastest
+// first at 8192^3, 4096^3 and the four M = 256 rows, where "the first that fills the device"
+// chose 128x128 at 256x12288x4096 (1.45 waves, 59 us) over 128x192 (0.97 waves, 50 us).
+double predicted_cost(const Plan& pl, const gt_device& d) {
+  const int64_t cluster = pl.cluster_m * pl.cluster_n, split = pl.c[pSplit];
+  const int64_t slots = std::max(cluster, int64_t(std::max(1, d.sm_count)) / cluster * cluster);
+  const int64_t rounds = (pl.units * cluster + slots - 1) / slots;
+  const double area = double(pl.c[pBm] * pl.c[pBn]);
+  const double efficiency = std::min(1.0, std::pow(area / (128.0 * 256.0), 0.3));
+  const double k_tiles_per_unit = double((pl.k_tiles + split - 1) / split);
+  return double(rounds) * area * k_tiles_per_unit / efficiency * (1.0 + 0.1 * double(split - 1));
+}
+
+// The candidate of least predicted cost (the earlier one at a tie).
 std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
-  const std::vector<int64_t>* most = nullptr;
-  int64_t most_units = -1;
+  const std::vector<int64_t>* best = nullptr;
+  double best_cost = 0;
   for (auto& c : candidates()) {
     try {
-      const Plan pl = plan(p, c.data(), kParams, d);
-      const int64_t ctas = pl.units * pl.cluster_m * pl.cluster_n;
-      if (ctas >= int64_t(std::max(1, d.sm_count))) return c;
-      if (ctas > most_units) most = &c, most_units = ctas;
+      const double cost = predicted_cost(plan(p, c.data(), kParams, d), d);
+      if (!best || cost < best_cost) best = &c, best_cost = cost;
     } catch (const Refusal&) {
     }
   }
-  return most ? *most : candidates().front();  // nothing runs: every config is refused with its reason
+  return best ? *best : candidates().front();  // nothing runs: every config is refused with its reason
 }
 
 gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
