@@ -160,6 +160,28 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     CHECK(full->tensor_maps.size() == 2);
     CHECK(full->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
   }
+  // A 2x2 cluster: each row of two CTAs shares A, each column B, so both come in halves; its
+  // producer gets 48 registers (128 x (48 + 2 x 232) is the whole register file).
+  {
+    Problem p = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn);
+    Space s = fam.space(p, kHopper);
+    auto sq = fam.build(p, cfg(s, "cluster=2x2"), kHopper, nullptr);
+    REQUIRE(sq);
+    CHECK(sq->cluster[0] == 4);
+    CHECK(sq->launch_grid(132)[0] == 132);  // 33 whole clusters
+    REQUIRE(sq->tensor_maps.size() == 3);
+    CHECK(sq->tensor_maps[0].box[1] == 64u);  // A: 128 rows in two slices
+    CHECK(sq->tensor_maps[1].box[1] == 32u);  // B (K x N): 64 k rows in two slices
+    CHECK(option(*sq, "CLUSTER_M") == "2");
+    CHECK(option(*sq, "CLUSTER_N") == "2");
+    CHECK(option(*sq, "PRODUCER_REGS") == "48");
+    CHECK(option(*fam.build(p, s.default_config(), kHopper, nullptr), "PRODUCER_REGS") == "40");
+    // One tile along N is too few for a cluster two tiles wide.
+    Problem narrow = Problem::make(1024, 256, 1024, DType::bf16, DType::bf16, Layout::nn);
+    Refused why;
+    CHECK_FALSE(fam.build(narrow, cfg(fam.space(narrow, kHopper), "bm=128,bn=256,stages=4,cluster=2x2"), kHopper, &why));
+    CHECK_THAT(why.why, Catch::Contains("a 2x2 cluster groups 2 tiles along N; N = 256 is 1 tile(s) of 256"));
+  }
   // Split-K asks for a workspace of tile counters and fp32 partials, zeroed once.
   Problem m256 = Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
   Space s = fam.space(m256, kHopper);
@@ -285,6 +307,8 @@ TEST_CASE("wgmma_tma is correct at cluster edges, uneven splits, both consumer l
       "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=1x4,persistent=yes,split=2",
       "bm=128,bn=128,consumers=2,wg=n,stages=6,inflight=0,cluster=2x1,split=4",
       "bm=128,bn=192,stages=4,inflight=0,cluster=1x1,persistent=yes,group=16",
+      "bm=128,bn=256,stages=4,cluster=2x2,persistent=yes",
+      "bm=128,bn=128,stages=6,cluster=2x2,persistent=no,raster=n,split=2",
   };
   std::vector<std::pair<Problem, Config>> jobs;
   size_t turn = 0;

@@ -17,7 +17,7 @@
 namespace {
 using namespace gt_kit;
 
-enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2, k4x1 = 3, k1x4 = 4 };
+enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2, k4x1 = 3, k1x4 = 4, k2x2 = 5 };
 enum Raster : int64_t { kAlongM = 0, kAlongN = 1 };
 enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
 enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
@@ -25,6 +25,9 @@ enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGrou
 constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
 constexpr int kProducerRegs = 40;      // setmaxnreg of the producer warpgroup ...
 constexpr int kConsumerRegs = 232;     // ... and of each consumer: 128 x (40 + 2 x 232) <= 65536
+// A 2x2 cluster's producer works out two multicast masks and slices per stage and needs a few
+// more (at 40, ptxas spills one register there); 128 x (48 + 2 x 232) = 65536, the whole file.
+constexpr int kProducerRegs2d = 48;
 constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384), below both
 constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 232 registers
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
@@ -47,9 +50,9 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
       {"inflight", "wgmma groups a consumer keeps in flight while issuing the next stage's (0: it waits, and "
                    "releases each stage at once)",
        {0, 1}, {}, def[pInflight]},
-      {"cluster", "thread-block cluster: 2x1 and 4x1 group M tiles that share B, 1x2 and 1x4 N tiles that share A "
-       "(TMA multicast)",
-       {k1x1, k2x1, k1x2, k4x1, k1x4}, {"1x1", "2x1", "1x2", "4x1", "1x4"}, def[pCluster]},
+      {"cluster", "thread-block cluster: 2x1 and 4x1 group M tiles that share B, 1x2 and 1x4 N tiles that share A, "
+       "2x2 a square whose rows share A and columns B (TMA multicast)",
+       {k1x1, k2x1, k1x2, k4x1, k1x4, k2x2}, {"1x1", "2x1", "1x2", "4x1", "1x4", "2x2"}, def[pCluster]},
       {"raster", "tile order: along M (group tile rows walked column by column) or along N", {kAlongM, kAlongN},
        {"m", "n"}, def[pRaster]},
       {"group", "tiles walked along the raster direction before the next column (L2 reuse)", {1, 4, 8, 16}, {},
@@ -140,17 +143,19 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
                                             str(d.smem_per_block_optin) + " per block");
 
   // ---- cluster and schedule ----
-  pl.cluster_m = cfg[pCluster] == k2x1 ? 2 : cfg[pCluster] == k4x1 ? 4 : 1;
-  pl.cluster_n = cfg[pCluster] == k1x2 ? 2 : cfg[pCluster] == k1x4 ? 4 : 1;
+  pl.cluster_m = cfg[pCluster] == k2x1 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k4x1 ? 4 : 1;
+  pl.cluster_n = cfg[pCluster] == k1x2 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k1x4 ? 4 : 1;
   pl.a_kmajor = !a_transposed(p);
   pl.b_kmajor = b_transposed(p);
   pl.tiles_m = (p.m + bm - 1) / bm;
   pl.tiles_n = (p.n + bn - 1) / bn;
   if (pl.cluster_m > pl.tiles_m)
-    throw Refusal(GT_REFUSAL_SHAPE, "a " + str(pl.cluster_m) + "x1 cluster groups tiles along M; M = " + str(p.m) +
+    throw Refusal(GT_REFUSAL_SHAPE, "a " + str(pl.cluster_m) + "x" + str(pl.cluster_n) + " cluster groups " +
+                                        str(pl.cluster_m) + " tiles along M; M = " + str(p.m) +
                                         " is " + str(pl.tiles_m) + " tile(s) of " + str(bm));
   if (pl.cluster_n > pl.tiles_n)
-    throw Refusal(GT_REFUSAL_SHAPE, "a 1x" + str(pl.cluster_n) + " cluster groups tiles along N; N = " + str(p.n) +
+    throw Refusal(GT_REFUSAL_SHAPE, "a " + str(pl.cluster_m) + "x" + str(pl.cluster_n) + " cluster groups " +
+                                        str(pl.cluster_n) + " tiles along N; N = " + str(p.n) +
                                         " is " + str(pl.tiles_n) + " tile(s) of " + str(bn));
   pl.cluster_tiles = ((pl.tiles_m + pl.cluster_m - 1) / pl.cluster_m) * ((pl.tiles_n + pl.cluster_n - 1) / pl.cluster_n);
   pl.k_tiles = (p.k + kBk - 1) / kBk;
@@ -190,7 +195,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("INFLIGHT", pl.c[pInflight]),
       define("CLUSTER_M", pl.cluster_m),
       define("CLUSTER_N", pl.cluster_n),
-      define("PRODUCER_REGS", kProducerRegs),
+      define("PRODUCER_REGS", pl.cluster_m > 1 && pl.cluster_n > 1 ? kProducerRegs2d : kProducerRegs),
       define("CONSUMER_REGS", kConsumerRegs),
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
@@ -239,6 +244,7 @@ const std::vector<std::vector<int64_t>>& candidates() {
   static const std::vector<std::vector<int64_t>> c = {
       with({}),
       with({{pCluster, k1x2}}),
+      with({{pCluster, k2x2}}),
       with({{pCluster, k1x1}}),
       with({{pBm, 256}, {pBn, 128}}),
       with({{pBm, 256}, {pBn, 128}, {pCluster, k1x2}}),
@@ -317,7 +323,8 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
   return guarded_text(out, cap, [&] {
     base_table().check_values(c, n);
     static const char* clusters[] = {"no cluster", "2x1 clusters sharing B", "1x2 clusters sharing A",
-                                     "4x1 clusters sharing B", "1x4 clusters sharing A"};
+                                     "4x1 clusters sharing B", "1x4 clusters sharing A",
+                                     "2x2 clusters sharing A along rows and B along columns"};
     const bool along_n = c[pWg] == kAlongNCols;
     const int64_t wm = along_n ? c[pBm] : c[pBm] / c[pConsumers], wn = along_n ? c[pBn] / c[pConsumers] : c[pBn];
     std::string s = "wgmma m64n" + str(wn) + "k16, block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
@@ -335,7 +342,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.1",
+      "wgmma_tma", "1.2",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);

@@ -3,8 +3,9 @@
 // thread issues TMA tile copies into a ring of STAGES shared-memory stages guarded by full and
 // empty mbarriers; warpgroups 1..CONSUMERS issue wgmma.mma_async (m64nNk16) from the
 // 128-byte-swizzled stages into registers, with one wgmma group kept in flight. Thread-block
-// clusters of two or four share one operand through TMA multicast (2x1, 4x1: the CTAs of a
-// cluster take neighbouring M tiles and share B; 1x2, 1x4: neighbouring N tiles sharing A). The grid is
+// clusters share operands through TMA multicast (2x1, 4x1: the CTAs of a cluster take
+// neighbouring M tiles and share B; 1x2, 1x4: neighbouring N tiles sharing A; 2x2: a square of
+// tiles, each row sharing A and each column B). The grid is
 // either one cluster per tile or persistent (a whole number of clusters, each striding over
 // the tiles in grouped order); split-K divides K over `splits` units per tile whose fp32
 // partials meet in the workspace, where the last to arrive adds them and writes C.
@@ -47,7 +48,7 @@
 #define STAGES 4  // shared-memory stages of (BM + BN) x 64 elements in the ring
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 1  // CTAs of a cluster along M (they share B): 1, 2 or 4; the cluster is 1-D
+#define CLUSTER_M 1  // CTAs of a cluster along M (they share B): 1, 2 or 4 (launched 1-D: rank r at (r % CLUSTER_M, r / CLUSTER_M))
 #endif
 #ifndef CLUSTER_N
 #define CLUSTER_N 1  // CTAs of a cluster along N (they share A): 1, 2 or 4
@@ -90,13 +91,35 @@ constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 // CTA issuing one slice to all of them.
 constexpr int A_SLICES = CLUSTER_N;
 constexpr int B_SLICES = CLUSTER_M;
+// Rank r of a cluster sits at (r % CLUSTER_M, r / CLUSTER_M) in its grid of CLUSTER_M x
+// CLUSTER_N tiles. The CTAs of one row of that grid (same M tile) share A, those of one column
+// (same N tile) share B.
+// (Written so that a 1-D cluster's code is what it was before 2x2 existed: its coordinate is the
+// rank itself, the other the constant 0; the consumers have no register to spare.)
+__device__ __forceinline__ int rank_m(unsigned rank) {
+  return CLUSTER_M == 1 ? 0 : CLUSTER_N == 1 ? int(rank) : int(rank % CLUSTER_M);
+}
+__device__ __forceinline__ int rank_n(unsigned rank) {
+  return CLUSTER_N == 1 ? 0 : CLUSTER_M == 1 ? int(rank) : int(rank / CLUSTER_M);
+}
+// The CTAs that receive this CTA's slice of A (its row of the cluster) and of B (its column).
+__device__ __forceinline__ unsigned short a_mask(unsigned rank) {
+  unsigned m = 0;
+  for (int j = 0; j < CLUSTER_N; ++j) m |= 1u << (rank_m(rank) + CLUSTER_M * j);
+  return (unsigned short)m;
+}
+__device__ __forceinline__ unsigned short b_mask(unsigned rank) {
+  unsigned m = 0;
+  for (int i = 0; i < CLUSTER_M; ++i) m |= 1u << (i + CLUSTER_M * rank_n(rank));
+  return (unsigned short)m;
+}
 
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
 static_assert(WM % 64 == 0 && WM * CONSUMERS == BM * (WG_ALONG_N ? CONSUMERS : 1), "consumers tile the block tile");
 static_assert(WN == 64 || WN == 128 || WN == 192 || WN == 256, "wgmma N of 64, 128, 192 or 256");
 static_assert(M_SUB * ACC <= 128, "at most 128 accumulators per consumer thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "clusters of one, two or four CTAs");
-static_assert(CLUSTER_M == 1 || CLUSTER_N == 1, "a cluster lies along M or along N");
+static_assert(CLUSTER_M * CLUSTER_N <= 4, "clusters of up to four CTAs (1-D, 2-D only as 2x2)");
 static_assert(STAGES >= 2, "a ring of at least two stages");
 
 // Launch scalars (plugin ABI v2: eight int64 values passed by value).
@@ -353,8 +376,8 @@ struct Schedule {
     const int local = int(t % per_group);
     const int a = first + local % rows, b = local / rows;
     const int cm = raster == 0 ? a : b, cn = raster == 0 ? b : a;
-    w.mb = cm * CLUSTER_M + (CLUSTER_M > 1 ? int(rank) : 0);
-    w.nb = cn * CLUSTER_N + (CLUSTER_N > 1 ? int(rank) : 0);
+    w.mb = cm * CLUSTER_M + rank_m(rank);
+    w.nb = cn * CLUSTER_N + rank_n(rank);
     w.kt_begin = int((long long)k_tiles * w.split / splits);
     w.kt_end = int((long long)k_tiles * (w.split + 1) / splits);
     return w;
@@ -366,10 +389,11 @@ struct Schedule {
 __device__ __forceinline__ void load_stage(const gt_tensor_map* tmA, const gt_tensor_map* tmB, u32 a_dst, u32 b_dst,
                                            u32 full, const Unit& w, int kt, u32 rank) {
   const int k0 = kt * BK;
-  // A: shared by the CLUSTER_N CTAs of a 1x2 cluster, else this CTA's own.
+  // A: shared by the CLUSTER_N CTAs of this CTA's row of the cluster (1x2, 1x4, 2x2), each
+  // copying one slice to all of them; else this CTA's own.
   {
-    const u32 slice = A_SLICES > 1 ? rank : 0;
-    const unsigned short mask = (1u << CLUSTER) - 1;
+    const u32 slice = A_SLICES > 1 ? u32(rank_n(rank)) : 0;
+    const unsigned short mask = a_mask(rank);
 #if A_KMAJOR
     constexpr int rows = BM / A_SLICES;
     const u32 dst = a_dst + slice * rows * 128;
@@ -385,10 +409,10 @@ __device__ __forceinline__ void load_stage(const gt_tensor_map* tmA, const gt_te
     }
 #endif
   }
-  // B: shared by the CLUSTER_M CTAs of a 2x1 cluster.
+  // B: shared by the CLUSTER_M CTAs of this CTA's column of the cluster (2x1, 4x1, 2x2).
   {
-    const u32 slice = B_SLICES > 1 ? rank : 0;
-    const unsigned short mask = (1u << CLUSTER) - 1;
+    const u32 slice = B_SLICES > 1 ? u32(rank_m(rank)) : 0;
+    const unsigned short mask = b_mask(rank);
 #if B_KMAJOR
     constexpr int rows = BN / B_SLICES;
     const u32 dst = b_dst + slice * rows * 128;
