@@ -26,11 +26,13 @@ export GEMMTUNE_DB=$work/results.db GEMMTUNE_CACHE_DIR=$work/cache
 failed=0
 summary=$log/summary.txt
 : > "$summary"
+# Each step runs under a time limit (CHECK_STEP_TIMEOUT seconds, default 570: under the device
+# tool's 10 minutes a call), so that a hung kernel costs one step (rc 124), not the whole call.
 step() {  # step NAME COMMAND...
   local name=$1; shift
   [[ $name =~ ${CHECK_STEPS:-.} ]] || return 0
   local t0=$(date +%s%N)
-  "$@" > "$log/$name.log" 2>&1
+  timeout --kill-after=10 "${CHECK_STEP_TIMEOUT:-570}" "$@" > "$log/$name.log" 2>&1
   local rc=$?
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   printf '%-28s rc=%-3s %5d.%01d s\n' "$name" "$rc" $((ms / 1000)) $(((ms % 1000) / 100)) | tee -a "$summary"
@@ -38,6 +40,10 @@ step() {  # step NAME COMMAND...
   return 0
 }
 step devices        "$gt" devices
+# The newest cluster shape alone first, with a short limit: a multicast or barrier mistake hangs
+# rather than fails, and should not take the [gpu] tests' time with it.
+step wgmma_2x2      timeout 60 "$gt" run --family wgmma_tma --shape 2048x2048x2048 --dtype bf16 \
+                    --params bm=128,bn=256,stages=4,cluster=2x2
 step gpu_tests      "$build/tests/gemmtune_tests" "[gpu]" --durations yes
 step run_naive      "$gt" run --family naive --shape 4096x4096x4096 --dtype f32
 step tune_smoke     "$gt" tune --shape 1024x1024x1024 --dtype f16 --family naive --family cublaslt --budget 12
