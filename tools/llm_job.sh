@@ -6,24 +6,26 @@
 # how docs/results-h200.md's LLM section was made.
 #   tools/llm_job.sh OUT_DIR [BUILD_DIR [STAGE]]     (BUILD_DIR default: carry/build, else build;
 #                                                     "" gives the default with a STAGE)
-# STAGE: all (default); tune (the tune only); rest (roofs, compare, export and speed-up of the
-# store a `tune` stage left in OUT_DIR) -- two stages fit machines that limit how long one
-# command runs.
+# STAGE: all (default); tune (the tune only); resume (the tune again into the store a cut-off
+# `tune` left in OUT_DIR: what it finished is reused, the rest tuned; its time is then no tune
+# speed figure); rest (roofs, compare, export and speed-up of the store a `tune` stage left in
+# OUT_DIR) -- stages fit machines that limit how long one command runs (run a stage under
+# `timeout`, carry OUT_DIR's results.db to the next call, resume).
 # steps.txt times each stage's steps from that stage's start.
 # OUT_DIR gets results.db, tune.txt, roofs.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
 # Exit status: the first failing step's (a failed roofs step only leaves compare's % roof blank).
 set -uo pipefail
-usage="usage: tools/llm_job.sh OUT_DIR [BUILD_DIR [all|tune|rest]]"
+usage="usage: tools/llm_job.sh OUT_DIR [BUILD_DIR [all|tune|resume|rest]]"
 out=${1:?$usage}
 stage=${3:-all}
-case $stage in all | tune | rest) ;; *) echo "llm_job: unknown stage '$stage'; $usage" >&2; exit 2 ;; esac
+case $stage in all | tune | resume | rest) ;; *) echo "llm_job: unknown stage '$stage'; $usage" >&2; exit 2 ;; esac
 . "$(dirname "$0")/gpu_env.sh" "${2:-}"
 mkdir -p "$out"
-if [ "$stage" != rest ] && [ -e "$out/results.db" ]; then
-  echo "llm_job: $out/results.db exists; give an empty OUT_DIR (the job is timed from a fresh store)" >&2
+if { [ "$stage" = all ] || [ "$stage" = tune ]; } && [ -e "$out/results.db" ]; then
+  echo "llm_job: $out/results.db exists; give an empty OUT_DIR (the job is timed from a fresh store), or resume" >&2
   exit 2
 fi
-if [ "$stage" = rest ] && [ ! -e "$out/results.db" ]; then
+if { [ "$stage" = rest ] || [ "$stage" = resume ]; } && [ ! -e "$out/results.db" ]; then
   echo "llm_job: $out/results.db is missing; run the tune stage first" >&2
   exit 2
 fi
@@ -37,8 +39,11 @@ step() {  # step NAME LOG COMMAND...
   echo "$name: rc=$rc, $(( $(date +%s) - t0 )) s since the start" | tee -a "$out/steps.txt"
   return $rc
 }
-if [ "$stage" != rest ]; then step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $?; fi
-[ "$stage" = tune ] && exit 0
+case $stage in
+  all | tune) step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $? ;;
+  resume) step resume "$out/tune-resumed-$(date +%s).txt" "$gt" tune --config "$job" --devices all || exit $? ;;
+esac
+[ "$stage" = tune ] || [ "$stage" = resume ] && exit 0
 step roofs "$out/roofs.txt" "$gt" roofs  # without roofs the compare still runs, its % roof column blank
 step compare "$out/compare.txt" "$gt" compare --config "$job" --no-tune --rounds 5 || exit $?
 step export_toml "$out/export.txt" "$gt" export -o "$out/h200-llm-table.toml" || exit $?
