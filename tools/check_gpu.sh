@@ -26,6 +26,8 @@ export GEMMTUNE_DB=$work/results.db GEMMTUNE_CACHE_DIR=$work/cache
 failed=0
 summary=$log/summary.txt
 : > "$summary"
+# The build's source, as tools/pack_for_gpu.sh recorded it.
+[ -f "$build/BUILD_INFO" ] && sed 's/^/build: /' "$build/BUILD_INFO" | tee -a "$summary"
 # Each step runs under a time limit (CHECK_STEP_TIMEOUT seconds, default 570: under the device
 # tool's 10 minutes a call), so that a hung kernel costs one step (rc 124), not the whole call.
 step() {  # step NAME COMMAND...

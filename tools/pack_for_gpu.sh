@@ -31,4 +31,11 @@ if [ -x "$installed/consumer/consumer_cpp" ] && [ -d "$installed/moved/lib" ]; t
   cp -r "$installed/moved/lib/gemmtune" "$root/carry/consumer/lib/"
 fi
 strip --strip-debug "$out/gemmtune" "$out/tests/gemmtune_tests" "$out"/tools/* 2>/dev/null || true
+# Which source the build is of, read on this side: the GPU machine's copy of the tree need not
+# carry the repository's history (tools/check_gpu.sh prints this first).
+{
+  echo "commit $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "uncommitted changes $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
+  echo "packed $(date -u +%Y-%m-%dT%H:%M:%SZ) from $build"
+} > "$out/BUILD_INFO"
 du -sh "$root/carry"
