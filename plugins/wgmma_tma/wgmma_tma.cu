@@ -584,7 +584,8 @@ __device__ bool reduce_splits(void* workspace, float* acc, const Unit& w, int sp
 __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, void* workspace, u32 stages, u32 full,
                         u32 empty, u32 rank, long long first, long long stride, int wg, int* flag,
                         const gt_tensor_map* tmC, u32 epi_bufs) {
-  const int tid = threadIdx.x - 128 * (wg + 1), lane = tid % 32, warp = tid / 32;
+  const int tid = threadIdx.x - 128 * (wg + 1);
+  [[maybe_unused]] const int lane = tid % 32, warp = tid / 32;  // the register epilogue's
   const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
   float acc[M_SUB * ACC];
   int stage = 0, chunk = 0;
