@@ -755,8 +755,8 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
 
 // The closest tuned shape of the same dtype, out_dtype, layout and align (the exact key when it is
 // there) within max_distance and of the same M regime (M <= decode_max_m is decode, else prefill;
-// 0: one regime; a decode entry serves only its own N), or nullptr: then run the library's own choice (cuBLASLt's heuristic pick). Ties:
-// the faster entry. The defaults are gemmtune's (docs/lookup.md). Whether the config can run the
+// 0: one regime; a decode entry serves only its own N), or nullptr: then run the library's own
+// choice (cuBLASLt's heuristic pick). Ties: the faster entry. The defaults are gemmtune's (docs/lookup.md). Whether the config can run the
 // problem is not checked here, nor whether a cuBLASLt entry was the heuristic's pick at its shape,
 // nor can a refused parameter be adapted (gemmtune's runtime does all three with the plugins).
 inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,

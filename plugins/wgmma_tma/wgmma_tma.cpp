@@ -131,11 +131,11 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " +
                                             str(d.max_threads_per_block));
   pl.smem = stages * (bm + bn) * kBk * 2 + 1024 + 16 * stages + 16;
-  // The epilogue goes through shared memory and TMA stores where C's rows are 16 bytes apart
-  // (TMA's rule) and two chunk buffers per consumer fit beside the ring; else from registers.
+  // The epilogue goes through shared memory and TMA stores where two chunk buffers per consumer
+  // fit beside the ring, else from registers. (C's rows are 16 bytes apart, as TMA needs: the
+  // 16-byte alignment required above covers every leading dimension.)
   const int64_t epilogue_smem = consumers * kEpilogueBuffers * kEpilogueChunkBytes;
-  pl.epilogue_tma = (p.ldc * int64_t(dtype_size(p.out_dtype))) % 16 == 0 &&
-                    pl.smem + epilogue_smem <= d.smem_per_block_optin;
+  pl.epilogue_tma = pl.smem + epilogue_smem <= d.smem_per_block_optin;
   if (pl.epilogue_tma) pl.smem += epilogue_smem;
   if (pl.smem > d.smem_per_block_optin)
     throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(pl.smem) + " bytes of shared memory (" + str(stages) +

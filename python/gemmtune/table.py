@@ -242,8 +242,7 @@ class Table:
         for name, p in (("a", a), ("b", b), ("c", c)):
             if not isinstance(p, int) or p <= 0:
                 raise InvalidArgumentError(f"{name}: {p!r} is not a device pointer (a positive int)")
-        g.a, g.b, g.c = a, b, c
-        _capi.check(self._gemm_c(self._live(), g, stream or None))
+        self._launch(g, a, b, c, stream)
 
     def _no_gpu(self):
         raise NoGpuError(f"the table {self.path} was loaded as a dry run"

@@ -109,11 +109,11 @@ def matmul(a: "_torch.Tensor", b: "_torch.Tensor", *, table: Table,
             kept = table._plans.get(key)
         except Exception:  # not strided tensors (sparse, say), an out that is no tensor: the checks say
             key = kept = None
-        if kept is not None and not table.dry_run and kept[1] == table.device and not (
+        if kept is not None and not table.dry_run and kept[1].index == table.device and not (
                 (a.requires_grad or b.requires_grad) and _torch.is_grad_enabled()):
-            args, index, device, size, what = kept
+            args, device, size, what = kept
             c = out if out is not None else _torch.empty(size, dtype=a.dtype, device=device)
-            failed = _launch(table, args, index, a, b, c)
+            failed = _launch(table, args, device.index, a, b, c)
             return c if failed is None else _fallback(a, b, out, f"the table cannot run {what}: {failed}")
     plan = _why_not(a, b, out, table)
     if isinstance(plan, str):
@@ -128,7 +128,7 @@ def matmul(a: "_torch.Tensor", b: "_torch.Tensor", *, table: Table,
     if key is not None and planned_dtype == dtype:  # kept once it ran (what cannot run is asked again)
         if len(table._plans) >= PLANS_CAP:
             table._plans.clear()
-        table._plans[key] = (args, a.device.index, a.device, (p.m, p.n), what)
+        table._plans[key] = (args, a.device, (p.m, p.n), what)
     return c
 
 
