@@ -281,7 +281,7 @@ static Command add_lookup(CLI::App& app, Globals& g) {
       ->check(number_in(search::RealRange{0, std::numeric_limits<double>::infinity(), false, "distance"}));
   sub->add_option("--decode-max-m", a.decode_max_m,
                   "M at most this is the decode regime, above it prefill; a nearest entry serves only its own "
-                  "regime (0: one regime)")
+                  "regime, and at decode only its own N (0: one regime)")
       ->default_str("16")
       ->check(whole_in(search::WholeRange{0, uint64_t(kMaxDim)}));
   sub->add_option("--default-family", a.default_family,
