@@ -16,6 +16,7 @@ TEST_CASE("a crashed, hung or context-losing worker is recorded, restarted and g
           "[reliability][worker]") {
   WorkerLimits lim;
   lim.hang_floor_s = 0.5;  // silent this long: hung
+  lim.compile_allowance_s = 0;  // the stand-in compiles nothing
   lim.hang_factor = 50;
   lim.absolute_cap_s = 5;
   lim.setup_cap_s = 5;
@@ -61,4 +62,18 @@ TEST_CASE("a crashed, hung or context-losing worker is recorded, restarted and g
   CHECK_THAT(lost.message, Catch::Contains("context was lost"));
   CHECK(w.restarts() == 4);
   CHECK(w.measure(cand(0), true).status == Status::ok);
+}
+
+TEST_CASE("a measure's first answer is awaited for its build and a slow first call, not minutes more",
+          "[reliability][worker]") {
+  const WorkerLimits lim;
+  const auto flops = [](double n) { return 2 * n * n * n; };
+  // A hung build at 8192^3 is called hung within 80 s (it was 440 s)...
+  CHECK(first_answer_s(lim, flops(8192)) < 80);
+  // ...yet the slowest kernel measured on the H200 (naive uncoalesced f32, 0.48 TFLOP/s) gets
+  // its build and two calls at 16384^3 (18 s each) before that.
+  CHECK(first_answer_s(lim, flops(16384)) > lim.compile_allowance_s + 2 * flops(16384) / 0.48e12);
+  // A tiny problem gets the floor; a huge one no more than the cap.
+  CHECK(first_answer_s(lim, flops(64)) == Approx(lim.compile_allowance_s));
+  CHECK(first_answer_s(lim, flops(65536)) == lim.absolute_cap_s);
 }

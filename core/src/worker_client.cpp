@@ -203,14 +203,17 @@ void WorkerClient::set_problem(const Problem& p, Distribution d, uint64_t seed) 
   }
 }
 
+double first_answer_s(const WorkerLimits& limits, double flops) {
+  const double first_calls_s = 4.0 * flops / (limits.slowest_tflops * 1e12);
+  return std::min(limits.absolute_cap_s, std::max(limits.hang_floor_s, limits.compile_allowance_s + first_calls_s));
+}
+
 Measurement WorkerClient::measure(const Candidate& c, bool quick) {
   ensure_started();
   nlohmann::json req = {{"op", "measure"}, {"family", c.family}, {"config", c.config},
                          {"transform", to_string(c.transform)}, {"quick", quick}};
-  // Before the first heartbeat: the floor, or a slow kernel's time (0.05 TFLOP/s) many times.
-  double first = std::max(limits_.hang_floor_s, 20.0 * flops_ / 0.05e12);
   try {
-    nlohmann::json r = call(req, std::min(first, limits_.absolute_cap_s), limits_.absolute_cap_s);
+    nlohmann::json r = call(req, first_answer_s(limits_, flops_), limits_.absolute_cap_s);
     if (!r.value("ok", false)) {
       Measurement m;
       m.status = Status::runtime_fault;

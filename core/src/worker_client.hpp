@@ -21,7 +21,15 @@ struct WorkerLimits {
   double hang_factor = 50;     // ...or this many times its slowest call so far, whichever is longer
   double absolute_cap_s = 600; // no single request may take longer than this
   double setup_cap_s = 300;    // preparing a problem (buffers, float64 reference)
+  double compile_allowance_s = 60;  // a measure's first answer: its build (NVRTC) ...
+  double slowest_tflops = 0.25;     // ... and a first GPU call at this rate, a few times over
 };
+
+// How long a measure may stay silent before its first heartbeat: the build plus a few calls
+// of a kernel slower than any we have measured (naive, uncoalesced f32: 0.48 TFLOP/s on the
+// H200), at least the floor and at most the cap. (It was 20 calls at 0.05 TFLOP/s: a hung
+// build at 8192^3 then cost 440 s of a tune before it was called hung.)
+double first_answer_s(const WorkerLimits& limits, double flops);
 
 class WorkerClient : public Measurer {
  public:

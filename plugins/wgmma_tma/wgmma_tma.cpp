@@ -24,11 +24,16 @@ enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGrou
 
 constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
 constexpr int kProducerRegs = 40;      // setmaxnreg of the producer warpgroup ...
-constexpr int kConsumerRegs = 232;     // ... and of each consumer: 128 x (40 + 2 x 232) <= 65536
-// A 2x2 cluster's producer works out two multicast masks and slices per stage and needs a few
-// more (at 40, ptxas spills one register there); 128 x (48 + 2 x 232) = 65536, the whole file.
-constexpr int kProducerRegs2d = 48;
-constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384), below both
+constexpr int kConsumerRegs = 232;     // ... and of each consumer warpgroup
+constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384), between the two
+// A 2x2 cluster's producer works out two multicast masks and slices per stage: at 40 ptxas
+// spills 16 bytes there, so it gets 56 and its consumers 8 fewer.
+constexpr int kProducerRegs2d = 56, kConsumerRegs2d = 224;
+// setmaxnreg.inc takes its registers only from what this CTA's setmaxnreg.dec gave back (the
+// file's last 1,024 beyond 384 x 168 are not in that pool): asking more, the consumers wait
+// forever (1.2's 2x2 clusters gave the producer 48 beside consumers of 232, and hung).
+static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * kEntryRegs, "consumers ask more registers than the producer frees");
+static_assert(kProducerRegs2d + 2 * kConsumerRegs2d <= 3 * kEntryRegs, "consumers ask more registers than the producer frees");
 constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 232 registers
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
@@ -196,7 +201,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("CLUSTER_M", pl.cluster_m),
       define("CLUSTER_N", pl.cluster_n),
       define("PRODUCER_REGS", pl.cluster_m > 1 && pl.cluster_n > 1 ? kProducerRegs2d : kProducerRegs),
-      define("CONSUMER_REGS", kConsumerRegs),
+      define("CONSUMER_REGS", pl.cluster_m > 1 && pl.cluster_n > 1 ? kConsumerRegs2d : kConsumerRegs),
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
   });
