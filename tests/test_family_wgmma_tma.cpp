@@ -341,3 +341,31 @@ TEST_CASE("wgmma_tma is correct at cluster edges, uneven splits, both consumer l
   CHECK(jobs.size() >= 60);
   test::check_correct(fam, jobs);
 }
+
+TEST_CASE("wgmma_tma: a persistent grid of clusters holds only the clusters that run at once", "[gpu][wgmma_tma]") {
+  GT_REQUIRE_GPU();
+  const Family& fam = family();
+  const DeviceInfo dev = device_info(0);
+  Problem p = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn);
+  Space s = fam.space(p, dev.limits);
+  Compiler compiler(nullptr);
+  for (const char* c : {"cluster=2x1,persistent=yes", "cluster=2x2,persistent=yes", "bm=256,bn=128,cluster=4x1,persistent=yes"}) {
+    Built b = build_runnable(fam, p, cfg(s, c), Transform::none, dev.limits, dev.arch(), compiler);
+    INFO(c << ": " << b.message);
+    REQUIRE(b.run);
+    const LaunchGeometry& g = b.run->geometry();
+    const uint32_t size = g.cluster[0];
+    int fit = 0;
+    {
+      LoadedKernel k(b.compile.cubin, "gemm_wgmma_tma", g.smem);
+      fit = k.max_active_clusters(g);
+    }
+    INFO("clusters of " << size << " that fit at once: " << fit << "; grid " << g.grid[0]);
+    REQUIRE(fit > 0);
+    CHECK(g.grid[0] % size == 0);
+    CHECK(g.grid[0] <= uint32_t(fit) * size);
+    CHECK(g.grid[0] <= uint32_t(dev.limits.sm_count));
+    CHECK(g.grid[0] == std::min(uint32_t(fit) * size, uint32_t(dev.limits.sm_count) / size * size));
+    WARN(c << ": " << fit << " clusters of " << size << " fit at once on " << dev.limits.sm_count << " SMs");
+  }
+}

@@ -137,6 +137,13 @@ TEST_CASE("requests: a persistent grid is sized from the SM count in whole clust
   CHECK(ks.launch_grid(132)[0] == 132);
   CHECK(ks.launch_grid(133)[0] == 132);  // rounded down to whole clusters
   CHECK(ks.launch_grid(1)[0] == 2);      // at least one cluster
+  // Clusters that fit at once (cudaOccupancyMaxActiveClusters x the cluster's size) cap it too:
+  // where only 32 clusters of 4 fit at once on 132 SMs, 128 CTAs, not 33 clusters.
+  ks.cluster[0] = 4;
+  CHECK(ks.launch_grid(132)[0] == 132);
+  CHECK(ks.launch_grid(132, 32 * 4)[0] == 128);
+  CHECK(ks.launch_grid(132, 1000)[0] == 132);  // the SMs still cap it
+  ks.cluster[0] = 2;
   ks.grid_per_sm = 2;
   CHECK(ks.launch_grid(114)[0] == 228);
   ks.grid[0] = 100;

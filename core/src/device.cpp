@@ -206,6 +206,27 @@ cudaError_t LoadedKernel::launch(const LaunchGeometry& g, cudaStream_t s, void**
   return cudaLaunchKernelExC(&cfg, fn, args);
 }
 
+int LoadedKernel::max_active_clusters(const LaunchGeometry& g) const {
+  if (g.cluster[0] * g.cluster[1] * g.cluster[2] <= 1) return 0;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
+  cfg.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
+  cfg.dynamicSmemBytes = g.smem;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = g.cluster[0];
+  attr.val.clusterDim.y = g.cluster[1];
+  attr.val.clusterDim.z = g.cluster[2];
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(kernel_), &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: the launch itself will say what is wrong
+    return 0;
+  }
+  return n;
+}
+
 std::pair<size_t, size_t> memory_info() {
   size_t f = 0, t = 0;
   cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");

@@ -80,6 +80,9 @@ class LoadedKernel {
   // trailing ones are not read); a cluster through cudaLaunchKernelEx. Returns the launch
   // error (not thrown).
   cudaError_t launch(const LaunchGeometry& g, cudaStream_t s, void** args) const;
+  // How many clusters of `g`'s shape (block, shared memory, cluster) can run at once on the
+  // current device (cudaOccupancyMaxActiveClusters); 0 for a plain launch or when it cannot say.
+  int max_active_clusters(const LaunchGeometry& g) const;
 
  private:
   cudaLibrary_t lib_ = nullptr;

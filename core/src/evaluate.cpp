@@ -11,20 +11,25 @@ std::unique_ptr<Runnable> Runnable::from_kernel(const KernelSpec& spec, const st
   auto r = std::unique_ptr<Runnable>(new Runnable());
   r->p_ = p;
   r->spec_ = spec;
-  const auto grid = spec.launch_grid(dev.sm_count);
+  r->kernel_ = std::make_unique<LoadedKernel>(cubin, spec.kernel_name, spec.dynamic_smem);
   for (int i = 0; i < 3; ++i) {
-    r->geometry_.grid[i] = grid[size_t(i)];
+    r->geometry_.grid[i] = spec.grid[i];
     r->geometry_.block[i] = spec.block[i];
     r->geometry_.cluster[i] = spec.cluster[i];
   }
   r->geometry_.smem = spec.dynamic_smem;
+  // A persistent grid of clusters: as many CTAs as the clusters that fit at once.
+  const int co_resident = spec.grid_per_sm > 0 && spec.clustered()
+                              ? r->kernel_->max_active_clusters(r->geometry_) * int(spec.cluster[0] * spec.cluster[1] * spec.cluster[2])
+                              : 0;
+  const auto grid = spec.launch_grid(dev.sm_count, co_resident);
+  for (int i = 0; i < 3; ++i) r->geometry_.grid[i] = grid[size_t(i)];
   for (auto& m : spec.tensor_maps) {
     Refused why;
     auto shape = tensor_map_shape(p, m, &why);
     if (!shape) throw RuntimeFailure("tensor map: " + why.why);  // Family::build refused these already
     r->map_shapes_.push_back(*shape);
   }
-  r->kernel_ = std::make_unique<LoadedKernel>(cubin, spec.kernel_name, spec.dynamic_smem);
   if (spec.workspace_bytes) {
     r->workspace_ = DeviceBuffer(spec.workspace_bytes);
     if (spec.workspace_zero != GT_WORKSPACE_ZERO_NEVER)

@@ -76,11 +76,12 @@ std::string_view refusal_name(gt_refusal code) {
   return "?";
 }
 
-std::array<uint32_t, 3> KernelSpec::launch_grid(int sm_count) const {
+std::array<uint32_t, 3> KernelSpec::launch_grid(int sm_count, int co_resident_ctas) const {
   std::array<uint32_t, 3> g{grid[0], grid[1], grid[2]};
   if (grid_per_sm > 0 && sm_count > 0) {
     const uint32_t c = std::max(1u, cluster[0]);
-    const uint64_t cap = uint64_t(grid_per_sm) * uint64_t(sm_count);
+    uint64_t cap = uint64_t(grid_per_sm) * uint64_t(sm_count);
+    if (co_resident_ctas > 0) cap = std::min<uint64_t>(cap, uint64_t(co_resident_ctas));
     g[0] = uint32_t(std::max<uint64_t>(c, std::min<uint64_t>(g[0], cap) / c * c));
   }
   return g;

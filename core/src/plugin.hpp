@@ -43,8 +43,12 @@ struct KernelSpec {
   std::array<int64_t, GT_SCALARS> scalars{};
 
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
-  // The grid launched on a device with `sm_count` SMs (the persistent cap applied).
-  std::array<uint32_t, 3> launch_grid(int sm_count) const;
+  // The grid launched on a device with `sm_count` SMs (the persistent cap applied). A
+  // persistent grid of clusters is also capped at `co_resident_ctas` (> 0: the CTAs of the
+  // clusters that can run at once, cudaOccupancyMaxActiveClusters x the cluster's size): a
+  // cluster must fit in one GPC, so 4-CTA clusters may not fill every SM, and a cluster that
+  // waits for a free GPC runs its whole share of the tiles after the others.
+  std::array<uint32_t, 3> launch_grid(int sm_count, int co_resident_ctas = 0) const;
   // The architecture to compile for on `arch` ("sm_90" -> "sm_90a" when arch_specific).
   std::string compile_arch(const std::string& arch) const;
   // What a person reads of the requests: "cluster 2x1x1, persistent (1 per SM), 232448 B
