@@ -186,39 +186,37 @@ LoadedKernel::~LoadedKernel() {
   if (lib_) cudaLibraryUnload(lib_);
 }
 
+// A cluster launch's configuration (no stream); `attr` holds the cluster's shape and must
+// outlive the configuration, which points at it.
+static cudaLaunchConfig_t cluster_launch_config(const LaunchGeometry& g, cudaLaunchAttribute& attr) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
+  cfg.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
+  cfg.dynamicSmemBytes = g.smem;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = g.cluster[0];
+  attr.val.clusterDim.y = g.cluster[1];
+  attr.val.clusterDim.z = g.cluster[2];
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 cudaError_t LoadedKernel::launch(const LaunchGeometry& g, cudaStream_t s, void** args) const {
   const void* fn = reinterpret_cast<const void*>(kernel_);
   if (g.cluster[0] * g.cluster[1] * g.cluster[2] <= 1)
     return cudaLaunchKernel(fn, dim3(g.grid[0], g.grid[1], g.grid[2]), dim3(g.block[0], g.block[1], g.block[2]), args,
                             g.smem, s);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
-  cfg.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
-  cfg.dynamicSmemBytes = g.smem;
-  cfg.stream = s;
   cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = g.cluster[0];
-  attr.val.clusterDim.y = g.cluster[1];
-  attr.val.clusterDim.z = g.cluster[2];
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cudaLaunchConfig_t cfg = cluster_launch_config(g, attr);
+  cfg.stream = s;
   return cudaLaunchKernelExC(&cfg, fn, args);
 }
 
 int LoadedKernel::max_active_clusters(const LaunchGeometry& g) const {
   if (g.cluster[0] * g.cluster[1] * g.cluster[2] <= 1) return 0;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
-  cfg.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
-  cfg.dynamicSmemBytes = g.smem;
   cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = g.cluster[0];
-  attr.val.clusterDim.y = g.cluster[1];
-  attr.val.clusterDim.z = g.cluster[2];
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = cluster_launch_config(g, attr);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(kernel_), &cfg) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: the launch itself will say what is wrong
