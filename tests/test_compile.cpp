@@ -100,6 +100,72 @@ TEST_CASE("ptxas resource reports are parsed", "[compile]") {
   CHECK(r.static_smem == 33792);
 }
 
+TEST_CASE("a cubin's own ELF says what ptxas's log says: registers, stack frame, spills", "[compile]") {
+  // Read when NVRTC's log lacks ptxas's lines (it came back empty for some builds on the H200
+  // machine). A kernel with no stack, one with a dynamically indexed local array (a stack
+  // frame, so spills are not known from the ELF), one with static shared memory, and cubins
+  // we cannot read.
+  static const char* src = R"(
+extern "C" __global__ void plain(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void stacked(float* x, const int* idx) {
+  float a[256];
+  for (int j = 0; j < 256; ++j) a[idx[j] & 255] = x[j * blockDim.x + threadIdx.x];
+  x[threadIdx.x] = a[idx[threadIdx.x] & 255];
+}
+extern "C" __global__ void shared(float* x) {
+  __shared__ float s[1000];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  x[threadIdx.x] = s[999 - threadIdx.x];
+})";
+  Compiler compiler(nullptr);
+  for (const char* name : {"plain", "stacked", "shared"}) {
+    CompileRequest req;
+    req.source = src;
+    req.source_name = "resources.cu";
+    req.kernel_name = name;
+    req.options = {"-DKERNEL=" + std::string(name)};
+    CompileResult r = compiler.compile(req);
+    INFO(name << "\n" << r.log);
+    REQUIRE(r.ok);
+    const Resources log = parse_resources(r.log), elf = cubin_resources(r.cubin);
+    REQUIRE(log.registers > 0);
+    // One source, three kernels in every cubin: the ELF gives the largest of each.
+    CHECK(elf.registers >= log.registers);
+    CHECK(elf.stack_bytes >= log.stack_bytes);
+    CHECK(log.static_smem == 4000);
+    CHECK(elf.static_smem == -1);  // not read off the ELF (sm_90's section holds 1 KiB more)
+    CHECK(elf.stack_bytes > 0);          // the local array's frame
+    CHECK(elf.spill_stores == -1);       // a frame: whether any of it is spills is not in the ELF
+    // With the log gone, the ELF fills in; with it, the log stands.
+    CHECK(resources_of("", r.cubin).registers == elf.registers);
+    CHECK(resources_of(r.log, r.cubin).registers == log.registers);
+    CHECK(resources_of(r.log, r.cubin).spill_stores == log.spill_stores);
+  }
+  CHECK(cubin_resources("not an ELF").registers == -1);
+  CHECK(cubin_resources(std::string("\x7f" "ELF\x02", 5) + std::string(100, '\xff')).registers == -1);
+}
+
+TEST_CASE("a kernel with no stack reads the same from its ELF as from ptxas's log", "[compile]") {
+  auto reg = PluginRegistry::load({test::plugin_dir()});
+  const Family& naive = reg.get("naive");
+  const gt_device d = arch_limits("sm_90");
+  Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
+  Space s = naive.space(p, d);
+  auto req = compile_request(naive, p, s.default_config(), d, "sm_90", nullptr, nullptr);
+  REQUIRE(req);
+  CompileResult r = Compiler(nullptr).compile(*req);
+  REQUIRE(r.ok);
+  const Resources log = parse_resources(r.log), elf = cubin_resources(r.cubin);
+  INFO(r.log);
+  REQUIRE(log.registers > 0);
+  CHECK(elf.registers == log.registers);
+  CHECK(elf.stack_bytes == 0);
+  CHECK(log.stack_bytes == 0);
+  CHECK(elf.spill_stores == 0);  // no frame: no spills
+  CHECK(elf.spill_loads == 0);
+}
+
 TEST_CASE("gemmtune compile builds each distinct kernel once and says how many candidates share them",
           "[compile][cli]") {
   // wgmma_tma's raster, group, persistent and split values are launch scalars: thousands of

@@ -248,6 +248,11 @@ TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]
     REQUIRE(j.result.ok);
     CHECK(j.result.res.spill_stores == 0);
     CHECK(j.result.res.spill_loads == 0);
+    // What is read when NVRTC's log lacks ptxas's lines: the cubin's own ELF agrees.
+    const Resources elf = cubin_resources(j.result.cubin);
+    CHECK(elf.registers == parse_resources(j.result.log).registers);
+    CHECK(elf.stack_bytes == 0);
+    CHECK(elf.spill_stores == 0);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -62,6 +63,87 @@ fs::path default_cache_dir() {
   return fs::temp_directory_path() / "gemmtune-cache";
 }
 
+namespace {
+// ELF64 little-endian, as NVRTC writes cubins; every read checked against the buffer.
+template <class T>
+bool read_at(const std::string& b, uint64_t off, T& out) {
+  if (off > b.size() || b.size() - off < sizeof(T)) return false;
+  std::memcpy(&out, b.data() + off, sizeof(T));
+  return true;
+}
+constexpr uint8_t kEiFormatSval = 0x04;   // an attribute with a sized payload
+constexpr uint8_t kEiAttrFrameSize = 0x11;
+constexpr uint8_t kEiAttrRegCount = 0x2f;
+}  // namespace
+
+Resources cubin_resources(const std::string& b) {
+  Resources r;
+  if (b.size() < 64 || b.compare(0, 4, "\x7f" "ELF") != 0 || b[4] != 2 /* 64-bit */) return r;
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
+  if (!read_at(b, 0x28, shoff) || !read_at(b, 0x3a, shentsize) || !read_at(b, 0x3c, shnum) ||
+      !read_at(b, 0x3e, shstrndx) || shentsize < 64 || shstrndx >= shnum)
+    return r;
+  struct Section {
+    uint32_t name;
+    uint64_t off, size;
+  };
+  std::vector<Section> secs;
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const uint64_t h = shoff + uint64_t(i) * shentsize;
+    Section s{};
+    if (!read_at(b, h, s.name) || !read_at(b, h + 0x18, s.off) || !read_at(b, h + 0x20, s.size)) return r;
+    secs.push_back(s);
+  }
+  auto name_of = [&](const Section& s) {
+    const uint64_t at = secs[shstrndx].off + s.name;
+    if (at >= b.size()) return std::string();
+    return std::string(b.c_str() + at, strnlen(b.c_str() + at, b.size() - at));
+  };
+  int regs = -1, frame = -1;
+  for (auto& s : secs) {
+    const std::string n = name_of(s);
+    if (n != ".nv.info") continue;
+    // Attributes: format byte, attribute byte, then a 16-bit size and that many bytes
+    // (kEiFormatSval), or a 16-bit value (format 3), 4 bytes in all (format 2), or 2 (format 1).
+    for (uint64_t p = s.off; p + 2 <= s.off + s.size;) {
+      const uint8_t fmt = uint8_t(b[p]), attr = uint8_t(b[p + 1]);
+      if (fmt == kEiFormatSval) {
+        uint16_t size = 0;
+        if (!read_at(b, p + 2, size)) break;
+        uint32_t value = 0;  // payload: the function's symbol index, then the value
+        if (size == 8 && read_at(b, p + 8, value)) {
+          if (attr == kEiAttrRegCount) regs = std::max(regs, int(value));
+          if (attr == kEiAttrFrameSize) frame = std::max(frame, int(value));
+        }
+        p += 4 + uint64_t(size);
+      } else if (fmt == 3 || fmt == 2) {
+        p += 4;
+      } else if (fmt == 1) {
+        p += 2;
+      } else {
+        break;  // a format we do not know: stop rather than misread
+      }
+    }
+  }
+  if (regs < 0) return r;  // not a cubin we can read
+  r.registers = regs;
+  r.stack_bytes = frame < 0 ? 0 : frame;
+  r.spill_stores = r.spill_loads = r.stack_bytes == 0 ? 0 : -1;
+  return r;
+}
+
+Resources resources_of(const std::string& log, const std::string& cubin) {
+  Resources r = parse_resources(log);
+  if (r.registers >= 0 && r.spill_stores >= 0) return r;
+  const Resources c = cubin_resources(cubin);
+  for (auto [mine, theirs] : {std::pair{&r.registers, c.registers}, {&r.spill_stores, c.spill_stores},
+                               {&r.spill_loads, c.spill_loads}, {&r.stack_bytes, c.stack_bytes},
+                               {&r.static_smem, c.static_smem}})
+    if (*mine < 0) *mine = theirs;
+  return r;
+}
+
 CubinCache::CubinCache(fs::path dir) : dir_(std::move(dir)) {}
 
 fs::path CubinCache::cubin_path(const std::string& key) const { return dir_ / key.substr(0, 2) / (key + ".cubin"); }
@@ -76,7 +158,6 @@ std::optional<CompileResult> CubinCache::get(const std::string& key) const {
     r.key = key;
     r.ok = j.at("ok").get<bool>();
     r.log = j.at("log").get<std::string>();
-    r.res = parse_resources(r.log);
     r.from_cache = true;
     if (r.ok) {
       std::ifstream cf(cubin_path(key), std::ios::binary);
@@ -86,6 +167,7 @@ std::optional<CompileResult> CubinCache::get(const std::string& key) const {
       r.cubin = ss.str();
       if (r.cubin.size() != j.at("cubin_bytes").get<size_t>()) return std::nullopt;  // torn write
     }
+    r.res = resources_of(r.log, r.cubin);
     return r;
   } catch (...) {
     return std::nullopt;  // a damaged entry is recompiled
@@ -172,7 +254,7 @@ CompileResult Compiler::compile(const CompileRequest& req) const {
   }
   nvrtcDestroyProgram(&prog);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.res = parse_resources(r.log);
+  r.res = resources_of(r.log, r.cubin);
   if (cache_) cache_->put(r);
   return r;
 }

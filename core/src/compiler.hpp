@@ -52,6 +52,15 @@ std::string nvrtc_version();
 std::string cuda_include_dir();
 // Parse ptxas -v output.
 Resources parse_resources(const std::string& log);
+// The same read off the cubin's ELF, for when the log lacks ptxas's lines (on the H200 machine
+// NVRTC's log sometimes came back empty for a compile that succeeded): registers and stack
+// frame from the `.nv.info` attributes (the largest over the cubin's functions), and spills 0
+// when there is no stack frame at all (spills live in it), else unknown (-1). Static shared
+// memory stays unknown (on sm_90 the section also holds 1 KiB the system reserves). Every
+// field unknown for what is not an ELF cubin.
+Resources cubin_resources(const std::string& cubin);
+// parse_resources(log), each field it could not read taken from cubin_resources(cubin).
+Resources resources_of(const std::string& log, const std::string& cubin);
 
 // cubins on disk, keyed by hash(source, options, arch, NVRTC version, family + version).
 class CubinCache {
