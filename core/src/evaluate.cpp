@@ -13,7 +13,7 @@ std::unique_ptr<Runnable> Runnable::from_kernel(const KernelSpec& spec, const st
   r->spec_ = spec;
   r->kernel_ = std::make_unique<LoadedKernel>(cubin, spec.kernel_name, spec.dynamic_smem);
   for (int i = 0; i < 3; ++i) {
-    r->geometry_.grid[i] = spec.grid[i];
+    r->geometry_.grid[i] = spec.grid[i];  // as asked (whole clusters) for the occupancy query; capped below
     r->geometry_.block[i] = spec.block[i];
     r->geometry_.cluster[i] = spec.cluster[i];
   }

@@ -23,18 +23,21 @@ enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
 enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
 
 constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
-constexpr int kProducerRegs = 40;      // setmaxnreg of the producer warpgroup ...
-constexpr int kConsumerRegs = 232;     // ... and of each consumer warpgroup
-constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384), between the two
+constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384)
+// setmaxnreg of the producer warpgroup and of each consumer warpgroup. setmaxnreg.inc takes
+// its registers only from what this CTA's setmaxnreg.dec gave back (the file's last 1,024
+// beyond 384 x 168 are not in that pool): asking more, the consumers wait forever (1.2's 2x2
+// clusters gave the producer 48 beside consumers of 232, and hung).
+struct RegisterSplit {
+  int producer, consumer;
+  constexpr bool fits() const { return producer + 2 * consumer <= 3 * kEntryRegs; }
+};
+constexpr RegisterSplit kRegs{40, 232};
 // A 2x2 cluster's producer works out two multicast masks and slices per stage: at 40 ptxas
 // spills 16 bytes there, so it gets 56 and its consumers 8 fewer.
-constexpr int kProducerRegs2d = 56, kConsumerRegs2d = 224;
-// setmaxnreg.inc takes its registers only from what this CTA's setmaxnreg.dec gave back (the
-// file's last 1,024 beyond 384 x 168 are not in that pool): asking more, the consumers wait
-// forever (1.2's 2x2 clusters gave the producer 48 beside consumers of 232, and hung).
-static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * kEntryRegs, "consumers ask more registers than the producer frees");
-static_assert(kProducerRegs2d + 2 * kConsumerRegs2d <= 3 * kEntryRegs, "consumers ask more registers than the producer frees");
-constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 232 registers
+constexpr RegisterSplit kRegs2x2{56, 224};
+static_assert(kRegs.fits() && kRegs2x2.fits(), "consumers ask more registers than the producer frees");
+constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 224 registers
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 
@@ -129,7 +132,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   const int64_t acc = int64_t(pl.m_sub) * pl.wn / 2;
   if (acc > kMaxAccumulators)
     throw Refusal(GT_REFUSAL_RESOURCES, str(pl.wm) + "x" + str(pl.wn) + " per consumer needs " + str(acc) +
-                                            " fp32 accumulators per thread; " + str(kConsumerRegs) +
+                                            " fp32 accumulators per thread; " + str(kRegs2x2.consumer) +
                                             " registers leave room for " + str(kMaxAccumulators));
   pl.threads = int(128 * (consumers + 1));
   if (pl.threads > d.max_threads_per_block)
@@ -186,6 +189,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
 Launch launch(const gt_problem& p, const Plan& pl) {
   const int64_t bm = pl.c[pBm], bn = pl.c[pBn];
   const int cluster = pl.cluster_m * pl.cluster_n;
+  const RegisterSplit regs = pl.cluster_m > 1 && pl.cluster_n > 1 ? kRegs2x2 : kRegs;
   Launch l = kernel_launch(k_wgmma_tma, k_wgmma_tma_name, "gemm_wgmma_tma", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
@@ -200,8 +204,8 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("INFLIGHT", pl.c[pInflight]),
       define("CLUSTER_M", pl.cluster_m),
       define("CLUSTER_N", pl.cluster_n),
-      define("PRODUCER_REGS", pl.cluster_m > 1 && pl.cluster_n > 1 ? kProducerRegs2d : kProducerRegs),
-      define("CONSUMER_REGS", pl.cluster_m > 1 && pl.cluster_n > 1 ? kConsumerRegs2d : kConsumerRegs),
+      define("PRODUCER_REGS", regs.producer),
+      define("CONSUMER_REGS", regs.consumer),
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
   });
