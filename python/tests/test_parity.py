@@ -14,7 +14,7 @@ from conftest import LLM_TABLE
 
 # (M, N, K, dtype, layout) that are not entries.
 NEAREST_AND_DEFAULT = [
-    (1, 20000, 4096, "bf16", "nn"),     # nearest: 1x22016x4096, a wmma entry
+    (1, 20000, 4096, "bf16", "nn"),     # nearest: 1x22016x4096
     (2, 22016, 4096, "bf16", "nn"),
     (4095, 4097, 4096, "f16", "nn"),    # misaligned: no entry serves it
     (1, 4096, 4096, "f16", "nn"),       # a dtype the table has no entry of
