@@ -40,7 +40,7 @@ class Loop {
   SearchResult run() {
     for (;;) {
       refill();
-      progress_.seconds = ev_.seconds();
+      progress_.seconds = clock();
       if (ev_.stop_requested()) {
         r_.stop_reason = "interrupted";
         break;
@@ -57,7 +57,7 @@ class Loop {
       pending_.pop_front();
       observe(p.config, p.answer ? *p.answer : ev_.evaluate(p.config));
     }
-    r_.seconds = ev_.seconds();
+    r_.seconds = clock();
     return std::move(r_);
   }
 
@@ -79,7 +79,7 @@ class Loop {
   // (bayes) would take another path than the run that measured them.
   void refill() {
     while (!exhausted_ && pending_.size() < lookahead_) {
-      progress_.seconds = ev_.seconds();
+      progress_.seconds = clock();
       if (budget_.exhausted(progress_) || ev_.stop_requested()) return;
       const size_t want = std::min<uint64_t>(lookahead_ - pending_.size(), budget_.remaining(progress_, pending_.size()));
       if (want == 0) return;
@@ -97,7 +97,11 @@ class Loop {
     }
   }
 
+  // The budget's clock: the evaluator's, plus what the stored answers observed so far cost.
+  double clock() const { return ev_.seconds() + charged_s_; }
+
   void observe(const Config& c, const Outcome& o) {
+    charged_s_ += o.cost_s;
     Observation obs = to_observation(c, o);
     timed([&] {
       strategy_.observe(obs);
@@ -111,7 +115,7 @@ class Loop {
     } else {
       ++progress_.since_improvement;
     }
-    progress_.seconds = ev_.seconds();
+    progress_.seconds = clock();
     r_.best_trace.push_back(best_);
     r_.seconds_trace.push_back(progress_.seconds);
     if (o_.on_evaluated) o_.on_evaluated(obs, progress_);
@@ -130,6 +134,7 @@ class Loop {
   };
   std::deque<Pending> pending_;
   Progress progress_;
+  double charged_s_ = 0;  // the stored answers' costs, observed so far
   bool exhausted_ = false;
   double best_ = std::numeric_limits<double>::infinity();
   SearchResult r_;

@@ -20,6 +20,10 @@ struct Outcome {
   Status status = Status::ok;
   double median_us = kNaN;  // the figure: the median, or the mean at the power cap
   std::string message;
+  // An answer given ahead from the store: the seconds the GPU spent on it when it was measured,
+  // charged to the budget's clock in its turn. Free, a resumed search under a time budget would
+  // run on past the point where the first run stopped, measuring what that run never chose to.
+  double cost_s = 0;
 };
 using Objective = std::function<Outcome(const Config&)>;
 
@@ -40,8 +44,9 @@ class Evaluator {
   virtual std::optional<Outcome> ahead(const Config&) { return std::nullopt; }
   // Its turn: verify and time it, or ask the objective.
   virtual Outcome evaluate(const Config& c) = 0;
-  // Seconds since the search began, as its budget reads them: the wall clock, or the simulated
-  // clock of a replay (the seconds the recorded GPU would have spent).
+  // Seconds since the search began: the wall clock, or the simulated clock of a replay (the
+  // seconds the recorded GPU would have spent). The budget reads them plus the stored answers'
+  // costs (Outcome::cost_s).
   virtual double seconds() const = 0;
   // True when the search must stop after the evaluation in flight (Ctrl-C).
   virtual bool stop_requested() const { return false; }

@@ -384,7 +384,10 @@ class Tuner::Explorer : public Evaluator {
     bool stale_build = false;
     if (auto hit = t_.reusable(p_, plan_, c, &stale_build)) {
       ++out_.reused;
-      return counted(c, hit->m, hit->id);
+      Outcome o = counted(c, hit->m, hit->id);
+      // Its GPU seconds only: its compile overlapped other configs' measuring then.
+      o.cost_s = hit->m.measure_s;
+      return o;
     }
     if (stale_build) ++out_.stale_builds;  // stored with another build of this config: measured again
     std::shared_future<CompileResult> compile;  // invalid: nothing to compile

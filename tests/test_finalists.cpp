@@ -453,6 +453,42 @@ TEST_CASE("a warm re-tune keeps the stored winner even when exploration rows rea
   CHECK(f.decision.runner_up == "toy_x1");
 }
 
+// A search its time budget cut, tuned again from the store with the same budget (a resumed
+// job): the stored answers cost their GPU seconds, so the search stops about where the first
+// one stopped (free, it would run on through the rest of the space: the eleventh session's
+// resumed LLM job searched cuBLASLt's space 15 s further on every problem it had finished).
+TEST_CASE("a re-tune under a time budget charges the stored answers and stops about where the first run did", "[tune]") {
+  const Problem p = k512;
+  Toys toys({p}, {"toy"});
+  RetimingMeasurer meas(toys.rec, [](const Config& c) { return 100.0 + double(c[0]); });
+  test::TempDir tmp;
+  Store store = Store::open(tmp.path / "r.db");
+  TuneOptions o = toy_options();
+  // About three and a half of the toy's eight configs' simulated seconds.
+  o.budget.max_seconds = 3.5 * estimated_measure_s(100.0, o.quick_explore);
+  o.tune_id = "cold";
+  uint64_t cold_evaluated = 0;
+  {
+    Tuner t(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
+    ProblemOutcome po = t.tune(p, {"toy"});
+    REQUIRE(po.families.size() == 1);
+    cold_evaluated = po.families[0].evaluated;
+    CHECK(po.families[0].reused == 0);
+    REQUIRE(cold_evaluated >= 2);
+    REQUIRE(cold_evaluated < 8);  // the budget, not the space, ended it
+  }
+  o.tune_id = "resumed";
+  Tuner t(nullptr, meas, &store, nullptr, toys.spaces(), toys.prov(), o);
+  ProblemOutcome po = t.tune(p, {"toy"});
+  REQUIRE(po.families.size() == 1);
+  const FamilyOutcome& f = po.families[0];
+  CHECK(f.reused == cold_evaluated);
+  // No stored row holds the clock's settle and the unsettled first measurement before it, so
+  // the resumed clock runs a little behind the first run's and may take one config more; free,
+  // it took the rest of the space (8).
+  CHECK(f.evaluated <= cold_evaluated + 1);
+}
+
 // The one decision rule (search/decide.hpp), on its own: the fastest leads; the reference stays
 // unless beaten measurably and by the margin; the runner-up, tie and margin are data.
 TEST_CASE("the decision rule: a reference stays unless beaten measurably and by the margin", "[tune]") {
