@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -56,7 +57,9 @@ std::string sass_of(const std::string& cubin, const std::string& tool) {
   test::TempDir tmp;
   auto file = tmp.path / "k.cubin";
   test::write_file(file, cubin);
-  auto r = test::run_command(tool + " -sass " + file.string());
+  // cuobjdump runs nvdisasm from PATH; PyPI's copies share the folder cuobjdump is in.
+  const std::string dir = std::filesystem::path(tool).parent_path().string();
+  auto r = test::run_command((dir.empty() ? "" : "PATH='" + dir + "':\"$PATH\" ") + tool + " -sass " + file.string());
   REQUIRE(r.exit_code == 0);
   return r.out;
 }

@@ -16,14 +16,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# cuobjdump, for the tests that read the SASS of what NVRTC built (a CUDA toolkit installed
-# without it: PyPI has it as nvidia-cuda-cuobjdump).
-find_cuobjdump='import glob, nvidia, sys; sys.exit(not any(glob.glob(d + "/*/bin/cuobjdump") for d in nvidia.__path__))'
-if ! command -v cuobjdump >/dev/null && ! python3 -c "$find_cuobjdump" 2>/dev/null; then
-  echo "installing cuobjdump from PyPI (nvidia-cuda-cuobjdump)"
-  python3 -m pip install --quiet --user nvidia-cuda-cuobjdump 2>/dev/null ||
-    python3 -m pip install --quiet --user --break-system-packages nvidia-cuda-cuobjdump
-fi
+# cuobjdump and the nvdisasm it disassembles with, for the tests that read the SASS of what
+# NVRTC built (a CUDA toolkit installed without them: PyPI has them as nvidia-cuda-cuobjdump and
+# nvidia-cuda-nvdisasm, which land in one bin folder; the tests put that folder on PATH).
+for tool in cuobjdump nvdisasm; do
+  find_tool="import glob, nvidia, sys; sys.exit(not any(glob.glob(d + '/*/bin/$tool') for d in nvidia.__path__))"
+  if ! command -v $tool >/dev/null && ! python3 -c "$find_tool" 2>/dev/null; then
+    echo "installing $tool from PyPI (nvidia-cuda-$tool)"
+    python3 -m pip install --quiet --user nvidia-cuda-$tool 2>/dev/null ||
+      python3 -m pip install --quiet --user --break-system-packages nvidia-cuda-$tool
+  fi
+done
 if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
   echo "error: the CUDA toolkit (nvcc) was not found under /usr/local/cuda" >&2
   exit 1
