@@ -8,6 +8,7 @@
 //   2  goes silent for good (a hang before any GPU call completes)
 //   3  sends heartbeats of 0.01 s for a while, then goes silent (a hang after progress)
 //   4  answers ok but reports the CUDA context lost (the client must restart it)
+//   5  says its build is done ({"built": true}), then goes silent (a hang at the first launch)
 // `measure` before `problem` is an error, so a restarted worker that was not given the problem
 // again shows up. `retime` answers each candidate's time as `measure` would, with a +-0.1 %
 // interval; `settle` answers at once.
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
       if (mode == 1) return 7;
       if (mode == 2)
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (mode == 5) {
+        say({{"built", true}});
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
       if (mode == 3) {
         for (int i = 0; i < 20; ++i) {
           say({{"beat", 0.01}});

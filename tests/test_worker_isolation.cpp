@@ -77,3 +77,27 @@ TEST_CASE("a measure's first answer is awaited for its build and a slow first ca
   CHECK(first_answer_s(lim, flops(64)) == Approx(lim.compile_allowance_s));
   CHECK(first_answer_s(lim, flops(65536)) == lim.absolute_cap_s);
 }
+
+TEST_CASE("a kernel that hangs at its first launch is called hung at the floor once its build is done",
+          "[reliability][worker]") {
+  WorkerLimits lim;
+  lim.hang_floor_s = 0.5;
+  lim.compile_allowance_s = 3;  // what a silent build is given
+  lim.absolute_cap_s = 10;
+  lim.setup_cap_s = 5;
+  static const PluginRegistry none = PluginRegistry::load({});
+  WorkerClient w({(executable_dir() / "fake_worker").string()}, none, lim);
+  w.set_problem(Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn), Distribution::normal, 1);
+  auto timed = [&](int64_t mode) {
+    auto t0 = std::chrono::steady_clock::now();
+    Measurement m = w.measure(Candidate{"fake", nullptr, Config{mode}}, true);
+    CHECK(m.status == Status::timeout);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  // Silent from the start: a build that may still be running gets its allowance.
+  CHECK(timed(2) >= 3.0);
+  // Built, then silent: the first launch gets the floor, not the build's allowance again.
+  const double after_build = timed(5);
+  CHECK(after_build >= 0.5);
+  CHECK(after_build < 2.0);
+}

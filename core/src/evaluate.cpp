@@ -223,6 +223,7 @@ Evaluation evaluate(const Family& fam, const Problem& p, const Config& c, const 
       return ev;
     }
     run = std::move(b.run);
+    if (o.on_built) o.on_built();
     VerifyResult v = bench.verify(run->launch_fn());
     m.err_rel_fro = v.rel_fro;
     m.err_max_norm = v.max_norm;

@@ -11,6 +11,7 @@
 #include "transform.hpp"
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,6 +79,7 @@ struct EvaluateOptions {
   double settle_s = 0;  // settle the clock on this candidate before timing (0: the caller did)
   bool keep_trace = false;  // keep every sample and sensor reading in Evaluation::trace
   Transform transform = Transform::none;  // run the config through this transform
+  std::function<void()> on_built;  // after a successful build, before the first launch
 };
 
 struct Evaluation {

@@ -59,6 +59,7 @@ Measurement MeasureService::measure(const Candidate& c, bool quick) {
   o.quick = quick;
   o.timing = timing;
   o.transform = c.transform;
+  o.on_built = built;
   Evaluation ev = evaluate(*c.plugin, bench_->problem(), c.config, dev_, *bench_, compiler_, nullptr, o);
   if (ev.context_lost) context_lost_ = true;
   note_throttle(ev.m.throttle);

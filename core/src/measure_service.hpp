@@ -27,6 +27,7 @@ class MeasureService : public Measurer {
   bool context_lost() const { return context_lost_; }
   TimingOptions timing;  // for full measurements
   std::function<void(double)> heartbeat;  // after every completed GPU call (see ProblemBench)
+  std::function<void()> built;  // a measure's build is done: its first launch comes next
 
  private:
   void use_device() const;

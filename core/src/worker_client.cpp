@@ -131,7 +131,7 @@ void WorkerClient::restart() {
   }
 }
 
-nlohmann::json WorkerClient::call(const nlohmann::json& req, double first_wait_s, double cap_s) {
+nlohmann::json WorkerClient::call(const nlohmann::json& req, double first_wait_s, double cap_s, double after_build_s) {
   std::string line = req.dump() + "\n";
   for (size_t off = 0; off < line.size();) {
     ssize_t w = write(to_, line.data() + off, line.size() - off);
@@ -142,8 +142,11 @@ nlohmann::json WorkerClient::call(const nlohmann::json& req, double first_wait_s
     off += size_t(w);
   }
   auto t0 = Clock::now();
-  auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(first_wait_s));
-  auto hard = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cap_s));
+  auto after = [](Clock::time_point from, double s) {
+    return from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  auto deadline = after(t0, first_wait_s);
+  const auto hard = after(t0, cap_s);
   double slowest = 0;
   for (;;) {
     size_t nl;
@@ -160,7 +163,11 @@ nlohmann::json WorkerClient::call(const nlohmann::json& req, double first_wait_s
         // A completed GPU call: the worker is alive. Give it a margin over its slowest call.
         slowest = std::max(slowest, j["beat"].get<double>());
         double wait = std::max(limits_.hang_floor_s, limits_.hang_factor * slowest);
-        deadline = std::min(hard, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait)));
+        deadline = std::min(hard, after(Clock::now(), wait));
+        continue;
+      }
+      if (j.contains("built")) {
+        if (after_build_s > 0 && slowest == 0) deadline = std::min(hard, after(Clock::now(), after_build_s));
         continue;
       }
       return j;
@@ -203,9 +210,17 @@ void WorkerClient::set_problem(const Problem& p, Distribution d, uint64_t seed) 
   }
 }
 
+static double first_calls_s(const WorkerLimits& limits, double flops) {
+  return 4.0 * flops / (limits.slowest_tflops * 1e12);
+}
+
 double first_answer_s(const WorkerLimits& limits, double flops) {
-  const double first_calls_s = 4.0 * flops / (limits.slowest_tflops * 1e12);
-  return std::min(limits.absolute_cap_s, std::max(limits.hang_floor_s, limits.compile_allowance_s + first_calls_s));
+  return std::min(limits.absolute_cap_s,
+                  std::max(limits.hang_floor_s, limits.compile_allowance_s + first_calls_s(limits, flops)));
+}
+
+double first_calls_wait_s(const WorkerLimits& limits, double flops) {
+  return std::min(limits.absolute_cap_s, std::max(limits.hang_floor_s, first_calls_s(limits, flops)));
 }
 
 Measurement WorkerClient::measure(const Candidate& c, bool quick) {
@@ -213,7 +228,8 @@ Measurement WorkerClient::measure(const Candidate& c, bool quick) {
   nlohmann::json req = {{"op", "measure"}, {"family", c.family}, {"config", c.config},
                          {"transform", to_string(c.transform)}, {"quick", quick}};
   try {
-    nlohmann::json r = call(req, first_answer_s(limits_, flops_), limits_.absolute_cap_s);
+    nlohmann::json r =
+        call(req, first_answer_s(limits_, flops_), limits_.absolute_cap_s, first_calls_wait_s(limits_, flops_));
     if (!r.value("ok", false)) {
       Measurement m;
       m.status = Status::runtime_fault;

@@ -30,6 +30,9 @@ struct WorkerLimits {
 // H200), at least the floor and at most the cap. (It was 20 calls at 0.05 TFLOP/s: a hung
 // build at 8192^3 then cost 440 s of a tune before it was called hung.)
 double first_answer_s(const WorkerLimits& limits, double flops);
+// Once the worker says the build is done ({"built": ...}), only those first calls are left: a
+// kernel that hangs at its first launch costs the floor, not the build's allowance as well.
+double first_calls_wait_s(const WorkerLimits& limits, double flops);
 
 class WorkerClient : public Measurer {
  public:
@@ -57,8 +60,9 @@ class WorkerClient : public Measurer {
   void ensure_started();
   void stop(bool kill);
   void restart();
-  // Sends a request and waits for its reply, honouring heartbeats; throws Died.
-  nlohmann::json call(const nlohmann::json& req, double first_wait_s, double cap_s);
+  // Sends a request and waits for its reply, honouring heartbeats; throws Died. A "built"
+  // message restarts the wait at after_build_s (0: it is only read).
+  nlohmann::json call(const nlohmann::json& req, double first_wait_s, double cap_s, double after_build_s = 0);
   std::string exit_description();
 
   std::vector<std::string> argv_;

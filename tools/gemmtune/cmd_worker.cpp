@@ -64,6 +64,8 @@ static Command add_worker(CLI::App& app, Globals& g) {
                 slowest_since_beat = 0;
               }
             };
+            // The parent waits for a build longer than for a launch: tell it when the build is done.
+            svc->built = [&] { wire.send({{"built", true}}); };
             auto candidate = [&](const nlohmann::json& j) {
               const Family& f = g.plugins().get(j.at("family").get<std::string>());
               return Candidate{f.name(), &f, j.at("config").get<Config>(),
