@@ -99,14 +99,6 @@ TEST_CASE("wgmma_tma: refusals say why, with their codes", "[wgmma_tma]") {
   CHECK(code(big, "consumers=1,wg=n") == GT_REFUSAL_CONFIG);
   CHECK(code(big, "bn=192,consumers=2,wg=n") == GT_REFUSAL_CONFIG);  // 96 columns are not a wgmma N
   CHECK(code(big, "bm=64,consumers=2") == GT_REFUSAL_CONFIG);         // 32 rows per consumer
-  // 320 columns are two wgmma (192 + 128) for one consumer, not 160 for each of two; B stored
-  // N x K goes in one TMA box per CTA, at most 256 rows: 160 in a 2x1 cluster, 320 alone.
-  CHECK(code(big, "bn=320,stages=3") == GT_REFUSAL_NONE);
-  CHECK(code(big, "bn=320,consumers=2,wg=n,stages=3") == GT_REFUSAL_CONFIG);
-  const Problem big_nt = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nt);
-  CHECK(code(big_nt, "bn=320,stages=3,cluster=2x1") == GT_REFUSAL_NONE);
-  CHECK(code(big_nt, "bn=320,stages=3,cluster=1x1") == GT_REFUSAL_CONFIG);
-  CHECK(code(big, "bn=320,stages=3,cluster=1x1") == GT_REFUSAL_NONE);  // B stored K x N: boxes of 64 columns
   // The problem's shape: a 4x1 cluster needs four tiles along M, split-K needs k tiles.
   CHECK(code(Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn), "bm=128,cluster=4x1") ==
         GT_REFUSAL_SHAPE);
@@ -250,7 +242,7 @@ TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]
   Space s = fam.space(p, kHopper), st = fam.space(t, kHopper);
   for (const char* c : {"bm=64,bn=64,consumers=1,stages=2,cluster=1x1", "bm=256,bn=128,stages=4,cluster=1x2",
                         "bm=128,bn=192,stages=4,inflight=0,cluster=1x1", "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=4x1",
-                        "bm=128,bn=128,consumers=2,wg=n,stages=6,cluster=1x4", "bm=128,bn=320,stages=3,cluster=2x1"}) {
+                        "bm=128,bn=128,consumers=2,wg=n,stages=6,cluster=1x4"}) {
     REQUIRE(sample.add(p, cfg(s, c), "sm_90").empty());
     REQUIRE(sample.add(t, cfg(st, c), "sm_90").empty());
   }
@@ -284,7 +276,6 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
     std::vector<Config> cs = {s.default_config()};
     for (auto& c : fam.suggest(p, kHopper, 64, s.dims())) cs.push_back(c);
     cs.push_back(cfg(s, "bm=128,bn=256,stages=4,cluster=2x2"));  // the producer's busiest build
-    cs.push_back(cfg(s, "bm=128,bn=320,stages=3,cluster=2x2"));  // 160 accumulators in 224 registers
     for (auto& c : cs) {
       auto ks = fam.build(p, c, kHopper, nullptr);
       REQUIRE(ks);
@@ -340,8 +331,6 @@ TEST_CASE("wgmma_tma is correct at cluster edges, uneven splits, both consumer l
       "bm=128,bn=192,stages=4,inflight=0,cluster=1x1,persistent=yes,group=16",
       "bm=128,bn=256,stages=4,cluster=2x2,persistent=yes",
       "bm=128,bn=128,stages=6,cluster=2x2,persistent=no,raster=n,split=2",
-      "bm=128,bn=320,stages=3,cluster=2x1,persistent=yes",
-      "bm=128,bn=320,stages=4,cluster=1x1,persistent=no,split=2",  // no room for the TMA epilogue
   };
   std::vector<std::pair<Problem, Config>> jobs;
   size_t turn = 0;

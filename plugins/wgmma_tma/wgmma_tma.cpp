@@ -37,8 +37,7 @@ constexpr RegisterSplit kRegs{40, 232};
 // spills 16 bytes there, so it gets 56 and its consumers 8 fewer.
 constexpr RegisterSplit kRegs2x2{56, 224};
 static_assert(kRegs.fits() && kRegs2x2.fits(), "consumers ask more registers than the producer frees");
-constexpr int kMaxAccumulators = 160;  // fp32 accumulators per consumer thread within 224 registers
-constexpr int kMaxBoxRows = 256;       // a TMA box's dimensions are at most 256 elements
+constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 224 registers
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 
@@ -49,8 +48,8 @@ constexpr int64_t kPreferred[kParams] = {128, 256, 2, kAlongMRows, 4, 1, k2x1, k
 std::vector<ParamDef> param_defs(const int64_t* def) {
   return {
       {"bm", "block tile rows (each consumer's rows are one to four m64 wgmma tiles)", {64, 128, 256}, {}, def[pBm]},
-      {"bn", "block tile columns (each consumer's columns are the wgmma N of m64nNk16; 320 is two, of 192 and 128)",
-       {64, 128, 192, 256, 320}, {}, def[pBn]},
+      {"bn", "block tile columns (each consumer's columns are the wgmma N of m64nNk16)", {64, 128, 192, 256}, {},
+       def[pBn]},
       {"consumers", "consumer warpgroups issuing wgmma (beside the one producer warpgroup)", {1, 2}, {},
        def[pConsumers]},
       {"wg", "how two consumers share the tile: stacked along M (bm/2 rows each) or side by side along N (bn/2 columns)",
@@ -127,9 +126,8 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   if (pl.wm * (along_n ? 1 : consumers) != bm || pl.wm % 64 != 0)
     throw Refusal(GT_REFUSAL_CONFIG, "bm " + str(bm) + " does not split into " + str(consumers) +
                                          " warpgroups of whole m64 tiles");
-  if (pl.wn != 64 && pl.wn != 128 && pl.wn != 192 && pl.wn != 256 && pl.wn != 320)
-    throw Refusal(GT_REFUSAL_CONFIG, "each consumer's " + str(pl.wn) +
-                                         " columns are not a wgmma N (64, 128, 192, 256) or 192 + 128");
+  if (pl.wn != 64 && pl.wn != 128 && pl.wn != 192 && pl.wn != 256)
+    throw Refusal(GT_REFUSAL_CONFIG, "each consumer's " + str(pl.wn) + " columns are not a wgmma N (64, 128, 192, 256)");
   pl.m_sub = pl.wm / 64;
   const int64_t acc = int64_t(pl.m_sub) * pl.wn / 2;
   if (acc > kMaxAccumulators)
@@ -157,10 +155,6 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   pl.cluster_n = cfg[pCluster] == k1x2 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k1x4 ? 4 : 1;
   pl.a_kmajor = !a_transposed(p);
   pl.b_kmajor = b_transposed(p);
-  if (pl.b_kmajor && bn / pl.cluster_m > kMaxBoxRows)
-    throw Refusal(GT_REFUSAL_CONFIG, "B stored N x K is copied " + str(bn / pl.cluster_m) + " rows at a time here (bn " +
-                                         str(bn) + " over a cluster of " + str(pl.cluster_m) +
-                                         " along M); a TMA box holds at most " + str(kMaxBoxRows));
   pl.tiles_m = (p.m + bm - 1) / bm;
   pl.tiles_n = (p.n + bn - 1) / bn;
   if (pl.cluster_m > pl.tiles_m)
@@ -258,10 +252,6 @@ std::vector<int64_t> with(std::initializer_list<std::pair<P, int64_t>> changes) 
 const std::vector<std::vector<int64_t>>& candidates() {
   static const std::vector<std::vector<int64_t>> c = {
       with({}),
-      // cuBLASLt's pick at 8192^3 on the H200 is a 320x128 tile (N x M, column-major) in clusters
-      // sharing the 320-wide operand, 3 stages: 7 % fewer operand bytes per MAC than 128x256
-      // (448 / 40960 against 384 / 32768).
-      with({{pBn, 320}, {pStages, 3}}),
       with({{pCluster, k1x2}}),
       with({{pCluster, k2x2}}),
       with({{pCluster, k1x1}}),
@@ -346,8 +336,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
                                      "2x2 clusters sharing A along rows and B along columns"};
     const bool along_n = c[pWg] == kAlongNCols;
     const int64_t wm = along_n ? c[pBm] : c[pBm] / c[pConsumers], wn = along_n ? c[pBn] / c[pConsumers] : c[pBn];
-    const std::string instr = wn > 256 ? "m64n192k16 + m64n128k16" : "m64n" + str(wn) + "k16";
-    std::string s = "wgmma " + instr + ", block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
+    std::string s = "wgmma m64n" + str(wn) + "k16, block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
                     str(c[pConsumers]) + " consumer warpgroup" + (c[pConsumers] > 1 ? "s" : "") + " of " + str(wm) +
                     "x" + str(wn) + ", 1 TMA producer), " + str(c[pStages]) + " stages, " +
                     (c[pInflight] ? "a wgmma group in flight, " : "each group waited for, ") + clusters[c[pCluster]] +
@@ -362,7 +351,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.4",
+      "wgmma_tma", "1.3",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);

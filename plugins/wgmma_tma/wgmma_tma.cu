@@ -82,12 +82,6 @@ constexpr int WM = WG_ALONG_N ? BM : BM / CONSUMERS;  // rows of C per consumer 
 constexpr int WN = WG_ALONG_N ? BN / CONSUMERS : BN;  // columns per consumer: the wgmma N
 constexpr int M_SUB = WM / 64;                        // m64 wgmma tiles per consumer
 constexpr int ACC = WN / 2;                           // fp32 accumulators per thread per m64 tile
-// A consumer's columns in one wgmma, or two beside each other where they pass the
-// instruction's 256 (320 = 192 + 128: both parts start on a 64-column block of an MN-major B
-// stage). The two parts' accumulators follow each other, so register 4j + 2i + e is column 8j
-// of the whole width, as for one instruction: the epilogues do not change.
-constexpr int WN_FIRST = WN > 256 ? 192 : WN;
-constexpr int WN_SECOND = WN - WN_FIRST;
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 constexpr int A_STAGE_BYTES = BM * BK * 2;
@@ -122,8 +116,8 @@ __device__ __forceinline__ unsigned short b_mask(unsigned rank) {
 
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
 static_assert(WM % 64 == 0 && WM * CONSUMERS == BM * (WG_ALONG_N ? CONSUMERS : 1), "consumers tile the block tile");
-static_assert(WN == 64 || WN == 128 || WN == 192 || WN == 256 || WN == 320, "wgmma N of 64, 128, 192, 256 (or 192 + 128)");
-static_assert(M_SUB * ACC <= 160, "at most 160 accumulators per consumer thread");
+static_assert(WN == 64 || WN == 128 || WN == 192 || WN == 256, "wgmma N of 64, 128, 192 or 256");
+static_assert(M_SUB * ACC <= 128, "at most 128 accumulators per consumer thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "clusters of one, two or four CTAs");
 static_assert(CLUSTER_M * CLUSTER_N <= 4, "clusters of up to four CTAs (1-D, 2-D only as 2x2)");
 static_assert(STAGES >= 2, "a ring of at least two stages");
@@ -334,22 +328,12 @@ __device__ __forceinline__ void wgmma_n256(float* d, u64 da, u64 db, u32 accumul
       : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
 }
 
-template <int N, int TA, int TB>
+template <int TA, int TB>
 __device__ __forceinline__ void wgmma(float* d, u64 da, u64 db, u32 accumulate) {
-  if (N == 64) wgmma_n64<TA, TB>(d, da, db, accumulate);
-  if (N == 128) wgmma_n128<TA, TB>(d, da, db, accumulate);
-  if (N == 192) wgmma_n192<TA, TB>(d, da, db, accumulate);
-  if (N == 256) wgmma_n256<TA, TB>(d, da, db, accumulate);
-}
-
-// The B descriptor of this consumer's columns from n0 on, at step k16 of the stage: WN rows of
-// a K-major tile, WN/64 blocks of an MN-major one.
-__device__ __forceinline__ u64 b_desc(u32 b, int n0, int k16) {
-#if B_KMAJOR
-  return smem_desc(b + n0 * 128 + k16 * 32, 16, 1024);
-#else
-  return smem_desc(b + (n0 / 64) * 8192 + k16 * 2048, 8192, 1024);
-#endif
+  if (WN == 64) wgmma_n64<TA, TB>(d, da, db, accumulate);
+  if (WN == 128) wgmma_n128<TA, TB>(d, da, db, accumulate);
+  if (WN == 192) wgmma_n192<TA, TB>(d, da, db, accumulate);
+  if (WN == 256) wgmma_n256<TA, TB>(d, da, db, accumulate);
 }
 
 // ---- the tile schedule ----
@@ -615,8 +599,14 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
       wgmma_fence();
 #pragma unroll
       for (int k16 = 0; k16 < BK / 16; ++k16) {
-        const int n0 = WG_ALONG_N ? wg * WN : 0;  // this consumer's columns of the B stage
-        const u64 db = b_desc(b, n0, k16);
+        // This consumer's columns of the B stage: WN rows of a K-major tile, WN/64 blocks of an
+        // MN-major one.
+        const int n0 = WG_ALONG_N ? wg * WN : 0;
+#if B_KMAJOR
+        const u64 db = smem_desc(b + n0 * 128 + k16 * 32, 16, 1024);
+#else
+        const u64 db = smem_desc(b + (n0 / 64) * 8192 + k16 * 2048, 8192, 1024);
+#endif
 #pragma unroll
         for (int s = 0; s < M_SUB; ++s) {
           const int m64 = (WG_ALONG_N ? 0 : wg * M_SUB) + s;  // which 64-row slab of the block tile
@@ -625,11 +615,7 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
 #else
           const u64 da = smem_desc(a + m64 * 8192 + k16 * 2048, 8192, 1024);
 #endif
-          const u32 accumulate = (kt > w.kt_begin || k16 > 0) ? 1u : 0u;
-          wgmma<WN_FIRST, A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC, da, db, accumulate);
-          if (WN_SECOND > 0)
-            wgmma<WN_SECOND, A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC + WN_FIRST / 2, da,
-                                                                 b_desc(b, n0 + WN_FIRST, k16), accumulate);
+          wgmma<A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC, da, db, (kt > w.kt_begin || k16 > 0) ? 1u : 0u);
         }
       }
       wgmma_commit();
