@@ -217,6 +217,12 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ u64 smem_desc(u32 addr, u32 leading, u32 stride) {
   return u64((addr & 0x3FFFF) >> 4) | (u64(leading >> 4) << 16) | (u64(stride >> 4) << 32) | (1ull << 62);
 }
+// The same descriptor `bytes` further on in shared memory. Only the address field (the low 14
+// bits, in 16-byte units) moves, and nothing here carries out of it (shared memory ends below
+// 256 KB), so the main loop pays one 32-bit add per operand, not the descriptor's arithmetic.
+__device__ __forceinline__ u64 desc_advance(u64 desc, u32 bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | u32(u32(desc) + (bytes >> 4));
+}
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -590,31 +596,28 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
   float acc[M_SUB * ACC];
   int stage = 0, chunk = 0;
   u32 phase = 0;
+  // This consumer's operands in stage 0 at k = 0: its first 64-row slab of A (a slab is 8192
+  // bytes either way: 64 rows of 128 bytes K-major, one 64-wide block of 64 k rows MN-major) and
+  // its columns of B (WN rows of a K-major tile, WN/64 blocks of an MN-major one). A k16 step is
+  // 32 bytes along a K-major row, two 1024-byte groups of 8 k rows in an MN-major block.
+  const u32 a0 = stages + (WG_ALONG_N ? 0 : wg * M_SUB) * 8192;
+  const u32 b0 = stages + A_STAGE_BYTES + (WG_ALONG_N ? wg * WN : 0) * (B_KMAJOR ? 128 : 8192 / 64);
+  const u64 da0 = A_KMAJOR ? smem_desc(a0, 16, 1024) : smem_desc(a0, 8192, 1024);
+  const u64 db0 = B_KMAJOR ? smem_desc(b0, 16, 1024) : smem_desc(b0, 8192, 1024);
+  constexpr u32 A_K16 = A_KMAJOR ? 32 : 2048, B_K16 = B_KMAJOR ? 32 : 2048;
   for (long long u = first; u < sch.units; u += stride) {
     const Unit w = sch.unit(u, rank);
     int prev = -1;
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(full + 8 * stage, phase);
-      const u32 a = stages + stage * STAGE_BYTES, b = a + A_STAGE_BYTES;
+      const u32 at = stage * STAGE_BYTES;
       wgmma_fence();
 #pragma unroll
       for (int k16 = 0; k16 < BK / 16; ++k16) {
-        // This consumer's columns of the B stage: WN rows of a K-major tile, WN/64 blocks of an
-        // MN-major one.
-        const int n0 = WG_ALONG_N ? wg * WN : 0;
-#if B_KMAJOR
-        const u64 db = smem_desc(b + n0 * 128 + k16 * 32, 16, 1024);
-#else
-        const u64 db = smem_desc(b + (n0 / 64) * 8192 + k16 * 2048, 8192, 1024);
-#endif
+        const u64 db = desc_advance(db0, at + k16 * B_K16);
 #pragma unroll
         for (int s = 0; s < M_SUB; ++s) {
-          const int m64 = (WG_ALONG_N ? 0 : wg * M_SUB) + s;  // which 64-row slab of the block tile
-#if A_KMAJOR
-          const u64 da = smem_desc(a + m64 * 64 * 128 + k16 * 32, 16, 1024);
-#else
-          const u64 da = smem_desc(a + m64 * 8192 + k16 * 2048, 8192, 1024);
-#endif
+          const u64 da = desc_advance(da0, at + s * 8192 + k16 * A_K16);
           wgmma<A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC, da, db, (kt > w.kt_begin || k16 > 0) ? 1u : 0u);
         }
       }
@@ -682,7 +685,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const Schedule sch(M, N, K, scalars);
   const u32 rank = cluster_rank();
   const long long first = blockIdx.x / CLUSTER, stride = gridDim.x / CLUSTER;
-  const int wg = threadIdx.x / 128;
+  // Warp-uniform by construction (a shuffle from lane 0), so what derives from it (the consumers'
+  // descriptors) can live in uniform registers rather than be computed by every lane.
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
