@@ -72,6 +72,24 @@ int highest_register(const std::string& sass) {
   return hi;
 }
 
+// The main loop's cost beside its wgmma: vector integer instructions per HGMMA from the first
+// HGMMA to the first wait for every group (the end of a tile's k loop). Descriptor arithmetic
+// done per lane (1.3: about 13 per HGMMA) burned as much ALU as 22 % of the pipe at 8192^3 and
+// cost clock at the power cap; on the uniform datapath it is about 2 (docs/kernel-notes.md, 1.5).
+double vector_int_ops_per_hgmma(const std::string& sass) {
+  static const std::regex instruction(R"(/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_.]+)([^;]*);)");
+  static const std::regex vector_int(R"(^(LOP3|SHF|IMAD|IADD3|VIADD|LEA|SEL|PRMT|ISETP|MOV)\b)");
+  int hgmma = 0, vector = 0;
+  bool in_loop = false;
+  for (auto it = std::sregex_iterator(sass.begin(), sass.end(), instruction); it != std::sregex_iterator(); ++it) {
+    const std::string op = (*it)[1], rest = (*it)[2];
+    if (op.rfind("HGMMA", 0) == 0) in_loop = true, ++hgmma;
+    else if (in_loop && op == "WARPGROUP.DEPBAR.LE" && rest.find("0x0") != std::string::npos) break;
+    else if (in_loop && std::regex_search(op, vector_int)) ++vector;
+  }
+  return hgmma ? double(vector) / hgmma : 1e9;
+}
+
 }  // namespace
 
 TEST_CASE("wgmma_tma: refusals say why, with their codes", "[wgmma_tma]") {
@@ -309,6 +327,7 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
     if (tma_store) CHECK_THAT(sass, Catch::Contains("UTMASTG"));  // the epilogue's TMA stores
     CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
     CHECK(highest_register(sass) < consumer_regs.at(n - 1));  // the consumers' setmaxnreg
+    CHECK(vector_int_ops_per_hgmma(sass) <= 4.0);
   }
 }
 
