@@ -594,14 +594,16 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
   [[maybe_unused]] const int lane = tid % 32, warp = tid / 32;  // the register epilogue's
   const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
   float acc[M_SUB * ACC];
-  int stage = 0, chunk = 0;
+  int stage = 0;
+  [[maybe_unused]] int chunk = 0;  // the TMA epilogue's buffer turn
   u32 phase = 0;
   // This consumer's operands in stage 0 at k = 0: its first 64-row slab of A (a slab is 8192
   // bytes either way: 64 rows of 128 bytes K-major, one 64-wide block of 64 k rows MN-major) and
-  // its columns of B (WN rows of a K-major tile, WN/64 blocks of an MN-major one). A k16 step is
-  // 32 bytes along a K-major row, two 1024-byte groups of 8 k rows in an MN-major block.
+  // its columns of B (128 bytes a column either way: a K-major row, or 8192 bytes per 64-wide
+  // MN-major block). A k16 step is 32 bytes along a K-major row, two 1024-byte groups of 8 k rows
+  // in an MN-major block.
   const u32 a0 = stages + (WG_ALONG_N ? 0 : wg * M_SUB) * 8192;
-  const u32 b0 = stages + A_STAGE_BYTES + (WG_ALONG_N ? wg * WN : 0) * (B_KMAJOR ? 128 : 8192 / 64);
+  const u32 b0 = stages + A_STAGE_BYTES + (WG_ALONG_N ? wg * WN : 0) * 128;
   const u64 da0 = A_KMAJOR ? smem_desc(a0, 16, 1024) : smem_desc(a0, 8192, 1024);
   const u64 db0 = B_KMAJOR ? smem_desc(b0, 16, 1024) : smem_desc(b0, 8192, 1024);
   constexpr u32 A_K16 = A_KMAJOR ? 32 : 2048, B_K16 = B_KMAJOR ? 32 : 2048;
