@@ -604,8 +604,7 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
   // in an MN-major block.
   const u32 a0 = stages + (WG_ALONG_N ? 0 : wg * M_SUB) * 8192;
   const u32 b0 = stages + A_STAGE_BYTES + (WG_ALONG_N ? wg * WN : 0) * 128;
-  const u64 da0 = A_KMAJOR ? smem_desc(a0, 16, 1024) : smem_desc(a0, 8192, 1024);
-  const u64 db0 = B_KMAJOR ? smem_desc(b0, 16, 1024) : smem_desc(b0, 8192, 1024);
+  const u64 da0 = smem_desc(a0, A_KMAJOR ? 16 : 8192, 1024), db0 = smem_desc(b0, B_KMAJOR ? 16 : 8192, 1024);
   constexpr u32 A_K16 = A_KMAJOR ? 32 : 2048, B_K16 = B_KMAJOR ? 32 : 2048;
   for (long long u = first; u < sch.units; u += stride) {
     const Unit w = sch.unit(u, rank);
