@@ -4,7 +4,6 @@
 // grouped order, split-K with the partials added in a workspace. This file holds the space,
 // the constraints with their reasons, every derived quantity (tiles, shared memory, tensor
 // map boxes, workspace, launch geometry) and the defaults; wgmma_tma.cu is the kernel.
-// Stream-K (persistent grids) shares the k steps of the last rounds of tiles out evenly.
 #include <gemmtune/plugin_kit.hpp>
 
 #include "wgmma_tma_kernels.h"
@@ -21,7 +20,7 @@ using namespace gt_kit;
 enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2, k4x1 = 3, k1x4 = 4, k2x2 = 5 };
 enum Raster : int64_t { kAlongM = 0, kAlongN = 1 };
 enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
-enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, pStreamK, kParams };
+enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
 
 constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
 constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384)
@@ -33,18 +32,18 @@ struct RegisterSplit {
   int producer, consumer;
   constexpr bool fits() const { return producer + 2 * consumer <= 3 * kEntryRegs; }
 };
-// The producer gets 56: a 2x2 cluster's works out two multicast masks and slices per stage,
-// and every producer walks the stream-K schedule; at 40 (1.5 outside 2x2) ptxas spilled in both.
-// The consumers' 128 accumulators fit in the 224 left (1.6).
-constexpr RegisterSplit kRegs{56, 224};
-static_assert(kRegs.fits(), "consumers ask more registers than the producer frees");
+constexpr RegisterSplit kRegs{40, 232};
+// A 2x2 cluster's producer works out two multicast masks and slices per stage: at 40 ptxas
+// spills 16 bytes there, so it gets 56 and its consumers 8 fewer.
+constexpr RegisterSplit kRegs2x2{56, 224};
+static_assert(kRegs.fits() && kRegs2x2.fits(), "consumers ask more registers than the producer frees");
 constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 224 registers
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 
 // The config we expect to be fastest on a large square problem: 128x256 tiles in 2x1
 // clusters sharing B, four stages, a persistent grid in groups of 8 tile rows.
-constexpr int64_t kPreferred[kParams] = {128, 256, 2, kAlongMRows, 4, 1, k2x1, kAlongM, 8, 1, 1, 0};
+constexpr int64_t kPreferred[kParams] = {128, 256, 2, kAlongMRows, 4, 1, k2x1, kAlongM, 8, 1, 1};
 
 std::vector<ParamDef> param_defs(const int64_t* def) {
   return {
@@ -70,9 +69,6 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
        {0, 1}, {"no", "yes"}, def[pPersistent]},
       {"split", "split-K: units per tile over K, the fp32 partials added in the workspace by the last", {1, 2, 3, 4},
        {}, def[pSplit]},
-      {"streamk", "stream-K: the last partial round of tiles and one round before it shared out evenly by k step "
-                  "over the persistent grid, a tile's segments added in the workspace by the last",
-       {0, 1}, {"no", "yes"}, def[pStreamK]},
   };
 }
 
@@ -90,7 +86,6 @@ struct Plan {
   bool a_kmajor = true, b_kmajor = false;
   int64_t tiles_m = 0, tiles_n = 0, cluster_tiles = 0, units = 0;
   int64_t smem = 0, workspace = 0;
-  int64_t grid_ctas = 0;  // CTAs asked of core (a persistent grid is capped at what runs at once)
   int64_t k_tiles = 0;
   bool epilogue_tma = false;  // C leaves through shared memory and TMA stores
 };
@@ -137,7 +132,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   const int64_t acc = int64_t(pl.m_sub) * pl.wn / 2;
   if (acc > kMaxAccumulators)
     throw Refusal(GT_REFUSAL_RESOURCES, str(pl.wm) + "x" + str(pl.wn) + " per consumer needs " + str(acc) +
-                                            " fp32 accumulators per thread; " + str(kRegs.consumer) +
+                                            " fp32 accumulators per thread; " + str(kRegs2x2.consumer) +
                                             " registers leave room for " + str(kMaxAccumulators));
   pl.threads = int(128 * (consumers + 1));
   if (pl.threads > d.max_threads_per_block)
@@ -177,9 +172,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     throw Refusal(GT_REFUSAL_SHAPE, "K = " + str(p.k) + " is " + str(pl.k_tiles) + " k tiles of 64, too few for " +
                                         str(split) + " splits");
   pl.units = pl.cluster_tiles * split;
-  const int64_t cluster = pl.cluster_m * pl.cluster_n;
-  const int64_t ctas = pl.units * cluster;
-  pl.grid_ctas = ctas;
+  const int64_t ctas = pl.units * pl.cluster_m * pl.cluster_n;
   if (cfg[pPersistent] == 0 && ctas > 2147483647ll)
     throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + str(ctas) + " blocks exceeds the device's 2^31-1");
   if (split > 1) {
@@ -190,25 +183,13 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
       throw Refusal(GT_REFUSAL_RESOURCES, "split-K " + str(split) + " needs " + str(pl.workspace >> 20) +
                                               " MiB of fp32 partials; the family keeps within " + str(cap >> 20));
   }
-  if (cfg[pStreamK]) {
-    if (cfg[pPersistent] == 0)
-      throw Refusal(GT_REFUSAL_CONFIG, "stream-K shares work out over a persistent grid; persistent=no has none");
-    if (split > 1)
-      throw Refusal(GT_REFUSAL_CONFIG, "stream-K and split-K " + str(split) + " both cut tiles along K; take one");
-    if (d.sm_count <= 0)
-      throw Refusal(GT_REFUSAL_RESOURCES, "stream-K sizes its workspace by the SM count, which this device does not say");
-    // The whole persistent grid (core caps it at the clusters that run at once), and two fp32
-    // partial slots per CTA: the first and the last segment of its share.
-    pl.grid_ctas = (d.sm_count + cluster - 1) / cluster * cluster;
-    const int64_t tiles = pl.tiles_m * pl.tiles_n;
-    pl.workspace = ((tiles + 63) / 64) * 64 * 4 + pl.grid_ctas * 2 * bm * bn * 4;
-  }
   return pl;
 }
 
 Launch launch(const gt_problem& p, const Plan& pl) {
   const int64_t bm = pl.c[pBm], bn = pl.c[pBn];
   const int cluster = pl.cluster_m * pl.cluster_n;
+  const RegisterSplit regs = pl.cluster_m > 1 && pl.cluster_n > 1 ? kRegs2x2 : kRegs;
   Launch l = kernel_launch(k_wgmma_tma, k_wgmma_tma_name, "gemm_wgmma_tma", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
       define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
@@ -223,8 +204,8 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("INFLIGHT", pl.c[pInflight]),
       define("CLUSTER_M", pl.cluster_m),
       define("CLUSTER_N", pl.cluster_n),
-      define("PRODUCER_REGS", kRegs.producer),
-      define("CONSUMER_REGS", kRegs.consumer),
+      define("PRODUCER_REGS", regs.producer),
+      define("CONSUMER_REGS", regs.consumer),
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
   });
@@ -236,7 +217,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
   };
   if (pl.epilogue_tma)  // C in chunks of 64 rows x 128 bytes
     l.tensor_maps.push_back(tensor_map(GT_OPERAND_C, uint32_t(128 / dtype_size(p.out_dtype)), 64, kSwizzle128B, 0));
-  l.grid = {uint32_t(pl.grid_ctas), 1, 1};
+  l.grid = {uint32_t(pl.units * cluster), 1, 1};
   l.cluster = {uint32_t(cluster), 1, 1};
   l.grid_per_sm = pl.c[pPersistent] ? 1 : 0;
   l.block = {uint32_t(pl.threads), 1, 1};
@@ -244,7 +225,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
   l.arch_specific = true;
   l.workspace_bytes = uint64_t(pl.workspace);
   l.workspace_zero = pl.workspace ? GT_WORKSPACE_ZERO_ONCE : GT_WORKSPACE_ZERO_NEVER;  // the tile counters
-  l.scalars = {pl.c[pRaster], pl.c[pGroup], pl.c[pSplit], pl.c[pStreamK], 0, 0, 0, 0};
+  l.scalars = {pl.c[pRaster], pl.c[pGroup], pl.c[pSplit], 0, 0, 0, 0, 0};
   return l;
 }
 
@@ -278,9 +259,6 @@ const std::vector<std::vector<int64_t>>& candidates() {
       with({{pBm, 256}, {pBn, 128}, {pCluster, k1x2}}),
       with({{pStages, 3}}),
       with({{pBn, 192}, {pStages, 4}}),
-      with({{pStreamK, 1}}),
-      with({{pBn, 192}, {pStages, 4}, {pStreamK, 1}}),
-      with({{pBn, 128}, {pStages, 6}, {pStreamK, 1}}),
       with({{pBn, 128}, {pStages, 6}}),
       with({{pBn, 128}, {pStages, 6}, {pCluster, k1x2}}),
       with({{pBn, 128}, {pStages, 6}, {pSplit, 2}}),
@@ -299,28 +277,20 @@ const std::vector<std::vector<int64_t>>& candidates() {
   return c;
 }
 
-// A relative time for a config, to choose the default by: the k steps each SM works through
-// (units over the CTAs that run at once: one per SM, in whole clusters; stream-K's even shares
-// plus the fixup of its partial tiles) times a k step's MACs, over the tile's efficiency, with
-// split-K's partials as a cost per extra split. The efficiency grows with the tile
-// (shared-memory bytes per MAC fall with its width, and larger tiles amortise the pipeline's
-// fill): (area / 128x256)^0.3, so 128x192 0.92, 128x128 0.81, 64x128 0.66. Read off the H200
-// (docs/kernel-notes.md, v4): it ranks the measured fastest first at 8192^3, 4096^3 and the
-// four M = 256 rows, where "the first that fills the device" chose 128x128 at 256x12288x4096
-// (1.45 waves, 59 us) over 128x192 (0.97 waves, 50 us).
-constexpr double kStreamKFixupSteps = 4;  // a partial tile written and read back, in k steps: a guess
+// A relative time for a config, to choose the default by: the rounds of work each SM does
+// (units over the CTAs that run at once: one per SM, in whole clusters) times one unit's MACs,
+// over the tile's efficiency, with split-K's partials as a cost per extra split. The
+// efficiency grows with the tile (shared-memory bytes per MAC fall with its width, and larger
+// tiles amortise the pipeline's fill): (area / 128x256)^0.3, so 128x192 0.92, 128x128 0.81,
+// 64x128 0.66. Read off the H200 (docs/kernel-notes.md, v4): it ranks the measured fastest
+// first at 8192^3, 4096^3 and the four M = 256 rows, where "the first that fills the device"
+// chose 128x128 at 256x12288x4096 (1.45 waves, 59 us) over 128x192 (0.97 waves, 50 us).
 double predicted_cost(const Plan& pl, const gt_device& d) {
   const int64_t cluster = pl.cluster_m * pl.cluster_n, split = pl.c[pSplit];
   const int64_t slots = std::max(cluster, int64_t(std::max(1, d.sm_count)) / cluster * cluster);
+  const int64_t rounds = (pl.units * cluster + slots - 1) / slots;
   const double area = double(pl.c[pBm] * pl.c[pBn]);
   const double efficiency = std::min(1.0, std::pow(area / (128.0 * 256.0), 0.3));
-  const int64_t clusters = slots / cluster;
-  if (pl.c[pStreamK] && pl.units % clusters != 0) {  // as the kernel's Schedule shares the work out
-    const int64_t whole = std::max<int64_t>(0, pl.units / clusters - 1), shared = pl.units - whole * clusters;
-    const double steps = double(whole * pl.k_tiles) + std::ceil(double(shared * pl.k_tiles) / double(clusters));
-    return (steps + kStreamKFixupSteps) * area / efficiency;
-  }
-  const int64_t rounds = (pl.units * cluster + slots - 1) / slots;
   const double k_tiles_per_unit = double((pl.k_tiles + split - 1) / split);
   return double(rounds) * area * k_tiles_per_unit / efficiency * (1.0 + 0.1 * double(split - 1));
 }
@@ -373,7 +343,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
                     ", " +
                     (c[pPersistent] ? "persistent grid" : "one cluster per tile") + ", tiles along " +
                     (c[pRaster] == kAlongM ? "M" : "N") + " in groups of " + str(c[pGroup]) +
-                    (c[pSplit] > 1 ? ", split-K " + str(c[pSplit]) : "") + (c[pStreamK] ? ", stream-K" : "");
+                    (c[pSplit] > 1 ? ", split-K " + str(c[pSplit]) : "");
     write_msg(out, cap, s);
     return GT_OK;
   });
@@ -381,9 +351,9 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.6",
+      "wgmma_tma", "1.5",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
-      "persistent grid, split-K, stream-K",
+      "persistent grid, split-K",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);
   p.suggest = suggest;
   return p;

@@ -8,10 +8,7 @@
 // tiles, each row sharing A and each column B). The grid is
 // either one cluster per tile or persistent (a whole number of clusters, each striding over
 // the tiles in grouped order); split-K divides K over `splits` units per tile whose fp32
-// partials meet in the workspace, where the last to arrive adds them and writes C. Stream-K
-// (persistent grids only) gives every cluster an equal share of the k steps of the last
-// partial round of tiles and one round more, segments crossing tile boundaries, before the
-// whole tiles of the rounds that fill the grid; a tile's segments meet in the workspace too.
+// partials meet in the workspace, where the last to arrive adds them and writes C.
 //
 // Kernel parameters (plugin ABI v2): the nine standard ones, the workspace, the launch
 // scalars, then the tensor maps of A and B that core encodes per problem and buffer.
@@ -63,10 +60,10 @@
 #define EPILOGUE_TMA 0  // 1: C leaves through shared memory and TMA stores (needs the tensor map of C)
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 56  // setmaxnreg of the producer warpgroup
+#define PRODUCER_REGS 40  // setmaxnreg of the producer warpgroup
 #endif
 #ifndef CONSUMER_REGS
-#define CONSUMER_REGS 224  // setmaxnreg of each consumer warpgroup
+#define CONSUMER_REGS 232  // setmaxnreg of each consumer warpgroup
 #endif
 
 typedef unsigned int u32;
@@ -129,7 +126,7 @@ static_assert(STAGES >= 2, "a ring of at least two stages");
 struct gt_scalars {
   long long v[8];
 };
-enum { kRaster = 0, kGroup = 1, kSplits = 2, kStreamK = 3 };
+enum { kRaster = 0, kGroup = 1, kSplits = 2 };
 
 // A CUtensorMap as the driver lays it out: 128 opaque bytes, 128-byte aligned (CUDA 13).
 struct __align__(128) gt_tensor_map {
@@ -352,26 +349,14 @@ struct Unit {
   int mb, nb;          // tile row and column (in BM x BN tiles)
   int kt_begin, kt_end;  // k tiles [begin, end) of 64
   int split;           // index of the split (0 when not split)
-  int tile;            // stream-K: the cluster tile (its k steps are tile * k_tiles onwards)
-  bool head;           // stream-K: the first segment of this cluster's share (its partial's slot)
-};
-
-// Where a cluster is in its work: its stream-K share [pos, end) of k steps, then whole units
-// from `unit` on, the grid's clusters apart. 32-bit, as the producer has few registers: the
-// shares cover at most two rounds of tiles, and the grid checks bound the units.
-struct Cursor {
-  int pos, begin, end, unit;
 };
 
 struct Schedule {
   int cm_count, cn_count;  // cluster tiles along M and N
   int k_tiles, splits, raster, group;
   long long units;
-  int clusters;          // clusters of the grid
-  int stream_tiles = 0;  // stream-K: cluster tiles 0 .. stream_tiles - 1 are shared out by k step
-  int share_q = 0, share_r = 0;  // their k steps over the clusters: quotient and remainder
 
-  __device__ Schedule(int M, int N, int K, const gt_scalars& s, int grid_clusters) {
+  __device__ Schedule(int M, int N, int K, const gt_scalars& s) {
     cm_count = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
     cn_count = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
     k_tiles = (K + BK - 1) / BK;
@@ -379,42 +364,6 @@ struct Schedule {
     group = s.v[kGroup] > 0 ? int(s.v[kGroup]) : 1;
     splits = s.v[kSplits] > 0 ? int(s.v[kSplits]) : 1;
     units = (long long)cm_count * cn_count * splits;
-    clusters = grid_clusters;
-    // Stream-K: whole rounds of tiles keep one tile per cluster; the partial last round and
-    // one whole round before it (so that each share is longer than a tile's fill and drain)
-    // are cut into equal shares of k steps.
-    // (32-bit arithmetic throughout: a 64-bit division is a call, and the producer, short of
-    // registers, spilled around it.)
-    const int u = int(units);
-    if (s.v[kStreamK] && u % clusters != 0) stream_tiles = u - max(0, u / clusters - 1) * clusters;
-    share_q = stream_tiles * k_tiles / clusters;
-    share_r = stream_tiles * k_tiles % clusters;
-  }
-
-  // The first k step of cluster c's stream-K share, c x (stream_tiles x k_tiles) / clusters
-  // rounded down (shares differ by at most one step).
-  __device__ int share_begin(int c) const { return c * share_q + c * share_r / clusters; }
-
-  __device__ Cursor start(int cluster) const {
-    const int begin = share_begin(cluster);
-    return {begin, begin, share_begin(cluster + 1), stream_tiles + cluster};
-  }
-
-  // This cluster's next unit of work into w; false when it has none left.
-  __device__ bool next(Cursor& c, u32 rank, Unit& w) const {
-    if (c.pos < c.end) {  // a segment of a stream-K share: up to the end of its tile or of the share
-      const int tile = c.pos / k_tiles, t0 = tile * k_tiles;
-      w = unit(tile, rank);
-      w.head = c.pos == c.begin;
-      w.kt_begin = c.pos - t0;
-      w.kt_end = min(c.end - t0, k_tiles);
-      c.pos = t0 + w.kt_end;
-      return true;
-    }
-    if (c.unit >= units) return false;
-    w = unit(c.unit, rank);
-    c.unit += clusters;
-    return true;
   }
 
   // Units are numbered split-fastest (a tile's splits run side by side, so their partials
@@ -437,8 +386,6 @@ struct Schedule {
     w.nb = cn * CLUSTER_N + rank_n(rank);
     w.kt_begin = int((long long)k_tiles * w.split / splits);
     w.kt_end = int((long long)k_tiles * (w.split + 1) / splits);
-    w.tile = int(t);
-    w.head = false;
     return w;
   }
 };
@@ -490,11 +437,11 @@ __device__ __forceinline__ void load_stage(const gt_tensor_map* tmA, const gt_te
 }
 
 __device__ void produce(const Schedule& sch, const gt_tensor_map* tmA, const gt_tensor_map* tmB, u32 stages,
-                        u32 full, u32 empty, u32 rank, int cluster) {
+                        u32 full, u32 empty, u32 rank, long long first, long long stride) {
   int stage = 0;
   u32 phase = 0;
-  Cursor cur = sch.start(cluster);
-  for (Unit w; sch.next(cur, rank, w);) {
+  for (long long u = first; u < sch.units; u += stride) {
+    const Unit w = sch.unit(u, rank);
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       // Wait until every consumer of the cluster has released this stage (a fresh barrier
       // passes the wait on parity 1 at once).
@@ -640,46 +587,9 @@ __device__ bool reduce_splits(void* workspace, float* acc, const Unit& w, int sp
   return true;
 }
 
-// Stream-K: a tile cut between the shares of neighbouring clusters. Each segment writes its
-// fp32 partial into its CTA's slot (two per CTA: its share's first segment and its last, the
-// only ones that can be partial), adds its k steps to the tile's counter, and the one that
-// completes the tile's k steps adds the others' partials and writes C. The contributors are
-// the clusters whose shares cover the tile's k steps, each's segment in the slot of its head or
-// its tail. The counter resets itself, as split-K's does.
-__device__ bool reduce_stream(void* workspace, float* acc, const Unit& w, const Schedule& sch, int cluster,
-                              u32 rank, int n_tiles_n, long long tiles, int ct, int* flag) {
-  int* counters = reinterpret_cast<int*>(workspace);
-  float* partials = reinterpret_cast<float*>(counters + ((tiles + 63) / 64) * 64);
-  const long long tile = (long long)w.mb * n_tiles_n + w.nb;
-  auto slot = [&](int cl, bool head) { return partials + ((cl * CLUSTER + int(rank)) * 2 + (head ? 0 : 1)) * PARTIAL; };
-  float* mine = slot(cluster, w.head);
-#pragma unroll
-  for (int r = 0; r < M_SUB * ACC; ++r) mine[(long long)r * CONSUMER_THREADS + ct] = acc[r];
-  __threadfence();
-  asm volatile("bar.sync 1, %0;" ::"n"(CONSUMER_THREADS) : "memory");
-  if (ct == 0) *flag = atomicAdd(counters + tile, w.kt_end - w.kt_begin) + (w.kt_end - w.kt_begin) == sch.k_tiles;
-  asm volatile("bar.sync 1, %0;" ::"n"(CONSUMER_THREADS) : "memory");
-  if (!*flag) return false;
-  __threadfence();
-  // The clusters whose shares hold the tile's k steps are this one's neighbours.
-  const int t0 = w.tile * sch.k_tiles;
-  int lo = cluster, hi = cluster;
-  while (lo > 0 && sch.share_begin(lo) > t0) --lo;
-  while (hi + 1 < sch.clusters && sch.share_begin(hi + 1) < t0 + sch.k_tiles) ++hi;
-  for (int cl = lo; cl <= hi; ++cl) {
-    const int begin = sch.share_begin(cl);
-    if (cl == cluster || begin == sch.share_begin(cl + 1)) continue;  // this segment, or an empty share
-    const float* other = slot(cl, begin >= t0);
-#pragma unroll
-    for (int r = 0; r < M_SUB * ACC; ++r) acc[r] += __ldcg(other + (long long)r * CONSUMER_THREADS + ct);
-  }
-  if (ct == 0) counters[tile] = 0;
-  return true;
-}
-
 __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, void* workspace, u32 stages, u32 full,
-                        u32 empty, u32 rank, int cluster, int wg, int* flag, const gt_tensor_map* tmC,
-                        u32 epi_bufs) {
+                        u32 empty, u32 rank, long long first, long long stride, int wg, int* flag,
+                        const gt_tensor_map* tmC, u32 epi_bufs) {
   const int tid = threadIdx.x - 128 * (wg + 1);
   [[maybe_unused]] const int lane = tid % 32, warp = tid / 32;  // the register epilogue's
   const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
@@ -696,8 +606,8 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
   const u32 b0 = stages + A_STAGE_BYTES + (WG_ALONG_N ? wg * WN : 0) * 128;
   const u64 da0 = smem_desc(a0, A_KMAJOR ? 16 : 8192, 1024), db0 = smem_desc(b0, B_KMAJOR ? 16 : 8192, 1024);
   constexpr u32 A_K16 = A_KMAJOR ? 32 : 2048, B_K16 = B_KMAJOR ? 32 : 2048;
-  Cursor cur = sch.start(cluster);
-  for (Unit w; sch.next(cur, rank, w);) {
+  for (long long u = first; u < sch.units; u += stride) {
+    const Unit w = sch.unit(u, rank);
     int prev = -1;
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(full + 8 * stage, phase);
@@ -738,11 +648,8 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
     }
     // A cluster tile can stick out of C (an odd number of tiles): that CTA only feeds its peer.
     if (w.mb >= n_tiles_m || w.nb >= n_tiles_n) continue;
-    const long long tiles = (long long)n_tiles_m * n_tiles_n;
-    if (sch.splits > 1 && !reduce_splits(workspace, acc, w, sch.splits, n_tiles_n, tiles, tid + 128 * wg, flag))
-      continue;
-    if ((w.kt_begin > 0 || w.kt_end < sch.k_tiles) && sch.splits == 1 &&
-        !reduce_stream(workspace, acc, w, sch, cluster, rank, n_tiles_n, tiles, tid + 128 * wg, flag))
+    if (sch.splits > 1 &&
+        !reduce_splits(workspace, acc, w, sch.splits, n_tiles_n, (long long)n_tiles_m * n_tiles_n, tid + 128 * wg, flag))
       continue;
     const int row0 = w.mb * BM + (WG_ALONG_N ? 0 : wg * WM), col0 = w.nb * BN + (WG_ALONG_N ? wg * WN : 0);
 #if EPILOGUE_TMA
@@ -776,9 +683,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const u32 empty = full + 8 * STAGES;
   int* flag = reinterpret_cast<int*>(smem_raw + (empty + 8 * STAGES - smem_u32(smem_raw)));
 
-  const Schedule sch(M, N, K, scalars, int(gridDim.x / CLUSTER));
+  const Schedule sch(M, N, K, scalars);
   const u32 rank = cluster_rank();
-  const int cluster = int(blockIdx.x / CLUSTER);
+  const long long first = blockIdx.x / CLUSTER, stride = gridDim.x / CLUSTER;
   // Warp-uniform by construction (a shuffle from lane 0), so what derives from it (the consumers'
   // descriptors) can live in uniform registers rather than be computed by every lane.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
@@ -796,7 +703,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0)
-      produce(sch, &tmA, &tmB, stages, full, empty, rank, cluster);
+      produce(sch, &tmA, &tmB, stages, full, empty, rank, first, stride);
     __syncwarp();
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
@@ -805,8 +712,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #else
     const gt_tensor_map* tmc = nullptr;
 #endif
-    consume(sch, reinterpret_cast<out_t*>(C), M, N, ldc, workspace, stages, full, empty, rank, cluster, wg - 1, flag,
-            tmc, epi_bufs);
+    consume(sch, reinterpret_cast<out_t*>(C), M, N, ldc, workspace, stages, full, empty, rank, first, stride, wg - 1,
+            flag, tmc, epi_bufs);
   }
   // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
   if (CLUSTER > 1) cluster_sync();
