@@ -91,6 +91,15 @@ double vector_int_ops_per_hgmma(const std::string& sass) {
   return hgmma ? double(vector) / hgmma : 1e9;
 }
 
+// One config of the family built and loaded on the GPU, as a tune runs it.
+Built runnable(const Problem& p, const DeviceInfo& dev, const std::string& config, Compiler& compiler) {
+  Built b = build_runnable(family(), p, cfg(family().space(p, dev.limits), config), Transform::none, dev.limits,
+                           dev.arch(), compiler);
+  INFO(config << ": " << b.message);
+  REQUIRE(b.run);
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("wgmma_tma: refusals say why, with their codes", "[wgmma_tma]") {
@@ -374,15 +383,12 @@ TEST_CASE("wgmma_tma is correct at cluster edges, uneven splits, both consumer l
 
 TEST_CASE("wgmma_tma: a persistent grid of clusters holds only the clusters that run at once", "[gpu][wgmma_tma]") {
   GT_REQUIRE_GPU();
-  const Family& fam = family();
   const DeviceInfo dev = device_info(0);
   Problem p = Problem::make(8192, 8192, 8192, DType::bf16, DType::bf16, Layout::nn);
-  Space s = fam.space(p, dev.limits);
   Compiler compiler(nullptr);
   for (const char* c : {"cluster=2x1,persistent=yes", "cluster=2x2,persistent=yes", "bm=256,bn=128,cluster=4x1,persistent=yes"}) {
-    Built b = build_runnable(fam, p, cfg(s, c), Transform::none, dev.limits, dev.arch(), compiler);
-    INFO(c << ": " << b.message);
-    REQUIRE(b.run);
+    INFO(c);
+    Built b = runnable(p, dev, c, compiler);
     const LaunchGeometry& g = b.run->geometry();
     const uint32_t size = g.cluster[0];
     int fit = 0;
@@ -405,17 +411,14 @@ TEST_CASE("wgmma_tma: split-K's tile counters reset themselves, launch after lau
   // The workspace is zeroed once, when the kernel is loaded, and verification reads the first
   // launch: every launch must leave the counters at zero for the next, or the timed launches
   // after it reduce their tiles wrongly, unseen.
-  const Family& fam = family();
   const DeviceInfo dev = device_info(0);
   Problem p = Problem::make(1100, 1544, 776, DType::bf16, DType::bf16, Layout::nn);
-  Space s = fam.space(p, dev.limits);
   Compiler compiler(nullptr);
   ProblemBench bench(p, dev, Distribution::normal, 7);
   for (const char* c : {"bm=128,bn=128,stages=6,cluster=2x1,persistent=yes,split=3",
                         "bm=64,bn=64,consumers=1,stages=6,cluster=1x1,persistent=no,split=4"}) {
-    Built b = build_runnable(fam, p, cfg(s, c), Transform::none, dev.limits, dev.arch(), compiler);
-    INFO(c << ": " << b.message);
-    REQUIRE(b.run);
+    INFO(c);
+    Built b = runnable(p, dev, c, compiler);
     for (int launch = 0; launch < 3; ++launch) {
       VerifyResult v = bench.verify(b.run->launch_fn());
       INFO("launch " << launch << ": " << v.message);
