@@ -91,19 +91,20 @@ const AlgoModel kAlgos[] = {
 // stand-in's space at its key. Its workspace follows the same table: without split-K it needs
 // one where C has more than two waves of 132 tiles (its winners with up to 230 tiles took
 // workspace 0, those with 384 or more 32 MiB). For these types algorithms 6 and 21 take fewer
-// stages, which keeps the space's raw product under the plugin's cap (a larger one would trim
-// the custom options).
+// stages and algorithm 6 no 64x128 tile, which keeps the space's raw product under the
+// plugin's cap (a larger one would trim the custom options).
 struct HalfTile {
   uint32_t id, rows, cols;  // cuBLASLt's tile of C^T: rows along our N, columns along our M
 };
 const HalfTile kHalfTiles[] = {
-    {CUBLASLT_MATMUL_TILE_128x8, 128, 8},     {CUBLASLT_MATMUL_TILE_64x16, 64, 16},
-    {CUBLASLT_MATMUL_TILE_192x16, 192, 16},   {CUBLASLT_MATMUL_TILE_192x24, 192, 24},
-    {CUBLASLT_MATMUL_TILE_64x32, 64, 32},     {CUBLASLT_MATMUL_TILE_320x32, 320, 32},
-    {CUBLASLT_MATMUL_TILE_64x64, 64, 64},     {CUBLASLT_MATMUL_TILE_96x64, 96, 64},
-    {CUBLASLT_MATMUL_TILE_128x64, 128, 64},   {CUBLASLT_MATMUL_TILE_192x64, 192, 64},
-    {CUBLASLT_MATMUL_TILE_128x128, 128, 128}, {CUBLASLT_MATMUL_TILE_192x128, 192, 128},
-    {CUBLASLT_MATMUL_TILE_256x128, 256, 128}, {CUBLASLT_MATMUL_TILE_320x128, 320, 128},
+    {CUBLASLT_MATMUL_TILE_128x8, 128, 8},     {CUBLASLT_MATMUL_TILE_256x8, 256, 8},
+    {CUBLASLT_MATMUL_TILE_64x16, 64, 16},     {CUBLASLT_MATMUL_TILE_256x16, 256, 16},
+    {CUBLASLT_MATMUL_TILE_384x16, 384, 16},   {CUBLASLT_MATMUL_TILE_64x24, 64, 24},
+    {CUBLASLT_MATMUL_TILE_320x24, 320, 24},   {CUBLASLT_MATMUL_TILE_64x32, 64, 32},
+    {CUBLASLT_MATMUL_TILE_64x64, 64, 64},     {CUBLASLT_MATMUL_TILE_128x64, 128, 64},
+    {CUBLASLT_MATMUL_TILE_192x64, 192, 64},   {CUBLASLT_MATMUL_TILE_128x128, 128, 128},
+    {CUBLASLT_MATMUL_TILE_192x128, 192, 128}, {CUBLASLT_MATMUL_TILE_256x128, 256, 128},
+    {CUBLASLT_MATMUL_TILE_320x128, 320, 128}, {CUBLASLT_MATMUL_TILE_128x168, 128, 168},
     {CUBLASLT_MATMUL_TILE_192x192, 192, 192}, {CUBLASLT_MATMUL_TILE_128x256, 128, 256},
 };
 constexpr uint64_t kHalfWorkspaceTiles = 2 * 132;
@@ -132,6 +133,7 @@ const std::vector<AlgoModel>& half_models() {
     for (auto& m : v) {
       if (m.id == 66) m = kAlgo66Half;
       else if (!m.stages.empty()) m.stages = kHalfStages;
+      if (m.id == 6) m.tiles = {CUBLASLT_MATMUL_TILE_64x64, CUBLASLT_MATMUL_TILE_128x64, CUBLASLT_MATMUL_TILE_128x128};
     }
     return v;
   }();
