@@ -9,8 +9,12 @@
 # STAGE: all (default); tune (the tune only); resume (the tune again into the store a cut-off
 # `tune` left in OUT_DIR: what it finished is reused, the rest tuned; its time is then no tune
 # speed figure); rest (roofs, compare, export and speed-up of the store a `tune` stage left in
-# OUT_DIR) -- stages fit machines that limit how long one command runs (run a stage under
-# `timeout`, carry OUT_DIR's results.db to the next call, resume).
+# OUT_DIR) -- stages fit machines that limit how long one command runs: with
+# LLM_JOB_SECONDS=S the tune (or resume) is interrupted after S seconds as Ctrl-C would (it
+# finishes the measurement in flight and closes the store), then carry OUT_DIR whole to the
+# next call and resume. Carry the folder, not results.db alone: a tune killed outright keeps
+# its last rows in results.db-wal beside it (the fourteenth session lost ~300 s of GPU time
+# re-tuning rows left behind that way).
 # steps.txt times each stage's steps from that stage's start.
 # OUT_DIR gets results.db, tune.txt, roofs.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
 # Exit status: the first failing step's (a failed roofs step only leaves compare's % roof blank).
@@ -39,9 +43,14 @@ step() {  # step NAME LOG COMMAND...
   echo "$name: rc=$rc, $(( $(date +%s) - t0 )) s since the start" | tee -a "$out/steps.txt"
   return $rc
 }
+# The tune under LLM_JOB_SECONDS: SIGINT, which `gemmtune tune` takes as a request to stop
+# after the measurement in flight (the step then says rc=124), and a kill a minute later if
+# that measurement hangs.
+limit=()
+[ -n "${LLM_JOB_SECONDS:-}" ] && limit=(timeout -s INT -k 60 "$LLM_JOB_SECONDS")
 case $stage in
-  all | tune) step tune "$out/tune.txt" "$gt" tune --config "$job" --devices all || exit $? ;;
-  resume) step resume "$out/tune-resumed-$(date +%s).txt" "$gt" tune --config "$job" --devices all || exit $? ;;
+  all | tune) step tune "$out/tune.txt" "${limit[@]}" "$gt" tune --config "$job" --devices all || exit $? ;;
+  resume) step resume "$out/tune-resumed-$(date +%s).txt" "${limit[@]}" "$gt" tune --config "$job" --devices all || exit $? ;;
 esac
 [ "$stage" = tune ] || [ "$stage" = resume ] && exit 0
 step roofs "$out/roofs.txt" "$gt" roofs  # without roofs the compare still runs, its % roof column blank
