@@ -13,8 +13,7 @@
 # LLM_JOB_SECONDS=S the tune (or resume) is interrupted after S seconds as Ctrl-C would (it
 # finishes the measurement in flight and closes the store), then carry OUT_DIR whole to the
 # next call and resume. Carry the folder, not results.db alone: a tune killed outright keeps
-# its last rows in results.db-wal beside it (the fourteenth session lost ~300 s of GPU time
-# re-tuning rows left behind that way).
+# its last rows in results.db-wal beside it, and a resume without them tunes them again.
 # steps.txt times each stage's steps from that stage's start.
 # OUT_DIR gets results.db, tune.txt, roofs.txt, compare.txt, h200-llm-table.{toml,json}, speedup.txt.
 # Exit status: the first failing step's (a failed roofs step only leaves compare's % roof blank).
