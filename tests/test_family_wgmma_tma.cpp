@@ -135,7 +135,7 @@ TEST_CASE("wgmma_tma: refusals say why, with their codes", "[wgmma_tma]") {
   CHECK(code(Problem::make(512, 512, 128, DType::bf16, DType::bf16, Layout::nn), "split=3") == GT_REFUSAL_SHAPE);
 }
 
-TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a persistent grid and sm_90a",
+TEST_CASE("wgmma_tma: the default's launch asks for maps, a cluster, a persistent grid, sm_90a and a dependent launch",
           "[wgmma_tma]") {
   const Family& fam = family();
   for (auto lay : {Layout::nn, Layout::nt, Layout::tn, Layout::tt}) {
@@ -153,6 +153,7 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     CHECK(ks->block[0] == 384);
     CHECK(ks->dynamic_smem > 48u * 1024u);
     CHECK(ks->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
+    CHECK(ks->dependent_launch);      // its launch overlaps the previous kernel's tail
     CHECK(ks->workspace_bytes == 0);  // no split-K
     CHECK(ks->scalars[2] == 1);       // splits
     REQUIRE(ks->tensor_maps.size() == 3);  // A, B and C (the epilogue's TMA stores)
@@ -287,7 +288,7 @@ TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]
   }
 }
 
-TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, spills nothing and fits setmaxnreg",
+TEST_CASE("wgmma_tma: every sampled build's SASS: HGMMA, a wait on the grid before, no spills, within setmaxnreg",
           "[compile][wgmma_tma][sass]") {
   const std::string tool = cuobjdump();
   INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
@@ -335,6 +336,7 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
     CHECK_THAT(sass, Catch::Contains("USETMAXREG"));
     CHECK_THAT(sass, Catch::Contains("UTMALDG"));  // TMA tile copies
     if (tma_store) CHECK_THAT(sass, Catch::Contains("UTMASTG"));  // the epilogue's TMA stores
+    CHECK_THAT(sass, Catch::Contains("ACQBULK"));  // griddepcontrol.wait: what its dependent launch relies on
     CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
     CHECK(highest_register(sass) < consumer_regs.at(n - 1));  // the consumers' setmaxnreg
     CHECK(vector_int_ops_per_hgmma(sass) <= 4.0);
@@ -410,7 +412,9 @@ TEST_CASE("wgmma_tma: split-K's tile counters reset themselves, launch after lau
   GT_REQUIRE_GPU();
   // The workspace is zeroed once, when the kernel is loaded, and verification reads the first
   // launch: every launch must leave the counters at zero for the next, or the timed launches
-  // after it reduce their tiles wrongly, unseen.
+  // after it reduce their tiles wrongly, unseen. Each verification below launches four times
+  // back to back: dependent launches, each of which may start while the one before it ends,
+  // so a counter read before griddepcontrol.wait would show here as a wrong C.
   const DeviceInfo dev = device_info(0);
   Problem p = Problem::make(1100, 1544, 776, DType::bf16, DType::bf16, Layout::nn);
   Compiler compiler(nullptr);
@@ -419,9 +423,15 @@ TEST_CASE("wgmma_tma: split-K's tile counters reset themselves, launch after lau
                         "bm=64,bn=64,consumers=1,stages=6,cluster=1x1,persistent=no,split=4"}) {
     INFO(c);
     Built b = runnable(p, dev, c, compiler);
-    for (int launch = 0; launch < 3; ++launch) {
-      VerifyResult v = bench.verify(b.run->launch_fn());
-      INFO("launch " << launch << ": " << v.message);
+    const LaunchFn once = b.run->launch_fn();
+    const LaunchFn four = [&once](const void* a, const void* bm, void* cm, cudaStream_t s) {
+      for (int i = 0; i < 4; ++i)
+        if (cudaError_t e = once(a, bm, cm, s); e != cudaSuccess) return e;
+      return cudaSuccess;
+    };
+    for (int round = 0; round < 3; ++round) {
+      VerifyResult v = bench.verify(four);
+      INFO("round " << round << ": " << v.message);
       CHECK(v.ok);
     }
   }
