@@ -62,14 +62,13 @@ TEST_CASE("requests: a build hands core every v2 request", "[requests]") {
   CHECK(ks.workspace_bytes == 256);
   CHECK(ks.workspace_zero == GT_WORKSPACE_ZERO_ONCE);
   CHECK(ks.scalars[0] == 12345);
-  CHECK(ks.dependent_launch);
   REQUIRE(ks.tensor_maps.size() == 1);
   CHECK(ks.tensor_maps[0].operand == GT_OPERAND_A);
   CHECK(ks.tensor_maps[0].box[0] == 8);
   CHECK(ks.tensor_maps[0].box[1] == 8);
   CHECK_THAT(ks.describe_requests(), Catch::Contains("cluster 2x1x1") && Catch::Contains("tensor map A box 8x8") &&
                                          Catch::Contains("workspace") && Catch::Contains("zeroed once") &&
-                                         Catch::Contains("sm_XYa") && Catch::Contains("dependent launch"));
+                                         Catch::Contains("sm_XYa"));
   // It compiles for the architecture-specific target it asks for; sm_80 is refused by code.
   test::CompileSample sample(requests());
   REQUIRE(sample.add(kProblem, requests().space(kProblem, d).default_config(), "sm_90").empty());
@@ -204,7 +203,6 @@ TEST_CASE("requests: the build hash covers everything built and nothing else", "
   CHECK(differs([](KernelSpec& k) { k.tensor_maps[0].box[1] = 16; }));
   CHECK(differs([](KernelSpec& k) { k.tensor_maps.clear(); }));
   CHECK(differs([](KernelSpec& k) { k.scalars[3] = 1; }));
-  CHECK(differs([](KernelSpec& k) { k.dependent_launch = false; }));
   // The family's build hash is exactly that of its build.
   Space s = requests().space(kProblem, arch_limits("sm_90"));
   CHECK(requests().build_hash(kProblem, s.default_config(), arch_limits("sm_90")) == h);

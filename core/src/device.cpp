@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
-
 namespace gt {
 
 std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", limits.cc_major, limits.cc_minor); }
@@ -188,45 +186,37 @@ LoadedKernel::~LoadedKernel() {
   if (lib_) cudaLibraryUnload(lib_);
 }
 
-// A launch's configuration (no stream) with its attributes: the cluster's shape where it has
-// one, and programmatic stream serialization where the kernel waits on griddepcontrol (its launch
-// and prologue then overlap the previous kernel's tail). `attrs` must outlive the configuration,
-// which points at it.
-static cudaLaunchConfig_t launch_config(const LaunchGeometry& g, std::array<cudaLaunchAttribute, 2>& attrs) {
+// A cluster launch's configuration (no stream); `attr` holds the cluster's shape and must
+// outlive the configuration, which points at it.
+static cudaLaunchConfig_t cluster_launch_config(const LaunchGeometry& g, cudaLaunchAttribute& attr) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(g.grid[0], g.grid[1], g.grid[2]);
   cfg.blockDim = dim3(g.block[0], g.block[1], g.block[2]);
   cfg.dynamicSmemBytes = g.smem;
-  cfg.attrs = attrs.data();
-  if (g.cluster[0] * g.cluster[1] * g.cluster[2] > 1) {
-    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
-    a.id = cudaLaunchAttributeClusterDimension;
-    a.val.clusterDim.x = g.cluster[0];
-    a.val.clusterDim.y = g.cluster[1];
-    a.val.clusterDim.z = g.cluster[2];
-  }
-  if (g.dependent) {
-    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
-    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    a.val.programmaticStreamSerializationAllowed = 1;
-  }
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = g.cluster[0];
+  attr.val.clusterDim.y = g.cluster[1];
+  attr.val.clusterDim.z = g.cluster[2];
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
   return cfg;
 }
 
 cudaError_t LoadedKernel::launch(const LaunchGeometry& g, cudaStream_t s, void** args) const {
   const void* fn = reinterpret_cast<const void*>(kernel_);
-  std::array<cudaLaunchAttribute, 2> attrs{};
-  cudaLaunchConfig_t cfg = launch_config(g, attrs);
-  if (cfg.numAttrs == 0)
-    return cudaLaunchKernel(fn, cfg.gridDim, cfg.blockDim, args, g.smem, s);
+  if (g.cluster[0] * g.cluster[1] * g.cluster[2] <= 1)
+    return cudaLaunchKernel(fn, dim3(g.grid[0], g.grid[1], g.grid[2]), dim3(g.block[0], g.block[1], g.block[2]), args,
+                            g.smem, s);
+  cudaLaunchAttribute attr{};
+  cudaLaunchConfig_t cfg = cluster_launch_config(g, attr);
   cfg.stream = s;
   return cudaLaunchKernelExC(&cfg, fn, args);
 }
 
 int LoadedKernel::max_active_clusters(const LaunchGeometry& g) const {
   if (g.cluster[0] * g.cluster[1] * g.cluster[2] <= 1) return 0;
-  std::array<cudaLaunchAttribute, 2> attrs{};
-  const cudaLaunchConfig_t cfg = launch_config(g, attrs);
+  cudaLaunchAttribute attr{};
+  const cudaLaunchConfig_t cfg = cluster_launch_config(g, attr);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(kernel_), &cfg) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: the launch itself will say what is wrong

@@ -66,8 +66,7 @@ struct LaunchGeometry {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   unsigned smem = 0;
-  uint32_t cluster[3] = {1, 1, 1};  // {1,1,1}: no cluster
-  bool dependent = false;           // programmatic stream serialization (the kernel waits on griddepcontrol)
+  uint32_t cluster[3] = {1, 1, 1};  // {1,1,1}: a plain launch
 };
 
 // A cubin loaded with cudaLibraryLoadData and one kernel of it.
@@ -78,8 +77,8 @@ class LoadedKernel {
   LoadedKernel(const LoadedKernel&) = delete;
   LoadedKernel& operator=(const LoadedKernel&) = delete;
   // Launch with the kernel's argument list (`args`: one pointer per parameter; extra
-  // trailing ones are not read); a cluster or a dependent launch through cudaLaunchKernelEx.
-  // Returns the launch error (not thrown).
+  // trailing ones are not read); a cluster through cudaLaunchKernelEx. Returns the launch
+  // error (not thrown).
   cudaError_t launch(const LaunchGeometry& g, cudaStream_t s, void** args) const;
   // How many clusters of `g`'s shape (block, shared memory, cluster) can run at once on the
   // current device (cudaOccupancyMaxActiveClusters); 0 for a plain launch or when it cannot say.

@@ -18,7 +18,6 @@ std::unique_ptr<Runnable> Runnable::from_kernel(const KernelSpec& spec, const st
     r->geometry_.cluster[i] = spec.cluster[i];
   }
   r->geometry_.smem = spec.dynamic_smem;
-  r->geometry_.dependent = spec.dependent_launch;
   // A persistent grid of clusters: as many CTAs as the clusters that fit at once.
   const int co_resident = spec.grid_per_sm > 0 && spec.clustered()
                               ? r->kernel_->max_active_clusters(r->geometry_) * int(spec.cluster[0] * spec.cluster[1] * spec.cluster[2])

@@ -98,7 +98,6 @@ std::string KernelSpec::describe_requests() const {
   if (grid_per_sm) parts.push_back(fmt::format("persistent grid ({} per SM)", grid_per_sm));
   if (dynamic_smem > 48 * 1024) parts.push_back(fmt::format("{} B shared memory (opt-in)", dynamic_smem));
   if (arch_specific) parts.push_back("arch-specific target (sm_XYa)");
-  if (dependent_launch) parts.push_back("dependent launch (overlaps the kernel before it)");
   if (workspace_bytes) {
     static const char* zero[] = {"", ", zeroed once", ", zeroed each call"};
     parts.push_back(fmt::format("workspace {:.1f} MiB{}", double(workspace_bytes) / (1 << 20),
@@ -133,7 +132,6 @@ uint64_t build_hash(const KernelSpec& k) {
   std::string sc;
   for (auto v : k.scalars) sc += std::to_string(v) + " ";
   add("scalars", sc);
-  if (k.dependent_launch) add("dependent_launch", "1");  // absent when 0: older builds keep their hashes
   return stable_hash(s);
 }
 
@@ -241,7 +239,6 @@ std::optional<KernelSpec> Family::build(const Problem& p, const Config& c, const
   ks.workspace_zero = gt_workspace_zero(std::clamp(k.workspace_zero, 0, 2));
   ks.tensor_maps.assign(k.tensor_maps, k.tensor_maps + k.tensor_map_count);
   std::copy(k.scalars, k.scalars + GT_SCALARS, ks.scalars.begin());
-  ks.dependent_launch = k.dependent_launch != 0;
   if (auto bad = check_requests(ks, p, dev)) {
     if (why) *why = *bad;
     return std::nullopt;

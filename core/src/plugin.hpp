@@ -41,7 +41,6 @@ struct KernelSpec {
   gt_workspace_zero workspace_zero = GT_WORKSPACE_ZERO_NEVER;
   std::vector<gt_tensor_map_request> tensor_maps;
   std::array<int64_t, GT_SCALARS> scalars{};
-  bool dependent_launch = false;  // launched with programmatic stream serialization (plugin_abi.h)
 
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
   // The grid launched on a device with `sm_count` SMs (the persistent cap applied). A

@@ -226,7 +226,6 @@ Launch launch(const gt_problem& p, const Plan& pl) {
   l.workspace_bytes = uint64_t(pl.workspace);
   l.workspace_zero = pl.workspace ? GT_WORKSPACE_ZERO_ONCE : GT_WORKSPACE_ZERO_NEVER;  // the tile counters
   l.scalars = {pl.c[pRaster], pl.c[pGroup], pl.c[pSplit], 0, 0, 0, 0, 0};
-  l.dependent_launch = true;  // the kernel waits on griddepcontrol before its first global access
   return l;
 }
 
@@ -352,7 +351,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.7",
+      "wgmma_tma", "1.5",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);

@@ -699,12 +699,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   }
   if (CLUSTER > 1) cluster_sync();
   else __syncthreads();
-  // Launched as a dependent (programmatic stream serialization): the prologue above may overlap
-  // the tail of the kernel before this one in the stream, but no global memory is read or
-  // written before that kernel has finished and its writes are visible. Then the next launch may
-  // start its own prologue on the SMs this grid leaves (it waits here in the same way).
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));

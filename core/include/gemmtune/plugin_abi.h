@@ -186,12 +186,7 @@ typedef struct gt_kernel {
   gt_tensor_map_request tensor_maps[GT_MAX_TENSOR_MAPS];
   int64_t scalars[GT_SCALARS]; /* passed by value as the `scalars` parameter: launch values
                                   that need no recompile (a schedule, a split count) */
-  int32_t dependent_launch;    /* 1: every thread of the kernel runs griddepcontrol.wait before
-                                  it reads or writes global memory; core then launches it with
-                                  programmatic stream serialization (sm_90+), so that its launch
-                                  and prologue overlap the tail of the kernel before it in the
-                                  stream. 0 (a field of ABI 2's reserved words): a plain launch */
-  uint32_t reserved[7];
+  uint32_t reserved[8];
 } gt_kernel;
 
 typedef struct gt_plugin {

@@ -188,7 +188,6 @@ struct Launch {
   gt_workspace_zero workspace_zero = GT_WORKSPACE_ZERO_NEVER;
   std::vector<gt_tensor_map_request> tensor_maps;
   std::array<int64_t, GT_SCALARS> scalars{};
-  bool dependent_launch = false;  // the kernel waits on griddepcontrol before touching memory (plugin_abi.h)
 };
 
 // A launch of `kernel_name` in `source` with these options (typically define(...)); the
@@ -250,7 +249,6 @@ class KernelOut {
     out->tensor_map_count = int32_t(l_.tensor_maps.size());
     for (size_t i = 0; i < l_.tensor_maps.size(); ++i) out->tensor_maps[i] = l_.tensor_maps[i];
     for (size_t i = 0; i < GT_SCALARS; ++i) out->scalars[i] = l_.scalars[i];
-    out->dependent_launch = l_.dependent_launch ? 1 : 0;
   }
 
  private:

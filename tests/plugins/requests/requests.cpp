@@ -1,6 +1,6 @@
 // The `requests` test family: a correct fp32 nn GEMM whose build asks for everything plugin
 // ABI v2 offers — a TMA tensor map of A, a 2x1 thread-block cluster, a workspace zeroed once,
-// launch scalars, the architecture-specific target, a dependent launch — so that the CPU tests exercise every
+// launch scalars, the architecture-specific target — so that the CPU tests exercise every
 // request through core, and the GPU tests see each one provided (the kernel traps otherwise).
 // GEMMTUNE_TEST_HOST_TAG, when set, changes a define the way an edit of host code would,
 // without a version bump (the fingerprint test). Built only for the tests.
@@ -54,7 +54,6 @@ Launch launch(const gt_problem&, const Plan& pl) {
   l.workspace_zero = GT_WORKSPACE_ZERO_ONCE;
   l.tensor_maps = {tensor_map(GT_OPERAND_A, 8, 8, /*no swizzle*/ 0)};
   l.scalars = {kMagic, 0, 0, 0, 0, 0, 0, 0};
-  l.dependent_launch = true;
   return l;
 }
 
