@@ -133,19 +133,6 @@ TEST_CASE("wgmma_tma: refusals say why, with their codes", "[wgmma_tma]") {
   CHECK(code(Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn), "bm=64,bn=128,consumers=1,cluster=4x1") ==
         GT_REFUSAL_NONE);
   CHECK(code(Problem::make(512, 512, 128, DType::bf16, DType::bf16, Layout::nn), "split=3") == GT_REFUSAL_SHAPE);
-  // A cluster along K: one tile per cluster, no split on top, halves in whole epilogue chunks.
-  Problem m256 = Problem::make(256, 4096, 4096, DType::bf16, DType::bf16, Layout::nn);
-  CHECK(code(m256, "bn=128,stages=4,cluster=1x1x2,persistent=no,split=1") == GT_REFUSAL_NONE);
-  CHECK(code(m256, "bn=128,stages=4,cluster=1x1x2,persistent=yes,split=1") == GT_REFUSAL_CONFIG);
-  CHECK(code(m256, "bn=128,stages=4,cluster=1x1x2,persistent=no,split=2") == GT_REFUSAL_CONFIG);
-  auto half = fam.refusal(m256, cfg(fam.space(m256, kHopper), "bm=64,bn=64,consumers=1,stages=4,cluster=1x1x2,persistent=no,split=1"),
-                          kHopper);
-  REQUIRE(half);  // 32 of 64 columns each: half a chunk of 64 bf16 columns
-  CHECK(half->code == GT_REFUSAL_CONFIG);
-  CHECK_THAT(half->why, Catch::Contains("not whole 64-row chunks of 64 columns"));
-  // The exchange buffer counts: 5 stages of 128x192 fit alone, not beside 48 KB of partials.
-  CHECK(code(m256, "bn=192,stages=5,cluster=1x1,persistent=no") == GT_REFUSAL_NONE);
-  CHECK(code(m256, "bn=192,stages=5,cluster=1x1x2,persistent=no,split=1") == GT_REFUSAL_RESOURCES);
 }
 
 TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a persistent grid and sm_90a",
@@ -283,8 +270,7 @@ TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]
   Space s = fam.space(p, kHopper), st = fam.space(t, kHopper);
   for (const char* c : {"bm=64,bn=64,consumers=1,stages=2,cluster=1x1", "bm=256,bn=128,stages=4,cluster=1x2",
                         "bm=128,bn=192,stages=4,inflight=0,cluster=1x1", "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=4x1",
-                        "bm=128,bn=128,consumers=2,wg=n,stages=6,cluster=1x4",
-                        "bm=128,bn=128,stages=4,cluster=1x1x2,persistent=no,split=1"}) {
+                        "bm=128,bn=128,consumers=2,wg=n,stages=6,cluster=1x4"}) {
     REQUIRE(sample.add(p, cfg(s, c), "sm_90").empty());
     REQUIRE(sample.add(t, cfg(st, c), "sm_90").empty());
   }
@@ -376,8 +362,6 @@ TEST_CASE("wgmma_tma is correct at cluster edges, uneven splits, both consumer l
       "bm=128,bn=192,stages=4,inflight=0,cluster=1x1,persistent=yes,group=16",
       "bm=128,bn=256,stages=4,cluster=2x2,persistent=yes",
       "bm=128,bn=128,stages=6,cluster=2x2,persistent=no,raster=n,split=2",
-      "bm=128,bn=128,stages=4,cluster=1x1x2,persistent=no,split=1",
-      "bm=128,bn=256,consumers=2,wg=n,stages=3,inflight=0,cluster=1x1x2,persistent=no,raster=n,split=1",
   };
   std::vector<std::pair<Problem, Config>> jobs;
   size_t turn = 0;

@@ -17,7 +17,7 @@
 namespace {
 using namespace gt_kit;
 
-enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2, k4x1 = 3, k1x4 = 4, k2x2 = 5, k1x1x2 = 6 };
+enum Cluster : int64_t { k1x1 = 0, k2x1 = 1, k1x2 = 2, k4x1 = 3, k1x4 = 4, k2x2 = 5 };
 enum Raster : int64_t { kAlongM = 0, kAlongN = 1 };
 enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
 enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
@@ -59,10 +59,8 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
                    "releases each stage at once)",
        {0, 1}, {}, def[pInflight]},
       {"cluster", "thread-block cluster: 2x1 and 4x1 group M tiles that share B, 1x2 and 1x4 N tiles that share A, "
-       "2x2 a square whose rows share A and columns B (TMA multicast); 1x1x2 two CTAs that take half of one tile's K "
-       "each and add their partials through distributed shared memory (one tile per cluster)",
-       {k1x1, k2x1, k1x2, k4x1, k1x4, k2x2, k1x1x2}, {"1x1", "2x1", "1x2", "4x1", "1x4", "2x2", "1x1x2"},
-       def[pCluster]},
+       "2x2 a square whose rows share A and columns B (TMA multicast)",
+       {k1x1, k2x1, k1x2, k4x1, k1x4, k2x2}, {"1x1", "2x1", "1x2", "4x1", "1x4", "2x2"}, def[pCluster]},
       {"raster", "tile order: along M (group tile rows walked column by column) or along N", {kAlongM, kAlongN},
        {"m", "n"}, def[pRaster]},
       {"group", "tiles walked along the raster direction before the next column (L2 reuse)", {1, 4, 8, 16}, {},
@@ -84,8 +82,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 struct Plan {
   int64_t c[kParams];
   int wm = 0, wn = 0, m_sub = 0, threads = 0;
-  int cluster_m = 1, cluster_n = 1, cluster_k = 1;
-  int ctas_per_cluster() const { return cluster_m * cluster_n * cluster_k; }
+  int cluster_m = 1, cluster_n = 1;
   bool a_kmajor = true, b_kmajor = false;
   int64_t tiles_m = 0, tiles_n = 0, cluster_tiles = 0, units = 0;
   int64_t smem = 0, workspace = 0;
@@ -141,10 +138,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   if (pl.threads > d.max_threads_per_block)
     throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " +
                                             str(d.max_threads_per_block));
-  // A cluster along K receives half of the tile's fp32 partial from its peer.
-  const bool along_k = cfg[pCluster] == k1x1x2;
-  const int64_t exchange = along_k ? bm * bn * 4 / 2 : 0;
-  pl.smem = stages * (bm + bn) * kBk * 2 + exchange + 1024 + 16 * stages + 32;
+  pl.smem = stages * (bm + bn) * kBk * 2 + 1024 + 16 * stages + 16;
   // The epilogue goes through shared memory and TMA stores where two chunk buffers per consumer
   // fit beside the ring, else from registers. (C's rows are 16 bytes apart, as TMA needs: the
   // 16-byte alignment required above covers every leading dimension.)
@@ -159,21 +153,6 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   // ---- cluster and schedule ----
   pl.cluster_m = cfg[pCluster] == k2x1 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k4x1 ? 4 : 1;
   pl.cluster_n = cfg[pCluster] == k1x2 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k1x4 ? 4 : 1;
-  pl.cluster_k = along_k ? 2 : 1;
-  if (along_k) {
-    // Each CTA keeps half of every consumer thread's accumulators: whole m64 sub-tiles, or the
-    // left and right halves of its columns, which the TMA epilogue writes in whole chunks.
-    const int64_t half = int64_t(pl.m_sub) * pl.wn / 4, chunk = 128 / dtype_size(p.out_dtype) / 2;
-    if (cfg[pPersistent] != 0)
-      throw Refusal(GT_REFUSAL_CONFIG, "a 1x1x2 cluster runs one tile per cluster (its exchange buffer serves one "
-                                       "tile): persistent=no");
-    if (cfg[pSplit] != 1)
-      throw Refusal(GT_REFUSAL_CONFIG, "a 1x1x2 cluster already splits K in two: split=1");
-    if (pl.epilogue_tma && half % chunk != 0)
-      throw Refusal(GT_REFUSAL_CONFIG, "a 1x1x2 cluster's CTAs write half of each consumer's " + str(pl.wm) + "x" +
-                                           str(pl.wn) + " each; that half is not whole 64-row chunks of " +
-                                           str(2 * chunk) + " columns");
-  }
   pl.a_kmajor = !a_transposed(p);
   pl.b_kmajor = b_transposed(p);
   pl.tiles_m = (p.m + bm - 1) / bm;
@@ -193,7 +172,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     throw Refusal(GT_REFUSAL_SHAPE, "K = " + str(p.k) + " is " + str(pl.k_tiles) + " k tiles of 64, too few for " +
                                         str(split) + " splits");
   pl.units = pl.cluster_tiles * split;
-  const int64_t ctas = pl.units * pl.ctas_per_cluster();
+  const int64_t ctas = pl.units * pl.cluster_m * pl.cluster_n;
   if (cfg[pPersistent] == 0 && ctas > 2147483647ll)
     throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + str(ctas) + " blocks exceeds the device's 2^31-1");
   if (split > 1) {
@@ -209,7 +188,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
 
 Launch launch(const gt_problem& p, const Plan& pl) {
   const int64_t bm = pl.c[pBm], bn = pl.c[pBn];
-  const int cluster = pl.ctas_per_cluster();
+  const int cluster = pl.cluster_m * pl.cluster_n;
   const RegisterSplit regs = pl.cluster_m > 1 && pl.cluster_n > 1 ? kRegs2x2 : kRegs;
   Launch l = kernel_launch(k_wgmma_tma, k_wgmma_tma_name, "gemm_wgmma_tma", {
       define("IN_T", dtype_cuda_type(p.in_dtype)),
@@ -225,7 +204,6 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("INFLIGHT", pl.c[pInflight]),
       define("CLUSTER_M", pl.cluster_m),
       define("CLUSTER_N", pl.cluster_n),
-      define("CLUSTER_K", pl.cluster_k),
       define("PRODUCER_REGS", regs.producer),
       define("CONSUMER_REGS", regs.consumer),
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
@@ -295,8 +273,6 @@ const std::vector<std::vector<int64_t>>& candidates() {
       with({{pBm, 64}, {pBn, 256}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x2}}),
       with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x1}}),
       with({{pBm, 64}, {pBn, 64}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x1}}),
-      with({{pBn, 128}, {pStages, 4}, {pCluster, k1x1x2}, {pPersistent, 0}}),
-      with({{pBn, 256}, {pStages, 3}, {pCluster, k1x1x2}, {pPersistent, 0}}),
   };
   return c;
 }
@@ -310,7 +286,7 @@ const std::vector<std::vector<int64_t>>& candidates() {
 // first at 8192^3, 4096^3 and the four M = 256 rows, where "the first that fills the device"
 // chose 128x128 at 256x12288x4096 (1.45 waves, 59 us) over 128x192 (0.97 waves, 50 us).
 double predicted_cost(const Plan& pl, const gt_device& d) {
-  const int64_t cluster = pl.ctas_per_cluster(), split = pl.c[pSplit] * pl.cluster_k;
+  const int64_t cluster = pl.cluster_m * pl.cluster_n, split = pl.c[pSplit];
   const int64_t slots = std::max(cluster, int64_t(std::max(1, d.sm_count)) / cluster * cluster);
   const int64_t rounds = (pl.units * cluster + slots - 1) / slots;
   const double area = double(pl.c[pBm] * pl.c[pBn]);
@@ -357,8 +333,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
     base_table().check_values(c, n);
     static const char* clusters[] = {"no cluster", "2x1 clusters sharing B", "1x2 clusters sharing A",
                                      "4x1 clusters sharing B", "1x4 clusters sharing A",
-                                     "2x2 clusters sharing A along rows and B along columns",
-                                     "1x1x2 clusters splitting K, partials added through distributed shared memory"};
+                                     "2x2 clusters sharing A along rows and B along columns"};
     const bool along_n = c[pWg] == kAlongNCols;
     const int64_t wm = along_n ? c[pBm] : c[pBm] / c[pConsumers], wn = along_n ? c[pBn] / c[pConsumers] : c[pBn];
     std::string s = "wgmma m64n" + str(wn) + "k16, block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
@@ -376,7 +351,7 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.8",
+      "wgmma_tma", "1.5",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);

@@ -5,8 +5,7 @@
 // 128-byte-swizzled stages into registers, with one wgmma group kept in flight. Thread-block
 // clusters share operands through TMA multicast (2x1, 4x1: the CTAs of a cluster take
 // neighbouring M tiles and share B; 1x2, 1x4: neighbouring N tiles sharing A; 2x2: a square of
-// tiles, each row sharing A and each column B; 1x1x2: two CTAs take the two halves of one
-// tile's k range and add their partials through distributed shared memory). The grid is
+// tiles, each row sharing A and each column B). The grid is
 // either one cluster per tile or persistent (a whole number of clusters, each striding over
 // the tiles in grouped order); split-K divides K over `splits` units per tile whose fp32
 // partials meet in the workspace, where the last to arrive adds them and writes C.
@@ -54,9 +53,6 @@
 #ifndef CLUSTER_N
 #define CLUSTER_N 1  // CTAs of a cluster along N (they share A): 1, 2 or 4
 #endif
-#ifndef CLUSTER_K
-#define CLUSTER_K 1  // CTAs of a cluster along K (2: each takes half of one tile's k range; no multicast then)
-#endif
 #ifndef INFLIGHT
 #define INFLIGHT 1  // wgmma groups a consumer keeps in flight while it issues the next (0 or 1)
 #endif
@@ -87,8 +83,7 @@ constexpr int WN = WG_ALONG_N ? BN / CONSUMERS : BN;  // columns per consumer: t
 constexpr int M_SUB = WM / 64;                        // m64 wgmma tiles per consumer
 constexpr int ACC = WN / 2;                           // fp32 accumulators per thread per m64 tile
 constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int MCAST = CLUSTER_M * CLUSTER_N;  // CTAs that share operands by multicast
-constexpr int CLUSTER = MCAST * CLUSTER_K;
+constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 constexpr int A_STAGE_BYTES = BM * BK * 2;
 constexpr int B_STAGE_BYTES = BN * BK * 2;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
@@ -125,7 +120,6 @@ static_assert(WN == 64 || WN == 128 || WN == 192 || WN == 256, "wgmma N of 64, 1
 static_assert(M_SUB * ACC <= 128, "at most 128 accumulators per consumer thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "clusters of one, two or four CTAs");
 static_assert(CLUSTER_M * CLUSTER_N <= 4, "clusters of up to four CTAs (1-D, 2-D only as 2x2)");
-static_assert(CLUSTER_K == 1 || (CLUSTER_K == 2 && MCAST == 1), "a cluster along K is two CTAs sharing nothing else");
 static_assert(STAGES >= 2, "a ring of at least two stages");
 
 // Launch scalars (plugin ABI v2: eight int64 values passed by value).
@@ -174,11 +168,11 @@ __device__ __forceinline__ void mbar_arrive_local(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 // A consumer warpgroup releases a stage once its wgmma have read it: its thread r arrives on
-// the empty barrier of CTA r, since the producer of every CTA of the multicast group writes into
-// this CTA's stage. (A cluster along K shares no stage: each CTA's ring is its own.)
+// the empty barrier of CTA r, since the producer of every CTA of the cluster writes into this
+// CTA's stage (multicast).
 __device__ __forceinline__ void release_stage(u32 empty_bar, int tid) {
-  if (MCAST > 1) {
-    if (tid < MCAST) mbar_arrive_cluster(empty_bar, u32(tid));
+  if (CLUSTER > 1) {
+    if (tid < CLUSTER) mbar_arrive_cluster(empty_bar, u32(tid));
   } else if (tid == 0) {
     mbar_arrive_local(empty_bar);
   }
@@ -390,10 +384,8 @@ struct Schedule {
     const int cm = raster == 0 ? a : b, cn = raster == 0 ? b : a;
     w.mb = cm * CLUSTER_M + rank_m(rank);
     w.nb = cn * CLUSTER_N + rank_n(rank);
-    // A cluster along K: its two CTAs take the two halves of the tile's k range.
-    const int part = CLUSTER_K > 1 ? int(rank) : w.split, parts = CLUSTER_K > 1 ? CLUSTER_K : splits;
-    w.kt_begin = int((long long)k_tiles * part / parts);
-    w.kt_end = int((long long)k_tiles * (part + 1) / parts);
+    w.kt_begin = int((long long)k_tiles * w.split / splits);
+    w.kt_end = int((long long)k_tiles * (w.split + 1) / splits);
     return w;
   }
 };
@@ -477,59 +469,10 @@ __device__ __forceinline__ void store_pair(__nv_bfloat16* c, float x, float y, b
   else c[0] = __float2bfloat16_rn(x);
 }
 
-// A cluster along K: its two CTAs each hold a partial sum of the whole tile. CTA r keeps half r
-// of every consumer thread's accumulators (registers [r HALF, (r + 1) HALF): whole 64-row
-// sub-tiles when a consumer has two, else the left or right columns), receives the peer's
-// partial of that half into its shared memory by st.async, adds it, and writes that half of C.
-constexpr int HALF = M_SUB * ACC / 2;
-constexpr u32 XCHG_BYTES = CLUSTER_K > 1 ? u32(BM) * BN * 4 / 2 : 0;  // the half tile a CTA receives, fp32
-// Does the CTA that keeps half `own` (-1: the whole tile) write accumulator register `r`?
-__device__ __forceinline__ bool owns(int own, int r) { return own < 0 || r / HALF == own; }
-
-__device__ __forceinline__ void st_async_v4(u32 remote, const float* v, u32 remote_bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(remote),
-               "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]), "r"(remote_bar)
-               : "memory");
-}
-__device__ __forceinline__ u32 map_to_peer(u32 addr, u32 peer) {
-  u32 r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(peer));
-  return r;
-}
-__device__ __forceinline__ void mbar_wait_cluster(u32 bar, u32 parity) {
-  // Acquire at cluster scope: the bytes this barrier counted were written by the peer CTA.
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "wait:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-// GIVE: the first register of the half sent to the peer; KEEP: of the half kept. Slot q of
-// consumer thread ct is 16 bytes at (q x consumer threads + ct), so a warp's stores and loads
-// cover 512 contiguous bytes.
-template <int GIVE, int KEEP>
-__device__ __forceinline__ void exchange_halves(float* acc, u32 xchg, u32 xbar, u32 peer, int ct, int threads) {
-  const u32 remote = map_to_peer(xchg, peer), remote_bar = map_to_peer(xbar, peer);
-#pragma unroll
-  for (int q = 0; q < HALF / 4; ++q) st_async_v4(remote + u32(q * threads + ct) * 16, acc + GIVE + 4 * q, remote_bar);
-  mbar_wait_cluster(xbar, 0);
-#pragma unroll
-  for (int q = 0; q < HALF / 4; ++q) {
-    float x, y, z, w;
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
-                 : "r"(xchg + u32(q * threads + ct) * 16));
-    acc[KEEP + 4 * q] += x, acc[KEEP + 4 * q + 1] += y, acc[KEEP + 4 * q + 2] += z, acc[KEEP + 4 * q + 3] += w;
-  }
-}
-
 // The m64nN accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; lane l holds
 // rows l/4 and l/4 + 8 of them, columns 8j + 2(l%4) + {0, 1}; register 4j + 2i + e is
 // (row l/4 + 8i, column 8j + 2(l%4) + e). (row0, col0): the consumer's corner of C.
-__device__ void store_tile(out_t* C, int M, int N, int ldc, const float* acc, int row0, int col0, int lane, int warp,
-                           int own) {
+__device__ void store_tile(out_t* C, int M, int N, int ldc, const float* acc, int row0, int col0, int lane, int warp) {
 #pragma unroll
   for (int s = 0; s < M_SUB; ++s)
 #pragma unroll
@@ -540,7 +483,7 @@ __device__ void store_tile(out_t* C, int M, int N, int ldc, const float* acc, in
 #pragma unroll
       for (int j = 0; j < WN / 8; ++j) {
         const int col = col0 + 8 * j + 2 * (lane % 4);
-        if (owns(own, s * ACC + 4 * j) && col < N) store_pair(crow + col, acc[s * ACC + 4 * j + 2 * i], acc[s * ACC + 4 * j + 2 * i + 1], col + 1 < N);
+        if (col < N) store_pair(crow + col, acc[s * ACC + 4 * j + 2 * i], acc[s * ACC + 4 * j + 2 * i + 1], col + 1 < N);
       }
     }
 }
@@ -584,14 +527,13 @@ __device__ __forceinline__ void store_chunk_pair(u32 buf, int row, int byte, flo
 }
 
 __device__ void store_tile_tma(const gt_tensor_map* tmC, int M, int N, const float* acc, int row0, int col0, int tid,
-                               int wg, u32 bufs, int& chunk, int own) {
+                               int wg, u32 bufs, int& chunk) {
   const int lane = tid % 32, warp = tid / 32;
 #pragma unroll
   for (int s = 0; s < M_SUB; ++s)
 #pragma unroll
     for (int c = 0; c < WN / CHUNK_COLS; ++c) {
       const int row = row0 + s * 64, col = col0 + c * CHUNK_COLS;
-      if (!owns(own, s * ACC + c * CHUNK_COLS / 2)) continue;  // the peer's half (a cluster along K)
       if (row >= M || col >= N) continue;  // wholly outside C (the same for the whole warpgroup)
       const u32 buf = bufs + (chunk % EPI_BUFFERS) * CHUNK_BYTES;
       if (tid == 0) tma_store_wait_read<EPI_BUFFERS - 1>();
@@ -647,7 +589,7 @@ __device__ bool reduce_splits(void* workspace, float* acc, const Unit& w, int sp
 
 __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, void* workspace, u32 stages, u32 full,
                         u32 empty, u32 rank, long long first, long long stride, int wg, int* flag,
-                        const gt_tensor_map* tmC, u32 epi_bufs, u32 xchg, u32 xbar) {
+                        const gt_tensor_map* tmC, u32 epi_bufs) {
   const int tid = threadIdx.x - 128 * (wg + 1);
   [[maybe_unused]] const int lane = tid % 32, warp = tid / 32;  // the register epilogue's
   const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
@@ -709,17 +651,11 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
     if (sch.splits > 1 &&
         !reduce_splits(workspace, acc, w, sch.splits, n_tiles_n, (long long)n_tiles_m * n_tiles_n, tid + 128 * wg, flag))
       continue;
-    int own = -1;  // the half of the tile this CTA writes (-1: all of it)
-    if (CLUSTER_K > 1) {  // one tile per cluster (the plan refuses a persistent grid), so one exchange per CTA
-      own = int(rank);
-      if (rank == 0) exchange_halves<HALF, 0>(acc, xchg, xbar, 1, tid + 128 * wg, CONSUMER_THREADS);
-      else exchange_halves<0, HALF>(acc, xchg, xbar, 0, tid + 128 * wg, CONSUMER_THREADS);
-    }
     const int row0 = w.mb * BM + (WG_ALONG_N ? 0 : wg * WM), col0 = w.nb * BN + (WG_ALONG_N ? wg * WN : 0);
 #if EPILOGUE_TMA
-    store_tile_tma(tmC, M, N, acc, row0, col0, tid, wg, epi_bufs + wg * EPI_BUFFERS * CHUNK_BYTES, chunk, own);
+    store_tile_tma(tmC, M, N, acc, row0, col0, tid, wg, epi_bufs + wg * EPI_BUFFERS * CHUNK_BYTES, chunk);
 #else
-    store_tile(C, M, N, ldc, acc, row0, col0, lane, warp, own);
+    store_tile(C, M, N, ldc, acc, row0, col0, lane, warp);
 #endif
   }
 #if EPILOGUE_TMA
@@ -743,11 +679,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;
   const u32 stages = base;
   const u32 epi_bufs = stages + STAGES * STAGE_BYTES;  // the epilogue's chunk buffers (1024-aligned), if any
-  const u32 xchg = epi_bufs + (EPILOGUE_TMA ? CONSUMERS * EPI_BUFFERS * CHUNK_BYTES : 0);  // a cluster along K's
-  const u32 full = xchg + XCHG_BYTES;  // STAGES barriers of 8 bytes
+  const u32 full = epi_bufs + (EPILOGUE_TMA ? CONSUMERS * EPI_BUFFERS * CHUNK_BYTES : 0);  // STAGES barriers of 8 bytes
   const u32 empty = full + 8 * STAGES;
-  const u32 xbar = empty + 8 * STAGES;  // the exchange's barrier (a cluster along K)
-  int* flag = reinterpret_cast<int*>(smem_raw + (xbar + 8 - smem_u32(smem_raw)));
+  int* flag = reinterpret_cast<int*>(smem_raw + (empty + 8 * STAGES - smem_u32(smem_raw)));
 
   const Schedule sch(M, N, K, scalars);
   const u32 rank = cluster_rank();
@@ -759,11 +693,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full + 8 * s, 1);                           // the producer's expect_tx
-      mbar_init(empty + 8 * s, CONSUMERS * MCAST);          // every consumer warpgroup of the multicast group
-    }
-    if (CLUSTER_K > 1) {
-      mbar_init(xbar, 1);
-      mbar_expect_tx(xbar, XCHG_BYTES);  // this CTA's one arrival; the phase ends when the peer's half has come
+      mbar_init(empty + 8 * s, CONSUMERS * CLUSTER);        // every consumer warpgroup of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -783,7 +713,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const gt_tensor_map* tmc = nullptr;
 #endif
     consume(sch, reinterpret_cast<out_t*>(C), M, N, ldc, workspace, stages, full, empty, rank, first, stride, wg - 1,
-            flag, tmc, epi_bufs, xchg, xbar);
+            flag, tmc, epi_bufs);
   }
   // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
   if (CLUSTER > 1) cluster_sync();
