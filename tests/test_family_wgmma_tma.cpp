@@ -190,6 +190,17 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     CHECK(option(*full, "EPILOGUE_TMA") == "0");
     CHECK(full->tensor_maps.size() == 2);
     CHECK(full->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
+    // Eight stages of the narrow 64x128 tile (192 KB, the ring the M = 256 rows run fastest
+    // with) still leave room for the epilogue's buffers; eight of 128x128 do not fit at all.
+    auto deep = fam.build(p, cfg(s, "bm=64,bn=128,consumers=1,stages=8"), kHopper, nullptr);
+    REQUIRE(deep);
+    CHECK(option(*deep, "STAGES") == "8");
+    CHECK(option(*deep, "EPILOGUE_TMA") == "1");
+    CHECK(deep->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
+    auto refused = fam.refusal(p, cfg(s, "bm=128,bn=128,stages=8"), kHopper);
+    REQUIRE(refused);
+    CHECK(refused->code == GT_REFUSAL_RESOURCES);
+    CHECK_THAT(refused->why, Catch::Contains("8 stages"));
   }
   // A 2x2 cluster: each row of two CTAs shares A, each column B, so both come in halves; its
   // producer gets more registers and its consumers fewer. setmaxnreg.inc draws only on what

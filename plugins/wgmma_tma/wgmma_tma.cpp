@@ -54,7 +54,7 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
        def[pConsumers]},
       {"wg", "how two consumers share the tile: stacked along M (bm/2 rows each) or side by side along N (bn/2 columns)",
        {kAlongMRows, kAlongNCols}, {"m", "n"}, def[pWg]},
-      {"stages", "shared-memory stages of (bm + bn) x 64 elements in the TMA ring", {2, 3, 4, 5, 6}, {}, def[pStages]},
+      {"stages", "shared-memory stages of (bm + bn) x 64 elements in the TMA ring", {2, 3, 4, 5, 6, 8}, {}, def[pStages]},
       {"inflight", "wgmma groups a consumer keeps in flight while issuing the next stage's (0: it waits, and "
                    "releases each stage at once)",
        {0, 1}, {}, def[pInflight]},
@@ -266,12 +266,12 @@ const std::vector<std::vector<int64_t>>& candidates() {
       with({{pBn, 64}, {pStages, 6}, {pCluster, k1x2}}),
       with({{pBn, 128}, {pStages, 6}, {pSplit, 4}}),
       with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k4x1}, {pPersistent, 0}}),
-      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k2x1}, {pPersistent, 0}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 8}, {pCluster, k2x1}, {pPersistent, 0}}),
       with({{pBm, 64}, {pBn, 256}, {pConsumers, 1}, {pStages, 4}, {pCluster, k4x1}, {pPersistent, 0}}),
       with({{pBm, 64}, {pBn, 256}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 6}, {pCluster, k2x1}}),
       with({{pBm, 128}, {pBn, 128}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 6}, {pCluster, k2x1}}),
       with({{pBm, 64}, {pBn, 256}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x2}}),
-      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x1}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 8}, {pCluster, k1x1}}),
       with({{pBm, 64}, {pBn, 64}, {pConsumers, 1}, {pStages, 6}, {pCluster, k1x1}}),
   };
   return c;
