@@ -667,6 +667,17 @@ TEST_CASE("a table naming a config its family no longer has is reported, not cra
   // Shapes nearer other entries never look at it.
   CHECK(loaded.lookup(Problem::make(300, 300, 300, DType::f32, DType::f32, Layout::nn), std::string(kDevice), can, def)
             .kind == MatchKind::nearest);
+  // Asked for another device, the entry is another device's: a space can depend on the device
+  // (cuBLASLt's does), so it is passed over with the reason and the next entry answers.
+  LookupResult other = loaded.lookup(Problem::make(4096, 4096, 4096, DType::f32, DType::f32, Layout::nn),
+                                     std::string("NVIDIA Other GPU"), can, def);
+  CHECK(other.kind == MatchKind::nearest);
+  REQUIRE(other.entry);
+  CHECK(other.entry->key.m != 4096);
+  REQUIRE_FALSE(other.passed_over.empty());
+  CHECK(other.passed_over[0].second.find("measured on " + std::string(kDevice) +
+                                         ", its config is not in the space of NVIDIA Other GPU here") != std::string::npos);
+  CHECK(other.passed_over[0].second.find("naive_mapcoalesced_bx48_by8") != std::string::npos);
   // The command line says the same, with exit code 2.
   auto r = test::run_command(fmt::format("'{}' --plugin-dir '{}' lookup --table '{}' --device '{}' --shape 4096x4096x4096",
                                          test::gemmtune_binary().string(), test::naive_only_dir().string(), file.string(),

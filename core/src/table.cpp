@@ -989,8 +989,14 @@ LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, c
       try {
         v = hooks.can_implement(*c.e, p);
       } catch (const InputError& ex) {
-        throw BrokenEntryError(fmt::format("{}: entries[{}] ({}): {}", table_name, size_t(c.e - entries.data()),
-                                           c.e->text(), ex.what()));
+        // An entry measured on another device (the architecture's or any device's tier): a family's
+        // space may depend on the device (cuBLASLt's is its library's answer there), so a config
+        // this device's space lacks is an entry that cannot run here, not a broken table.
+        if (!policy.device || c.e->key.device_name == *policy.device)
+          throw BrokenEntryError(fmt::format("{}: entries[{}] ({}): {}", table_name, size_t(c.e - entries.data()),
+                                             c.e->text(), ex.what()));
+        v = Verdict::cannot(fmt::format("measured on {}, its config is not in the space of {} here: {}",
+                                        c.e->key.device_name, *policy.device, ex.what()));
       }
     }
     if (v.kind == Verdict::Kind::cannot) {

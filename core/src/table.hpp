@@ -224,7 +224,9 @@ class LookupTable {
   //  3. default: the fallback's choice (plugin_default: cuBLASLt's heuristic pick, else the
   //     named default family's default config), with the reason no entry served.
   // InputError when nothing serves and there is no default (with the reasons); BrokenEntryError
-  // when an entry it looks at names a config that no longer exists.
+  // when an entry of the asked device (or of any, when none is asked) names a config its family's
+  // space lacks. An entry of another device with such a config is passed over: spaces can depend
+  // on the device (cuBLASLt's).
   LookupResult lookup(const Problem& problem, const LookupPolicy& policy, const LookupHooks& hooks) const;
 
   // The same with the rule as it was before distance limits, regimes and architecture tiers
