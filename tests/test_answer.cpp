@@ -623,6 +623,9 @@ with open("{times}.asked", "a") as f:
 if key not in times:
     print(json.dumps({{"status": "runtime_fault", "message": "no time for " + key}}))
     sys.exit(1)
+if times[key] == "cannot":
+    print(json.dumps({{"status": "cannot_implement", "message": "not in this device's space: " + key}}))
+    sys.exit(1)
 print(json.dumps({{"status": "ok", "time_us": {{"value": times[key]}}}}))
 )",
                                      fmt::arg("times", times_file.string()),
@@ -656,6 +659,18 @@ print(json.dumps({{"status": "ok", "time_us": {{"value": times[key]}}}}))
   // Every run it made was one the table of times expected, each once.
   std::string asked = test::read_file(times_file.string() + ".asked");
   CHECK(std::count(asked.begin(), asked.end(), '\n') == long(times.size()));
+
+  // A held-out entry whose own config this GPU cannot run (a table tuned on another device, whose
+  // cuBLASLt tiles the library here lacks): "cannot" in the row, left out of tuned/answer.
+  times["naive|" + config(1024, 1024, 1024) + "|1024x1024x1024"] = "cannot";
+  test::write_file(times_file, times.dump());
+  r = test::run_command(cmd + " --limit 3");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Matches("(.|\n)*1024x1024x1024 f32 +yes +nearest +2048x1024x1024 +naive +cannot +62\\.5 +"
+                                   "100\\.0 +- +- +1\\.600(.|\n)*"));
+  CHECK_THAT(r.out, Catch::Contains("geomean tuned/answer over 2 held-out shapes: 0.671 (min 0.500)"));
+  CHECK_THAT(r.out, Catch::Contains("held-out entries whose own config this GPU's space lacks (not in tuned/answer): 1"));
 
   // A problem that cannot be timed fails the run (exit 1) and is said; the others are still reported.
   r = test::run_command(cmd + " --limit 0 --shapes 1500x1024x1024,700x1024x1024");

@@ -11,7 +11,9 @@ Problems asked:
     table without that entry;
   - --shapes: problems asked of the whole table as it is (no tuned figure for them).
 On each problem, one after the other in the same session, `gemmtune run` times:
-  - tuned:  the held-out entry's own config (what tuning that shape gave; leave-one-out only);
+  - tuned:  the held-out entry's own config (what tuning that shape gave; leave-one-out only;
+            "cannot" where this GPU's space lacks it: a table tuned on another device, whose
+            cuBLASLt tiles the library here does not offer);
   - answer: the lookup's answer (where that is cuBLASLt's pick, timed once as the pick);
   - pick:   cuBLASLt's heuristic pick (what a program without the table would run);
   - entry:  where the answer was transferred or adapted, the nearest entry's own config (what the
@@ -111,20 +113,26 @@ def answer(gt, table, entries, p, lookup_flags):
         os.unlink(path)
 
 
+def timed_or_cannot(gt, p, family, config, settle, transform):
+    """timed(), or NaN where the config cannot run the problem here."""
+    try:
+        return timed(gt, p, family, config, settle, transform)
+    except CannotImplement:
+        return float("nan")
+
+
 def measure(gt, p, held, ans, settle):
     """The row's figures: tuned (None without a held-out entry), answer, pick, entry (None: not asked)."""
     t_pick = timed(gt, p, "cublaslt", "", settle)
     is_pick = ans["rule"] == "library default"
     t_ans = t_pick if is_pick else timed(gt, p, ans["family"], ans.get("family_config", ans["config"]), settle,
                                          ans.get("transform", "none"))
-    t_tuned = timed(gt, p, held["family"], held["config"], settle, held.get("transform", "none")) if held else None
+    t_tuned = timed_or_cannot(gt, p, held["family"], held["config"], settle, held.get("transform", "none")) if held else None
     t_entry = None
     if ans["rule"] in ("transferred", "adapted") and ans.get("entry"):
-        try:
-            t_entry = timed(gt, p, ans["entry"]["family"], ans["entry"]["config"], settle,
-                            ans["entry"].get("transform", "none"))
-        except CannotImplement:
-            t_entry = float("nan")  # cannot run this shape: the rule without the step passed over it
+        # NaN: cannot run this shape, so the rule without the step would have passed over it.
+        t_entry = timed_or_cannot(gt, p, ans["entry"]["family"], ans["entry"]["config"], settle,
+                                  ans["entry"].get("transform", "none"))
     return t_tuned, t_ans, t_pick, t_entry
 
 
@@ -138,16 +146,19 @@ def fmt_ratio(a, b):
 
 def summary(rows):
     """rows: (rule, tuned, answer, pick, entry)."""
-    ta = [t / a for _, t, a, _, _ in rows if t is not None]
+    ta = [t / a for _, t, a, _, _ in rows if t is not None and not math.isnan(t)]
     pa = [p / a for _, _, a, p, _ in rows]
+    cannot = sum(1 for r in rows if r[1] is not None and math.isnan(r[1]))
     if ta:
         print(f"\ngeomean tuned/answer over {len(ta)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
+    if cannot:
+        print(f"held-out entries whose own config this GPU's space lacks (not in tuned/answer): {cannot}")
     print(f"geomean pick/answer over {len(pa)}: {geomean(pa):.3f} (min {min(pa):.3f}); answers more than 2 % slower "
           f"than the pick: {sum(1 for r in pa if r < 0.98)}")
     print("by rule:")
     for rule in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == rule]
-        t = [x[1] / x[2] for x in mine if x[1] is not None]
+        t = [x[1] / x[2] for x in mine if x[1] is not None and not math.isnan(x[1])]
         line = f"  {rule:<16} {len(mine):>3}: pick/answer {geomean([x[3] / x[2] for x in mine]):.3f}"
         if t:
             line += f", tuned/answer {geomean(t):.3f} (min {min(t):.3f})"
