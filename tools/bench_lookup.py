@@ -127,7 +127,9 @@ def measure(gt, p, held, ans, settle):
     is_pick = ans["rule"] == "library default"
     t_ans = t_pick if is_pick else timed(gt, p, ans["family"], ans.get("family_config", ans["config"]), settle,
                                          ans.get("transform", "none"))
-    t_tuned = timed_or_cannot(gt, p, held["family"], held["config"], settle, held.get("transform", "none")) if held else None
+    t_tuned = None
+    if held:
+        t_tuned = timed_or_cannot(gt, p, held["family"], held["config"], settle, held.get("transform", "none"))
     t_entry = None
     if ans["rule"] in ("transferred", "adapted") and ans.get("entry"):
         # NaN: cannot run this shape, so the rule without the step would have passed over it.
@@ -136,19 +138,24 @@ def measure(gt, p, held, ans, settle):
     return t_tuned, t_ans, t_pick, t_entry
 
 
+def measured(t):
+    """A time that was taken: not None (not asked) and not NaN (the config cannot run here)."""
+    return t is not None and not math.isnan(t)
+
+
 def fmt_us(t):
     return f"{'-':>9}" if t is None else f"{'cannot':>9}" if math.isnan(t) else f"{t:>9.1f}"
 
 
 def fmt_ratio(a, b):
-    return f"{'-':>9}" if a is None or b is None or math.isnan(a) else f"{a / b:>9.3f}"
+    return f"{a / b:>9.3f}" if measured(a) and b is not None else f"{'-':>9}"
 
 
 def summary(rows):
     """rows: (rule, tuned, answer, pick, entry)."""
-    ta = [t / a for _, t, a, _, _ in rows if t is not None and not math.isnan(t)]
+    ta = [t / a for _, t, a, _, _ in rows if measured(t)]
     pa = [p / a for _, _, a, p, _ in rows]
-    cannot = sum(1 for r in rows if r[1] is not None and math.isnan(r[1]))
+    cannot = sum(1 for r in rows if r[1] is not None and not measured(r[1]))
     if ta:
         print(f"\ngeomean tuned/answer over {len(ta)} held-out shapes: {geomean(ta):.3f} (min {min(ta):.3f})")
     if cannot:
@@ -158,14 +165,14 @@ def summary(rows):
     print("by rule:")
     for rule in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == rule]
-        t = [x[1] / x[2] for x in mine if x[1] is not None and not math.isnan(x[1])]
+        t = [x[1] / x[2] for x in mine if measured(x[1])]
         line = f"  {rule:<16} {len(mine):>3}: pick/answer {geomean([x[3] / x[2] for x in mine]):.3f}"
         if t:
             line += f", tuned/answer {geomean(t):.3f} (min {min(t):.3f})"
         print(line)
     moved = [r for r in rows if r[4] is not None]
     if moved:
-        ran = [r for r in moved if not math.isnan(r[4])]
+        ran = [r for r in moved if measured(r[4])]
         print(f"transferred or adapted: {len(moved)}; the nearest entry's own config cannot run "
               f"{len(moved) - len(ran)} of them (the rule without that step would have passed over it)")
         if ran:
