@@ -26,6 +26,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
   auto& t = table();
   t.check_values(c, n);
   Plan pl{t.get(c, n, "map"), t.get(c, n, "bx"), t.get(c, n, "by"), {}};
+  refuse_fp8(p, "naive");
   if (p.out_dtype == GT_TF32 || dtype_size(p.in_dtype) == 0 || dtype_size(p.out_dtype) == 0)
     throw Refusal(GT_REFUSAL_DTYPE, "unsupported dtype");
   const int64_t threads = pl.bx * pl.by;

@@ -33,6 +33,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
   Plan P{};
   P.tile_m = c[0], P.tile_n = c[1], P.tile_k = c[2], P.pad = c[3];
   // Scalar loads and stores only: any alignment the element types themselves have will do.
+  refuse_fp8(p, "shared_tile");
   if (dtype_size(p.in_dtype) == 0 || dtype_size(p.out_dtype) == 0 || p.out_dtype == GT_TF32)
     throw Refusal(GT_REFUSAL_DTYPE, "unsupported dtype");
   P.threads = P.tile_m * P.tile_n;

@@ -51,6 +51,7 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
   pl.vec_bytes = t.get(c, n, "vec");
   pl.unroll = t.get(c, n, "unroll");
   if (p.in_dtype == GT_TF32) throw Refusal(GT_REFUSAL_DTYPE, "tf32 is a tensor-core format; skinny multiplies in fp32 on the SIMT units");
+  refuse_fp8(p, "skinny");
   if (p.out_dtype == GT_TF32 || dtype_size(p.in_dtype) == 0 || dtype_size(p.out_dtype) == 0)
     throw Refusal(GT_REFUSAL_DTYPE, "unsupported dtype");
   if (b_transposed(p))

@@ -1,17 +1,21 @@
-/* gemmtune plugin ABI, version 2 — the one header a kernel-family plugin depends on.
+/* gemmtune plugin ABI, version 3 — the one header a kernel-family plugin depends on.
  *
  * A plugin is a shared library that exports one C symbol:
  *
  *     const gt_plugin* gemmtune_plugin_entry(uint32_t host_abi_version);
  *
- * The host checks `abi_version` and `struct_size` before it calls anything else; a plugin of
- * another version is refused by name with the reason. Only plain data crosses this boundary
+ * The host checks `abi_version` and `struct_size` before it calls anything else. It loads
+ * plugins of this version and of version 2 (GT_ABI_VERSION_OLDEST): a v2 table is the prefix
+ * of a v3 table up to run_op_scaled, a v2 plugin reads the prefix of gt_problem up to
+ * align_bytes, and the host never asks a v2 plugin about an FP8 problem. A plugin of any other
+ * version is refused by name with the reason. Only plain data crosses this boundary
  * (integers, enums, const char*, pointer + count, opaque handles). No C++ types, no
  * exceptions: every entry point catches everything and returns a gt_status, with a message
  * and, for a refusal, a closed code (gt_refusal) written into the caller's gt_reply.
  *
  * The problem: C = A · B with C of M×N (row-major, leading dimension ldc), reduction over K,
- * fp32 accumulation. Layout letters as on the command line: first A, second B;
+ * fp32 accumulation. FP8 problems (v3: A and B in e4m3 or e5m2) carry scales: C = (A·sa)·(B·sb),
+ * the scales' shape given by gt_problem.scale_mode (gt_scale_mode below). Layout letters as on the command line: first A, second B;
  *   'n': A is M×K row-major (lda ≥ K),  B is K×N row-major (ldb ≥ N)
  *   't': A is K×M row-major (lda ≥ M),  B is N×K row-major (ldb ≥ K)
  * Dimensions and leading dimensions fit in int32; element offsets do not have to, so
@@ -24,6 +28,8 @@
  *      const __grid_constant__ CUtensorMap map0, map1, ...)
  * where gt_scalars is `struct { long long v[8]; }` (gt_kernel.scalars, passed by value) and
  * there is one 128-byte, 128-aligned tensor map per gt_kernel.tensor_maps entry, in order.
+ * A kernel whose gt_kernel.takes_scales is 1 (v3, FP8 problems) takes a gt_scales (below) by
+ * value between `scalars` and the first tensor map.
  * A kernel may stop after the last parameter it uses (after ldc, when it requests nothing).
  * Library families (GT_KIND_LIBRARY, e.g. cuBLASLt) create an opaque operation and run it.
  *
@@ -46,7 +52,8 @@
 extern "C" {
 #endif
 
-#define GT_ABI_VERSION 2u
+#define GT_ABI_VERSION 3u
+#define GT_ABI_VERSION_OLDEST 2u /* the oldest plugin ABI the host still loads */
 #define GT_PLUGIN_ENTRY_SYMBOL "gemmtune_plugin_entry"
 
 #if defined(_WIN32)
@@ -81,18 +88,54 @@ typedef struct gt_reply {
   int32_t refusal; /* out: a gt_refusal */
 } gt_reply;
 
-typedef enum gt_dtype { GT_F32 = 0, GT_TF32 = 1, GT_F16 = 2, GT_BF16 = 3 } gt_dtype;
+typedef enum gt_dtype {
+  GT_F32 = 0,
+  GT_TF32 = 1,
+  GT_F16 = 2,
+  GT_BF16 = 3,
+  GT_E4M3 = 4, /* v3: FP8 e4m3, the OCP "fn" variant: largest finite 448, no infinity, NaN S.1111.111 */
+  GT_E5M2 = 5  /* v3: FP8 e5m2: largest finite 57344, infinities */
+} gt_dtype;
+
+/* v3: how an FP8 problem's scales are laid out (all float32, device memory). "sa" scales A,
+ * "sb" scales B; C[m][n] = sum_k (A[m][k] * sa(m, k)) * (B[k][n] * sb(k, n)), rounded to C's
+ * type (an FP8 C is also multiplied by gt_scales.d first). KB = ceil(K / 128).
+ *   TENSOR: sa[0], sb[0].
+ *   ROW:    sa[m] (M values, one per row of A and C), sb[n] (N values, one per column of C).
+ *   BLOCK:  A (activations) in 1x128 blocks along K: sa[kb * M + m], M contiguous;
+ *           B (weights) in 128x128 blocks of (n, k): sb[(n / 128) * KB + kb].
+ *           (cuBLASLt's VEC128_32F and BLK128x128_32F, and torch._scaled_mm's block recipe.) */
+typedef enum gt_scale_mode {
+  GT_SCALE_NONE = 0, /* no scales: every problem whose inputs are not FP8 */
+  GT_SCALE_TENSOR = 1,
+  GT_SCALE_ROW = 2,
+  GT_SCALE_BLOCK = 3
+} gt_scale_mode;
 typedef enum gt_layout { GT_NN = 0, GT_NT = 1, GT_TN = 2, GT_TT = 3 } gt_layout;
 typedef enum gt_kind { GT_KIND_SOURCE = 0, GT_KIND_LIBRARY = 1 } gt_kind;
 
 typedef struct gt_problem {
   int64_t m, n, k;
   int64_t lda, ldb, ldc; /* in elements */
-  int32_t in_dtype;      /* gt_dtype of A and B ("tf32": fp32 data, tensor-core math) */
+  int32_t in_dtype;      /* gt_dtype of A, and of B unless b_dtype says otherwise ("tf32": fp32
+                            data, tensor-core math) */
   int32_t out_dtype;     /* gt_dtype of C (never GT_TF32) */
   int32_t layout;        /* gt_layout */
   int32_t align_bytes;   /* 1, 2, 4, 8 or 16: divides every ld*elem_size and base pointer */
+  /* v3 (a v2 plugin reads the fields above only) */
+  int32_t b_dtype;       /* gt_dtype of B: in_dtype, except for mixed FP8 (e4m3 x e5m2) */
+  int32_t scale_mode;    /* gt_scale_mode: GT_SCALE_NONE unless A and B are FP8 */
 } gt_problem;
+
+/* v3: an FP8 problem's scales for one call (device pointers; gt_scale_mode says how many).
+ * `d` (NULL: 1) multiplies an FP8 output before it is rounded; `amax_d` (NULL: not wanted)
+ * receives max |C| before that rounding. */
+typedef struct gt_scales {
+  const float* a;
+  const float* b;
+  const float* d;
+  float* amax_d;
+} gt_scales;
 
 /* What the device allows; filled from cudaGetDeviceProperties, or from a table for an
  * architecture named on a machine without a GPU. */
@@ -132,7 +175,7 @@ typedef struct gt_space {
 
 /* The operands a tensor map can describe, each as stored: rows x columns, row-major, the
  * columns contiguous (A: M×K for 'n', K×M for 't'; B: K×N for 'n', N×K for 't'; C: M×N).
- * The element type is the problem's (A, B: in_dtype; C: out_dtype). */
+ * The element type is the problem's (A: in_dtype, B: b_dtype, C: out_dtype). */
 typedef enum gt_operand { GT_OPERAND_A = 0, GT_OPERAND_B = 1, GT_OPERAND_C = 2 } gt_operand;
 
 /* A TMA tensor map core encodes (cuTensorMapEncodeTiled) for the operand's buffer of each
@@ -186,7 +229,8 @@ typedef struct gt_kernel {
   gt_tensor_map_request tensor_maps[GT_MAX_TENSOR_MAPS];
   int64_t scalars[GT_SCALARS]; /* passed by value as the `scalars` parameter: launch values
                                   that need no recompile (a schedule, a split count) */
-  uint32_t reserved[8];
+  int32_t takes_scales;        /* v3: 1: the kernel takes a gt_scales after `scalars` (FP8) */
+  uint32_t reserved[7];
 } gt_kernel;
 
 typedef struct gt_plugin {
@@ -245,7 +289,15 @@ typedef struct gt_plugin {
 
   /* Optional: extra provenance, e.g. "cublasLt 130000". Valid for the life of the process. */
   const char* (*provenance)(void);
+
+  /* v3. Library families that run FP8 problems (NULL otherwise): run_op with the call's
+   * scales. The host calls it, never run_op, for a problem whose scale_mode is not NONE. */
+  gt_status (*run_op_scaled)(void* op, const void* a, const void* b, void* c, const gt_scales* scales,
+                             void* workspace, uint64_t workspace_bytes, void* stream, gt_reply* reply);
 } gt_plugin;
+
+/* The size of a v2 table: everything before run_op_scaled. */
+#define GT_PLUGIN_V2_SIZE offsetof(gt_plugin, run_op_scaled)
 
 typedef const gt_plugin* (*gt_plugin_entry_fn)(uint32_t host_abi_version);
 

@@ -76,6 +76,7 @@ inline size_t dtype_size(int32_t dt) {
   switch (dt) {
     case GT_F32: case GT_TF32: return 4;
     case GT_F16: case GT_BF16: return 2;
+    case GT_E4M3: case GT_E5M2: return 1;
     default: return 0;
   }
 }
@@ -85,17 +86,36 @@ inline const char* dtype_name(int32_t dt) {
     case GT_TF32: return "tf32";
     case GT_F16: return "f16";
     case GT_BF16: return "bf16";
+    case GT_E4M3: return "e4m3";
+    case GT_E5M2: return "e5m2";
     default: return "?";
   }
 }
-// The CUDA C++ type that stores a dtype (tf32 is stored as float).
+inline bool is_fp8(int32_t dt) { return dt == GT_E4M3 || dt == GT_E5M2; }
+inline const char* scale_mode_name(int32_t m) {
+  switch (m) {
+    case GT_SCALE_NONE: return "none";
+    case GT_SCALE_TENSOR: return "tensor";
+    case GT_SCALE_ROW: return "row";
+    case GT_SCALE_BLOCK: return "block";
+    default: return "?";
+  }
+}
+// The CUDA C++ type that stores a dtype (tf32 is stored as float; FP8 as cuda_fp8.h's types).
 inline const char* dtype_cuda_type(int32_t dt) {
   switch (dt) {
     case GT_F32: case GT_TF32: return "float";
     case GT_F16: return "__half";
     case GT_BF16: return "__nv_bfloat16";
+    case GT_E4M3: return "__nv_fp8_e4m3";
+    case GT_E5M2: return "__nv_fp8_e5m2";
     default: return "void";
   }
+}
+// A family that handles no FP8 problem says so in one line (GT_REFUSAL_DTYPE).
+inline void refuse_fp8(const gt_problem& p, const char* family) {
+  if (is_fp8(p.in_dtype) || is_fp8(p.b_dtype) || p.scale_mode != GT_SCALE_NONE)
+    throw Refusal(GT_REFUSAL_DTYPE, std::string(family) + " has no FP8 kernels");
 }
 inline bool a_transposed(const gt_problem& p) { return p.layout == GT_TN || p.layout == GT_TT; }
 inline bool b_transposed(const gt_problem& p) { return p.layout == GT_NT || p.layout == GT_TT; }
@@ -188,6 +208,7 @@ struct Launch {
   gt_workspace_zero workspace_zero = GT_WORKSPACE_ZERO_NEVER;
   std::vector<gt_tensor_map_request> tensor_maps;
   std::array<int64_t, GT_SCALARS> scalars{};
+  bool takes_scales = false;   // the kernel takes a gt_scales after the scalars (FP8)
 };
 
 // A launch of `kernel_name` in `source` with these options (typically define(...)); the
@@ -249,6 +270,7 @@ class KernelOut {
     out->tensor_map_count = int32_t(l_.tensor_maps.size());
     for (size_t i = 0; i < l_.tensor_maps.size(); ++i) out->tensor_maps[i] = l_.tensor_maps[i];
     for (size_t i = 0; i < GT_SCALARS; ++i) out->scalars[i] = l_.scalars[i];
+    out->takes_scales = l_.takes_scales ? 1 : 0;
   }
 
  private:
