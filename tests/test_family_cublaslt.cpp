@@ -211,7 +211,7 @@ TEST_CASE("the plugin maps every layout, dtype and leading dimension onto cuBLAS
             REQUIRE(op);
             std::vector<uint8_t> cbuf(p.bytes_c(), 0xff);  // NaN in every type: each element must be written
             std::vector<uint8_t> ws(size_t(op->workspace_bytes()) + 16);
-            op->run(a.data(), b.data(), cbuf.data(), ws.data(), op->workspace_bytes(), nullptr);
+            op->run(a.data(), b.data(), cbuf.data(), nullptr, ws.data(), op->workspace_bytes(), nullptr);
             ++runs;
             split_runs += c[kSplitK] > 1;
             workspace_runs += op->workspace_bytes() > 0;
@@ -792,7 +792,7 @@ TEST_CASE("an op re-created from stored attributes is the heuristic's own algori
       cuda_check(cudaMemcpy(host.data(), c.get(), host.size(), cudaMemcpyDeviceToHost), "copy C");
       return host;
     };
-    libop->run(da.get(), db.get(), dc1.get(), ws.get(), ws.size(), nullptr);
+    libop->run(da.get(), db.get(), dc1.get(), nullptr, ws.get(), ws.size(), nullptr);
     cuda_check(cudaDeviceSynchronize(), "plugin op run");
     run_direct(dc2.get());
     auto c1 = fetch(dc1), c2 = fetch(dc2);

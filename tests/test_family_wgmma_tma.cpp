@@ -432,9 +432,9 @@ TEST_CASE("wgmma_tma: split-K's tile counters reset themselves, launch after lau
     INFO(c);
     Built b = runnable(p, dev, c, compiler);
     const LaunchFn once = b.run->launch_fn();
-    const LaunchFn four = [&once](const void* a_ptr, const void* b_ptr, void* c_ptr, cudaStream_t s) {
+    const LaunchFn four = [&once](const Operands& ops, cudaStream_t s) {
       for (int i = 0; i < 4; ++i)
-        if (cudaError_t e = once(a_ptr, b_ptr, c_ptr, s); e != cudaSuccess) return e;
+        if (cudaError_t e = once(ops, s); e != cudaSuccess) return e;
       return cudaSuccess;
     };
     for (int round = 0; round < 3; ++round) {

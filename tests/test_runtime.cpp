@@ -369,7 +369,7 @@ gemmtune::Choice run_and_check(gemmtune::Runtime& rt, const Problem& p, uint64_t
   rt.gemm(g, s);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   const gemmtune::Choice choice = rt.prepare(g);
-  reference_gemm(p, a.get(), b.get(), static_cast<double*>(ref.get()), s);
+  reference_gemm(p, Operands{a.get(), b.get(), nullptr, {}}, static_cast<double*>(ref.get()), s);
   ErrorSums e = compare_to_reference(p, cp, static_cast<const double*>(ref.get()), scratch.get(), s);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   cudaStreamDestroy(s);

@@ -435,7 +435,7 @@ TEST_CASE("transforms: cuBLASLt (stand-in) run through pad, swap and pad+swap co
             std::vector<uint8_t> ws(pl->workspace_bytes + 1), op_ws(size_t(op->workspace_bytes()) + 16);
             run_transformed_on_host(*pl, abuf.data(), bbuf.data(), cbuf.data(), ws.data(),
                                     [&](const void* ia, const void* ib, void* ic) {
-                                      op->run(ia, ib, ic, op_ws.data(), op->workspace_bytes(), nullptr);
+                                      op->run(ia, ib, ic, nullptr, op_ws.data(), op->workspace_bytes(), nullptr);
                                     });
             int wrong = 0;
             for (int64_t i = 0; i < p.m; ++i)
@@ -924,7 +924,7 @@ TEST_CASE("transforms on a GPU: the runtime runs a padded entry on the caller's 
   REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
   fill_random(a.get(), p.in, size_t(p.m * p.lda), 5, Distribution::normal, st);
   fill_random(b.get(), p.in, size_t(p.k * p.ldb), 6, Distribution::normal, st);
-  reference_gemm(p, a.get(), b.get(), static_cast<double*>(ref.get()), st);
+  reference_gemm(p, Operands{a.get(), b.get(), nullptr, {}}, static_cast<double*>(ref.get()), st);
   for (int call = 0; call < 3; ++call) {  // the buffers of the copies are the runtime's, reused
     fill_nan(c.get(), p.out, size_t(p.m * p.ldc), st);
     gemmtune::GemmArgs g;

@@ -62,8 +62,8 @@ double time_read_b(const Problem& p, const DeviceInfo& dev, ProblemBench& bench,
   for (long long g : grids) {
     if (g < 1) continue;
     int blocks = int(g);
-    LaunchFn fn = [&, blocks](const void*, const void* b, void*, cudaStream_t s) {
-      launch_stream_read(b, bytes, static_cast<float*>(sink.get()), blocks, s);
+    LaunchFn fn = [&, blocks](const Operands& ops, cudaStream_t s) {
+      launch_stream_read(ops.b, bytes, static_cast<float*>(sink.get()), blocks, s);
       return cudaGetLastError();
     };
     if (first) bench.settle(fn, 1.0);  // from the GEMM's clock state to the read's

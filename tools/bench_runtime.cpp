@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
         if (through_runtime) {
           for (int i = 0; i < batch; ++i) rt.gemm(g, stream);
         } else {
-          for (int i = 0; i < batch; ++i) check(direct->launch(g.a, g.b, g.c, stream), "direct launch");
+          for (int i = 0; i < batch; ++i) check(direct->launch(gt::Operands{g.a, g.b, g.c, {}}, stream), "direct launch");
         }
         double us = std::chrono::duration<double, std::micro>(Clock::now() - s).count() / batch;
         // Untimed: keeps the launch queue short, so no launch waits for room in it.

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     st = gemmtune_choice(rt, &args, &match, config, sizeof config, how, sizeof how);
     if (st != GEMMTUNE_SUCCESS) throw gt::RuntimeFailure(gemmtune_last_error());
 
-    gt::reference_gemm(p, a.get(), b.get(), static_cast<double*>(ref.get()), stream);
+    gt::reference_gemm(p, gt::Operands{a.get(), b.get(), c.get(), {}}, static_cast<double*>(ref.get()), stream);
     gt::ErrorSums e = gt::compare_to_reference(p, c.get(), static_cast<const double*>(ref.get()), scratch.get(), stream);
     double rel_fro = e.sum_sq_ref > 0 ? std::sqrt(e.sum_sq_diff / e.sum_sq_ref) : std::sqrt(e.sum_sq_diff);
     double max_norm = e.max_abs_ref > 0 ? e.max_abs_diff / e.max_abs_ref : e.max_abs_diff;

@@ -17,6 +17,10 @@
  * first letter A, second B; 'n' = as written (A M×K, B K×N, row-major), 't' = stored
  * transposed (A K×M, B N×K, row-major); C is M×N row-major with ldc. Accumulation is fp32.
  *
+ * FP8 (A and B in e4m3 or e5m2, layout NT): gemmtune_gemm_scaled takes the scales too,
+ * shaped as the scale mode says (gemmtune_scale_mode); what a table answers for an FP8 problem
+ * is its entries of that mode and those types.
+ *
  * Errors: every function returns a status; nothing is thrown across this interface. The
  * message of the last failure on the calling thread is gemmtune_last_error().
  * Threads: one handle may be used from several threads; the first call for a problem
@@ -46,13 +50,26 @@ typedef enum gemmtune_status {
   GEMMTUNE_ERROR_INTERNAL = 7          /* anything else (out of host memory, ...) */
 } gemmtune_status;
 
-/* Values as in gemmtune's plugin ABI (gt_dtype, gt_layout). */
+/* Values as in gemmtune's plugin ABI (gt_dtype, gt_layout, gt_scale_mode). */
 typedef enum gemmtune_dtype {
   GEMMTUNE_F32 = 0,
   GEMMTUNE_TF32 = 1, /* fp32 data on tensor cores; input only */
   GEMMTUNE_F16 = 2,
-  GEMMTUNE_BF16 = 3
+  GEMMTUNE_BF16 = 3,
+  GEMMTUNE_E4M3 = 4, /* FP8 e4m3 ("fn": largest finite 448); through gemmtune_gemm_scaled */
+  GEMMTUNE_E5M2 = 5  /* FP8 e5m2 (largest finite 57344); through gemmtune_gemm_scaled */
 } gemmtune_dtype;
+/* How an FP8 problem's float32 scales are shaped (C = (A·sa)·(B·sb)); KB = ceil(K/128),
+ * KB4 = KB rounded up to a multiple of 4:
+ *   TENSOR: one scale each.  ROW: sa[m] (M values), sb[n] (N values).
+ *   BLOCK:  sa[kb*M + m] (1x128 blocks of A along K, M contiguous),
+ *           sb[(n/128)*KB4 + kb] (128x128 blocks of B, stored N x K). */
+typedef enum gemmtune_scale_mode {
+  GEMMTUNE_SCALE_NONE = 0,
+  GEMMTUNE_SCALE_TENSOR = 1,
+  GEMMTUNE_SCALE_ROW = 2,
+  GEMMTUNE_SCALE_BLOCK = 3
+} gemmtune_scale_mode;
 typedef enum gemmtune_layout { GEMMTUNE_NN = 0, GEMMTUNE_NT = 1, GEMMTUNE_TN = 2, GEMMTUNE_TT = 3 } gemmtune_layout;
 typedef enum gemmtune_match {
   GEMMTUNE_MATCH_EXACT = 0,   /* an entry for exactly this key */
@@ -89,6 +106,17 @@ typedef struct gemmtune_gemm_args {
   int64_t ldc;
 } gemmtune_gemm_args;
 
+/* An FP8 call's scales and B's type (device pointers, float32). */
+typedef struct gemmtune_scales {
+  uint32_t struct_size; /* sizeof(gemmtune_scales) */
+  int32_t mode;         /* gemmtune_scale_mode: TENSOR, ROW or BLOCK */
+  int32_t b_dtype;      /* B's gemmtune_dtype when it differs from A's (e4m3 x e5m2); -1: A's */
+  const float* a;       /* A's scales */
+  const float* b;       /* B's scales */
+  const float* d;       /* an FP8 output's: C = round(d * ...); NULL: 1 */
+  float* amax_d;        /* receives max|C| before rounding where the config computes it; NULL: not asked */
+} gemmtune_scales;
+
 typedef struct gemmtune_runtime gemmtune_runtime; /* opaque */
 
 /* Fills the defaults in. */
@@ -102,6 +130,11 @@ void gemmtune_destroy(gemmtune_runtime* rt);
  * kernel launch. The first call for a problem also picks and builds its config. */
 gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* args, void* stream);
 
+/* The same for FP8 inputs (args->in_dtype GEMMTUNE_E4M3 or GEMMTUNE_E5M2, layout NT), with
+ * `scales` (for any other input type `scales` must be NULL, and this is gemmtune_gemm). */
+gemmtune_status gemmtune_gemm_scaled(gemmtune_runtime* rt, const gemmtune_gemm_args* args, const gemmtune_scales* scales,
+                                     void* stream);
+
 /* Picks and builds the config for the problem of `args` (the pointers count for their
  * alignment only) without running it, and says what it chose: `match`, the config's
  * canonical name (with its problem transform, "...+pad", where the entry has one: the runtime
@@ -112,6 +145,11 @@ gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* ar
  * cuBLASLt's pick cannot be named: `config` is "" and `how` says so. */
 gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
                                 size_t config_cap, char* how, size_t how_cap);
+/* The same for an FP8 problem: `scales` gives its mode and B's type (its pointers count for
+ * nothing here). */
+gemmtune_status gemmtune_choice_scaled(gemmtune_runtime* rt, const gemmtune_gemm_args* args,
+                                       const gemmtune_scales* scales, int32_t* match, char* config, size_t config_cap,
+                                       char* how, size_t how_cap);
 
 /* What the handle runs on: the CUDA device ordinal (-1 in a dry run), whether it is a dry
  * run, the architecture it builds for ("sm_90") and the device whose entries it uses (""

@@ -61,6 +61,14 @@ struct GemmArgs {
   int64_t ldb = 0;
   void* c = nullptr;
   int64_t ldc = 0;
+  // FP8 inputs (in e4m3 or e5m2, layout NT): the scale mode, the scales (device float32,
+  // shaped as gemmtune_runtime.h says) and, for e4m3 x e5m2, B's type.
+  gemmtune_scale_mode scale = GEMMTUNE_SCALE_NONE;
+  int32_t in_b = -1;  // B's gemmtune_dtype where it differs from `in`; -1: `in`
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  const float* scale_d = nullptr;  // an FP8 output's d scale (nullptr: 1)
+  float* amax_d = nullptr;         // receives max|C| where the config computes it (nullptr: not asked)
 };
 
 // What the runtime chose for a problem, and what preparing it cost.

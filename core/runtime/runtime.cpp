@@ -23,7 +23,9 @@
 namespace gemmtune {
 
 static_assert(int(GEMMTUNE_F32) == GT_F32 && int(GEMMTUNE_TF32) == GT_TF32 && int(GEMMTUNE_F16) == GT_F16 &&
-              int(GEMMTUNE_BF16) == GT_BF16);
+              int(GEMMTUNE_BF16) == GT_BF16 && int(GEMMTUNE_E4M3) == GT_E4M3 && int(GEMMTUNE_E5M2) == GT_E5M2);
+static_assert(int(GEMMTUNE_SCALE_NONE) == GT_SCALE_NONE && int(GEMMTUNE_SCALE_TENSOR) == GT_SCALE_TENSOR &&
+              int(GEMMTUNE_SCALE_ROW) == GT_SCALE_ROW && int(GEMMTUNE_SCALE_BLOCK) == GT_SCALE_BLOCK);
 static_assert(int(GEMMTUNE_NN) == GT_NN && int(GEMMTUNE_NT) == GT_NT && int(GEMMTUNE_TN) == GT_TN &&
               int(GEMMTUNE_TT) == GT_TT);
 
@@ -33,7 +35,7 @@ namespace {
 // and leading dimensions baked into its launch, and the alignment decides what may run.
 struct Key {
   int64_t m, n, k, lda, ldb, ldc;
-  int32_t in, out, layout, align, pointer_align;
+  int32_t in, in_b, out, layout, align, pointer_align, scale;
   bool operator==(const Key&) const = default;
 };
 
@@ -52,7 +54,8 @@ struct KeyHash {
     mix(uint64_t(k.ldb));
     mix(uint64_t(k.ldc));
     mix(uint64_t(uint32_t(k.in)) | uint64_t(uint32_t(k.out)) << 8 | uint64_t(uint32_t(k.layout)) << 16 |
-        uint64_t(uint32_t(k.align)) << 24 | uint64_t(uint32_t(k.pointer_align)) << 32);
+        uint64_t(uint32_t(k.align)) << 24 | uint64_t(uint32_t(k.pointer_align)) << 32 |
+        uint64_t(uint32_t(k.in_b)) << 40 | uint64_t(uint32_t(k.scale)) << 48);
     return size_t(h);
   }
 };
@@ -64,20 +67,31 @@ struct KeyHash {
 gt::Problem problem_of(const GemmArgs& g) {
   if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > gt::kMaxDim || g.n > gt::kMaxDim || g.k > gt::kMaxDim)
     invalid(fmt::format("sizes {}x{}x{}: each must be in [1, {}]", g.m, g.n, g.k, gt::kMaxDim));
-  if (uint32_t(g.in) > 3u) invalid(fmt::format("input dtype {} is not a gemmtune_dtype", int(g.in)));
-  if (uint32_t(g.out) > 3u || g.out == GEMMTUNE_TF32)
-    invalid(fmt::format("output dtype {} is not f32, f16 or bf16", int(g.out)));
+  if (uint32_t(g.in) > 5u) invalid(fmt::format("input dtype {} is not a gemmtune_dtype", int(g.in)));
+  if (g.in_b != -1 && uint32_t(g.in_b) > 5u) invalid(fmt::format("B's dtype {} is not a gemmtune_dtype", g.in_b));
+  if (uint32_t(g.out) > 5u || g.out == GEMMTUNE_TF32)
+    invalid(fmt::format("output dtype {} is not f32, f16, bf16, e4m3 or e5m2", int(g.out)));
   if (uint32_t(g.layout) > 3u) invalid(fmt::format("layout {} is not a gemmtune_layout", int(g.layout)));
+  if (uint32_t(g.scale) > 3u) invalid(fmt::format("scale mode {} is not a gemmtune_scale_mode", int(g.scale)));
   gt::Problem p;
   p.m = g.m;
   p.n = g.n;
   p.k = g.k;
   p.in = gt::DType(g.in);
+  p.in_b = g.in_b == -1 ? p.in : gt::DType(g.in_b);
   p.out = gt::DType(g.out);
   p.layout = gt::Layout(g.layout);
+  p.scale = gt::ScaleMode(g.scale);
   p.lda = g.lda;
   p.ldb = g.ldb;
   p.ldc = g.ldc;
+  if (p.fp8() && p.scale == gt::ScaleMode::none)
+    invalid(fmt::format("{} inputs need a scale mode and scales (gemmtune_gemm_scaled)", gt::to_string(p.in)));
+  try {
+    p.validate();  // what an FP8 problem must be (layout nt, types, scale mode); sizes are checked below
+  } catch (const gt::InputError& e) {
+    if (p.fp8() || p.scale != gt::ScaleMode::none || gt::is_fp8(p.out)) invalid(e.what());
+  }
   if (p.lda < p.a_cols() || p.ldb < p.b_cols() || p.ldc < p.n || p.lda > gt::kMaxDim || p.ldb > gt::kMaxDim ||
       p.ldc > gt::kMaxDim)
     invalid(fmt::format("leading dimensions lda={} ldb={} ldc={} do not fit {} (need lda >= {}, ldb >= {}, ldc >= {}, "
@@ -114,8 +128,8 @@ gt::LookupPolicy policy_of(const Options& o, const std::string& gpu_name, const 
 Key key_of(const gt::Problem& p) {
   // The pointers' own alignment too: a transformed config (pad, swap) decides by it what it
   // may use in place, and two calls of one key may differ in it.
-  return Key{p.m,          p.n,           p.k,          p.lda,   p.ldb, p.ldc, int32_t(p.in), int32_t(p.out),
-             int32_t(p.layout), p.align, p.pointer_align};
+  return Key{p.m,     p.n,     p.k,     p.lda,   p.ldb, p.ldc, int32_t(p.in), int32_t(p.in_b), int32_t(p.out),
+             int32_t(p.layout), p.align, p.pointer_align, int32_t(p.scale)};
 }
 
 struct Prepared {
@@ -319,13 +333,15 @@ void Runtime::gemm(const GemmArgs& g, cudaStream_t stream) {
   Impl& im = *impl_;
   gt::Problem p = problem_of(g);
   if (!im.opt.dry_run && (!g.a || !g.b || !g.c)) invalid("A, B and C must be device pointers, not null");
+  if (!im.opt.dry_run && p.fp8() && (!g.scale_a || !g.scale_b))
+    invalid(fmt::format("{}: A's and B's scales must be device pointers, not null", p.key()));
   im.check_device();
   Key k = key_of(p);
   const Prepared* pr = im.find(k);
   if (!pr) pr = &im.prepare(p, k);
   if (im.opt.dry_run) return;
   if (!pr->run) throw Error(GEMMTUNE_ERROR_INTERNAL, "no kernel was prepared for " + pr->choice.problem);
-  cudaError_t e = pr->run->launch(g.a, g.b, g.c, stream);
+  cudaError_t e = pr->run->launch(gt::Operands{g.a, g.b, g.c, {g.scale_a, g.scale_b, g.scale_d, g.amax_d}}, stream);
   if (e != cudaSuccess) {
     const std::string& detail = pr->run->last_error();
     throw Error(GEMMTUNE_ERROR_LAUNCH_FAILED,

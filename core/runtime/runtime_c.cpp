@@ -53,7 +53,7 @@ gemmtune_status guarded(F&& body) noexcept {
   }
 }
 
-gemmtune::GemmArgs args_of(const gemmtune_gemm_args* a) {
+gemmtune::GemmArgs args_of(const gemmtune_gemm_args* a, const gemmtune_scales* sc = nullptr) {
   if (!a) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "args is NULL");
   gemmtune::GemmArgs g;
   g.m = a->m;
@@ -68,6 +68,17 @@ gemmtune::GemmArgs args_of(const gemmtune_gemm_args* a) {
   g.ldb = a->ldb;
   g.c = a->c;
   g.ldc = a->ldc;
+  if (sc) {
+    if (sc->struct_size != sizeof(gemmtune_scales))
+      throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "scales->struct_size is " + std::to_string(sc->struct_size) +
+                                                                 ", expected " + std::to_string(sizeof(gemmtune_scales)));
+    g.scale = gemmtune_scale_mode(sc->mode);
+    g.in_b = sc->b_dtype;
+    g.scale_a = sc->a;
+    g.scale_b = sc->b;
+    g.scale_d = sc->d;
+    g.amax_d = sc->amax_d;
+  }
   return g;
 }
 
@@ -141,11 +152,25 @@ gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* ar
   });
 }
 
-gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
-                                size_t config_cap, char* how, size_t how_cap) {
+gemmtune_status gemmtune_gemm_scaled(gemmtune_runtime* rt, const gemmtune_gemm_args* args, const gemmtune_scales* scales,
+                                     void* stream) {
   return guarded([&] {
     if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
-    const gemmtune::Choice& c = rt->rt.prepare(args_of(args));
+    rt->rt.gemm(args_of(args, scales), static_cast<cudaStream_t>(stream));
+  });
+}
+
+gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
+                                size_t config_cap, char* how, size_t how_cap) {
+  return gemmtune_choice_scaled(rt, args, nullptr, match, config, config_cap, how, how_cap);
+}
+
+gemmtune_status gemmtune_choice_scaled(gemmtune_runtime* rt, const gemmtune_gemm_args* args,
+                                       const gemmtune_scales* scales, int32_t* match, char* config, size_t config_cap,
+                                       char* how, size_t how_cap) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    const gemmtune::Choice& c = rt->rt.prepare(args_of(args, scales));
     if (match) *match = int32_t(c.match);
     // The config's name with its transform ("...+pad"), as `gemmtune lookup` prints it.
     copy_out(config, config_cap, gt::transformed_name(c.config, gt::parse_transform(c.transform)));

@@ -21,18 +21,24 @@ LaunchError::LaunchError(cudaError_t e, const std::string& what)
       sticky(is_sticky(e)) {}
 
 Tolerance tolerance_for(const Problem& p) {
-  const double u_acc = std::ldexp(1.0, -24);  // fp32 accumulation
+  const double u_acc = p.fp8() ? std::ldexp(1.0, -13) : std::ldexp(1.0, -24);  // see bench.hpp
   double u_in = p.in == DType::tf32 ? std::ldexp(1.0, -11) : 0.0;  // operands rounded to tf32
-  double u_out = p.out == DType::f16 ? std::ldexp(1.0, -11) : p.out == DType::bf16 ? std::ldexp(1.0, -8) : u_acc;
+  double u_out = p.out == DType::f16    ? std::ldexp(1.0, -11)
+                 : p.out == DType::bf16 ? std::ldexp(1.0, -8)
+                 : p.out == DType::e4m3 ? std::ldexp(1.0, -4)
+                 : p.out == DType::e5m2 ? std::ldexp(1.0, -3)
+                                        : std::ldexp(1.0, -24);
   double fro = 4.0 * u_in + 2.0 * u_out + 4.0 * u_acc * std::sqrt(double(p.k)) + 1e-12;
   return {fro, 8.0 * fro};
 }
+
+double fp8_output_scale(const Problem& p) { return 1.0 / std::sqrt(double(p.k)); }
 
 size_t ProblemBench::min_bytes(const Problem& p) {
   // In floating point: near 2^31 per dimension the byte counts overflow 64 bits, and the
   // refusal below must still see them as too large.
   const double a = double(p.a_rows()) * double(p.lda) * double(size_of(p.in));
-  const double b = double(p.b_rows()) * double(p.ldb) * double(size_of(p.in));
+  const double b = double(p.b_rows()) * double(p.ldb) * double(size_of(p.in_b));
   const double c = double(p.m) * double(p.ldc) * double(size_of(p.out));
   const double ref = double(p.m) * double(p.n) * double(sizeof(double));
   const double total = a + b + c + ref + 4096.0;
@@ -72,10 +78,25 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
   for (auto& e : done_) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
   cuda_check(cudaEventCreate(&t_ref_), "cudaEventCreate");
   for (size_t i = 0; i < nsets; ++i) {
-    Set s{DeviceBuffer(p.bytes_a()), DeviceBuffer(p.bytes_b()), DeviceBuffer(p.bytes_c())};
+    Set s{DeviceBuffer(p.bytes_a()), DeviceBuffer(p.bytes_b()), DeviceBuffer(p.bytes_c()), {}, {}, {}};
     // Every set is random (never zeros unless asked: zeros run faster and hide bugs).
-    fill_random(s.a.get(), p.in, p.bytes_a() / size_of(p.in), seed * 0x9e3779b97f4a7c15ull + 2 * i + 1, dist, stream_);
-    fill_random(s.b.get(), p.in, p.bytes_b() / size_of(p.in), seed * 0x9e3779b97f4a7c15ull + 2 * i + 2, dist, stream_);
+    const uint64_t seed_a = seed * 0x9e3779b97f4a7c15ull + 2 * i + 1, seed_b = seed_a + 1;
+    if (p.fp8()) {
+      // Drawn like the others, then quantised with scales derived from each group's amax.
+      s.scale_a = DeviceBuffer(p.scale_count_a() * sizeof(float));
+      s.scale_b = DeviceBuffer(p.scale_count_b() * sizeof(float));
+      fill_quantised(p, GT_OPERAND_A, s.a.get(), static_cast<float*>(s.scale_a.get()), seed_a, dist, stream_);
+      fill_quantised(p, GT_OPERAND_B, s.b.get(), static_cast<float*>(s.scale_b.get()), seed_b, dist, stream_);
+      if (is_fp8(p.out)) {
+        const float d = float(fp8_output_scale(p));
+        s.scale_d = DeviceBuffer(sizeof(float));
+        cuda_check(cudaMemcpyAsync(s.scale_d.get(), &d, sizeof d, cudaMemcpyHostToDevice, stream_), "the output's scale");
+        cuda_check(cudaStreamSynchronize(stream_), "the output's scale");  // `d` is on this stack
+      }
+    } else {
+      fill_random(s.a.get(), p.in, p.bytes_a() / size_of(p.in), seed_a, dist, stream_);
+      fill_random(s.b.get(), p.in_b, p.bytes_b() / size_of(p.in_b), seed_b, dist, stream_);
+    }
     fill_nan(s.c.get(), p.out, p.bytes_c() / size_of(p.out), stream_);
     sets_.push_back(std::move(s));
   }
@@ -93,8 +114,17 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
   cudaGetLastError();
   ref_ = DeviceBuffer(size_t(p.m) * size_t(p.n) * sizeof(double));
   scratch_ = DeviceBuffer(4096);
-  reference_gemm(p, sets_[0].a.get(), sets_[0].b.get(), static_cast<double*>(ref_.get()), stream_);
+  reference_gemm(p, operands(0), static_cast<double*>(ref_.get()), stream_);
   cuda_check(cudaStreamSynchronize(stream_), "preparing inputs and the float64 reference");
+}
+
+Operands ProblemBench::operands(int set) const {
+  const Set& s = sets_.at(size_t(set));
+  Operands o{s.a.get(), s.b.get(), s.c.get(), {}};
+  o.scales.a = static_cast<const float*>(s.scale_a.get());
+  o.scales.b = static_cast<const float*>(s.scale_b.get());
+  o.scales.d = static_cast<const float*>(s.scale_d.get());
+  return o;
 }
 
 ProblemBench::~ProblemBench() {
@@ -119,7 +149,7 @@ VerifyResult ProblemBench::verify(const LaunchFn& fn) {
   VerifyResult v;
   fill_nan(sets_[0].c.get(), p_.out, p_.bytes_c() / size_of(p_.out), stream_);
   auto t0 = Clock::now();
-  check_launch(fn(sets_[0].a.get(), sets_[0].b.get(), sets_[0].c.get(), stream_), "launch");
+  check_launch(fn(operands(0), stream_), "launch");
   check_launch(cudaStreamSynchronize(stream_), "running the candidate");
   if (on_call) on_call(since(t0));
   ErrorSums e = compare_to_reference(p_, sets_[0].c.get(), static_cast<const double*>(ref_.get()), scratch_.get(), stream_);
@@ -142,8 +172,7 @@ VerifyResult ProblemBench::verify(const LaunchFn& fn) {
 
 void ProblemBench::launch_next(const LaunchFn& fn) {
   next_set_ = (next_set_ + 1) % rotation();
-  auto& set = sets_[size_t(next_set_)];
-  check_launch(fn(set.a.get(), set.b.get(), set.c.get(), stream_), "launch");
+  check_launch(fn(operands(next_set_), stream_), "launch");
 }
 
 // Calls of one batch are queued back to back; a batch lasts about kBatchTargetS (by the first

@@ -17,8 +17,8 @@
 
 namespace gt {
 
-// Launch one GEMM on (a, b, c) on stream s; returns the launch's error code.
-using LaunchFn = std::function<cudaError_t(const void* a, const void* b, void* c, cudaStream_t s)>;
+// Launch one GEMM on `ops` on stream s; returns the launch's error code.
+using LaunchFn = std::function<cudaError_t(const Operands& ops, cudaStream_t s)>;
 
 // A CUDA error during a candidate's run. `sticky` errors leave the context unusable.
 struct LaunchError : RuntimeFailure {
@@ -33,7 +33,15 @@ struct Tolerance {
 };
 // By dtype, growing with K: input rounding (tf32), output rounding and fp32 accumulation
 // (unit roundoff times sqrt(K) for a random walk of rounding errors), with a safety factor.
+// FP8: the reference multiplies the quantised values themselves (with their scales), so the
+// tolerance is accumulation and output rounding alone; the tensor cores add FP8 products in
+// fewer bits than fp32 (about 14: why libraries promote every 128 of K, and why cuBLASLt's fast
+// accumulation, which does not, is less exact), so the accumulation term is 2^-13 per sqrt(K).
 Tolerance tolerance_for(const Problem& p);
+
+// The d scale the bench gives an FP8 output: 1/sqrt(K), so that a product of unit-variance
+// inputs lands near unit variance, well inside e4m3's range.
+double fp8_output_scale(const Problem& p);
 
 struct VerifyResult {
   bool ok = false;
@@ -139,10 +147,14 @@ class ProblemBench {
   const void* a(int set = 0) const { return sets_.at(size_t(set)).a.get(); }
   const void* b(int set = 0) const { return sets_.at(size_t(set)).b.get(); }
   void* c(int set = 0) const { return sets_.at(size_t(set)).c.get(); }
+  // A set's buffers as one call takes them (scales included for an FP8 problem).
+  Operands operands(int set = 0) const;
 
  private:
+  // One input set: A, B and C, and an FP8 problem's scales of A and B (quantised with them)
+  // and the output's d scale.
   struct Set {
-    DeviceBuffer a, b, c;
+    DeviceBuffer a, b, c, scale_a, scale_b, scale_d;
   };
   void check_launch(cudaError_t e, const char* what);
   // Queues one call on the next rotating set (settle, warm-up and samples step through them).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <tuple>
 
 namespace gt {
 
@@ -52,14 +53,36 @@ std::unique_ptr<Runnable> Runnable::transformed(std::unique_ptr<Runnable> inner,
   r->p_ = plan.outer;
   r->plan_ = std::make_unique<TransformPlan>(plan);
   r->inner_ = std::move(inner);
-  if (plan.workspace_bytes) r->copies_ = DeviceBuffer(plan.workspace_bytes);
+  if (plan.workspace_bytes) {
+    r->copies_ = DeviceBuffer(plan.workspace_bytes);
+    // Zeros once: the padding of copied scales then multiplies zeros by zeros, never NaN.
+    cuda_check(cudaMemset(r->copies_.get(), 0, plan.workspace_bytes), "zeroing a transform's buffers");
+  }
   return r;
 }
 
-cudaError_t Runnable::launch_transformed(const void* a, const void* b, void* c, cudaStream_t s) const {
+// The family's scales where a plan pads what they cover (TransformPlan::scale_a, scale_b):
+// copied row by row into the workspace; `out` points at the copies.
+static cudaError_t copy_scales(const TransformPlan& pl, const gt_scales& caller, char* ws, cudaStream_t s,
+                               gt_scales* out) {
+  const float* src_a = pl.swap_operands ? caller.b : caller.a;
+  const float* src_b = pl.swap_operands ? caller.a : caller.b;
+  for (auto [sc, src, dst] : {std::tuple{&pl.scale_a, src_a, &out->a}, {&pl.scale_b, src_b, &out->b}}) {
+    if (!sc->copy) continue;
+    auto* to = reinterpret_cast<float*>(ws + sc->offset);
+    cudaError_t e = cudaMemcpy2DAsync(to, size_t(sc->cols_dst) * sizeof(float), src, size_t(sc->cols) * sizeof(float),
+                                      size_t(sc->cols) * sizeof(float), size_t(sc->rows), cudaMemcpyDeviceToDevice, s);
+    if (e != cudaSuccess) return e;
+    *dst = to;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t Runnable::launch_transformed(const Operands& ops, cudaStream_t s) const {
   const TransformPlan& pl = *plan_;
-  const void* src_a = pl.swap_operands ? b : a;
-  const void* src_b = pl.swap_operands ? a : b;
+  const void* src_a = pl.swap_operands ? ops.b : ops.a;
+  const void* src_b = pl.swap_operands ? ops.a : ops.b;
+  void* c = ops.c;
   // What is used in place must be as aligned as the plan took it to be (the problem's key
   // says so for every caller that computes it from its pointers).
   auto off = [&](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % uintptr_t(pl.pointer_align) != 0; };
@@ -70,15 +93,17 @@ cudaError_t Runnable::launch_transformed(const void* a, const void* b, void* c, 
     return cudaErrorMisalignedAddress;
   }
   char* ws = static_cast<char*>(copies_.get());
-  const size_t in_size = size_of(pl.inner.in), out_size = size_of(pl.inner.out);
-  const void* ia = pl.a.copy ? ws + pl.a.offset : src_a;
-  const void* ib = pl.b.copy ? ws + pl.b.offset : src_b;
-  void* ic = pl.c.copy ? ws + pl.c.offset : c;
+  const size_t out_size = size_of(pl.inner.out);
+  Operands inner{pl.a.copy ? ws + pl.a.offset : src_a, pl.b.copy ? ws + pl.b.offset : src_b,
+                 pl.c.copy ? ws + pl.c.offset : c, ops.scales};
+  if (pl.swap_operands) std::swap(inner.scales.a, inner.scales.b);
+  void* ic = inner.c;
   if (pl.a.copy)
-    if (cudaError_t e = launch_pad_copy(src_a, ws + pl.a.offset, in_size, pl.a, s); e != cudaSuccess) return e;
+    if (cudaError_t e = launch_pad_copy(src_a, ws + pl.a.offset, size_of(pl.inner.in), pl.a, s); e != cudaSuccess) return e;
   if (pl.b.copy)
-    if (cudaError_t e = launch_pad_copy(src_b, ws + pl.b.offset, in_size, pl.b, s); e != cudaSuccess) return e;
-  if (cudaError_t e = inner_->launch(ia, ib, ic, s); e != cudaSuccess) return e;
+    if (cudaError_t e = launch_pad_copy(src_b, ws + pl.b.offset, size_of(pl.inner.in_b), pl.b, s); e != cudaSuccess) return e;
+  if (cudaError_t e = copy_scales(pl, ops.scales, ws, s, &inner.scales); e != cudaSuccess) return e;
+  if (cudaError_t e = inner_->launch(inner, s); e != cudaSuccess) return e;
   if (!pl.c.copy) return cudaSuccess;
   return launch_crop_copy(ic, c, out_size, pl.outer.m, pl.outer.n, pl.c.ld_src, pl.outer.ldc, pl.c.transposed, s);
 }
@@ -98,7 +123,11 @@ const Runnable::TensorMaps& Runnable::tensor_maps_for(const void* a, const void*
   return maps_.back();
 }
 
-cudaError_t Runnable::launch_kernel(const void* a, const void* b, void* c, cudaStream_t s) const {
+cudaError_t Runnable::launch_kernel(const Operands& ops, cudaStream_t s) const {
+  const void* a = ops.a;
+  const void* b = ops.b;
+  void* c = ops.c;
+  gt_scales scales = ops.scales;
   int M = int(p_.m), N = int(p_.n), K = int(p_.k), lda = int(p_.lda), ldb = int(p_.ldb), ldc = int(p_.ldc);
   void* ws = workspace_.get();
   std::array<int64_t, GT_SCALARS> scalars = spec_.scalars;
@@ -117,16 +146,18 @@ cudaError_t Runnable::launch_kernel(const void* a, const void* b, void* c, cudaS
     if (e != cudaSuccess) return e;
   }
   // The kernel's parameters in order (plugin_abi.h); it reads as many as it declares.
-  void* args[9 + 2 + GT_MAX_TENSOR_MAPS] = {&a, &b, &c, &M, &N, &K, &lda, &ldb, &ldc, &ws, scalars.data()};
-  for (size_t i = 0; i < map_shapes_.size(); ++i) args[11 + i] = const_cast<unsigned char*>(maps->bytes[i].data());
+  void* args[9 + 3 + GT_MAX_TENSOR_MAPS] = {&a, &b, &c, &M, &N, &K, &lda, &ldb, &ldc, &ws, scalars.data()};
+  size_t next = 11;
+  if (spec_.takes_scales) args[next++] = &scales;
+  for (size_t i = 0; i < map_shapes_.size(); ++i) args[next++] = const_cast<unsigned char*>(maps->bytes[i].data());
   return kernel_->launch(geometry_, s, args);
 }
 
-cudaError_t Runnable::launch(const void* a, const void* b, void* c, cudaStream_t s) const {
-  if (inner_) return launch_transformed(a, b, c, s);
-  if (kernel_) return launch_kernel(a, b, c, s);
+cudaError_t Runnable::launch(const Operands& ops, cudaStream_t s) const {
+  if (inner_) return launch_transformed(ops, s);
+  if (kernel_) return launch_kernel(ops, s);
   try {
-    op_->run(a, b, c, workspace_.get(), workspace_.size(), s);
+    op_->run(ops.a, ops.b, ops.c, p_.fp8() ? &ops.scales : nullptr, workspace_.get(), workspace_.size(), s);
   } catch (const std::exception& ex) {
     last_error_ = ex.what();
     cudaError_t e = cudaGetLastError();
@@ -136,7 +167,7 @@ cudaError_t Runnable::launch(const void* a, const void* b, void* c, cudaStream_t
 }
 
 LaunchFn Runnable::launch_fn() const {
-  return [this](const void* a, const void* b, void* c, cudaStream_t s) { return launch(a, b, c, s); };
+  return [this](const Operands& ops, cudaStream_t s) { return launch(ops, s); };
 }
 
 std::optional<CompileRequest> compile_request(const Family& fam, const Problem& p, const Config& c,

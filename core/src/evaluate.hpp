@@ -36,8 +36,9 @@ class Runnable {
   // copies; for a plan of Transform::none, `inner` itself.
   static std::unique_ptr<Runnable> transformed(std::unique_ptr<Runnable> inner, const TransformPlan& plan);
   LaunchFn launch_fn() const;
-  // The caller's A, B and C (of the problem it was made for, before any transform).
-  cudaError_t launch(const void* a, const void* b, void* c, cudaStream_t s) const;
+  // The caller's A, B and C (of the problem it was made for, before any transform), and an FP8
+  // problem's scales.
+  cudaError_t launch(const Operands& ops, cudaStream_t s) const;
   // The library's own message for the last failed launch, or why a kernel's tensor maps
   // could not be made ("" when there is none).
   const std::string& last_error() const { return inner_ && last_error_.empty() ? inner_->last_error() : last_error_; }
@@ -47,14 +48,14 @@ class Runnable {
   Transform transform() const { return plan_ ? plan_->transform : Transform::none; }
 
  private:
-  cudaError_t launch_transformed(const void* a, const void* b, void* c, cudaStream_t s) const;
+  cudaError_t launch_transformed(const Operands& ops, cudaStream_t s) const;
 
   struct TensorMaps {
     const void *a = nullptr, *b = nullptr, *c = nullptr;
     alignas(128) std::array<std::array<unsigned char, 128>, GT_MAX_TENSOR_MAPS> bytes{};
   };
   const TensorMaps& tensor_maps_for(const void* a, const void* b, void* c) const;  // under mu_
-  cudaError_t launch_kernel(const void* a, const void* b, void* c, cudaStream_t s) const;
+  cudaError_t launch_kernel(const Operands& ops, cudaStream_t s) const;
 
   Problem p_;
   KernelSpec spec_;

@@ -6,10 +6,12 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace gt {
 
@@ -43,24 +45,91 @@ __device__ __forceinline__ double unit_open(uint64_t h) { return (double(h >> 11
 __device__ __forceinline__ void put(float* p, size_t i, double v) { p[i] = float(v); }
 __device__ __forceinline__ void put(__half* p, size_t i, double v) { p[i] = __float2half_rn(float(v)); }
 __device__ __forceinline__ void put(__nv_bfloat16* p, size_t i, double v) { p[i] = __float2bfloat16_rn(float(v)); }
+// FP8: round to nearest, saturating to the largest finite value (cuda_fp8.h's conversion); a NaN stays NaN.
+__device__ __forceinline__ void put(__nv_fp8_e4m3* p, size_t i, double v) { p[i] = __nv_fp8_e4m3(float(v)); }
+__device__ __forceinline__ void put(__nv_fp8_e5m2* p, size_t i, double v) { p[i] = __nv_fp8_e5m2(float(v)); }
 
 __device__ __forceinline__ double get(const float* p, size_t i) { return p[i]; }
 __device__ __forceinline__ double get(const __half* p, size_t i) { return __half2float(p[i]); }
 __device__ __forceinline__ double get(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ double get(const __nv_fp8_e4m3* p, size_t i) { return float(p[i]); }
+__device__ __forceinline__ double get(const __nv_fp8_e5m2* p, size_t i) { return float(p[i]); }
+
+// Element i of the stream of (seed, dist): what every fill draws.
+__device__ __forceinline__ double draw(uint64_t seed, size_t i, int dist) {
+  if (dist == 0) {  // Box-Muller from two hashed uniforms
+    uint64_t h1 = splitmix64(seed ^ splitmix64(2 * i)), h2 = splitmix64(seed ^ splitmix64(2 * i + 1));
+    return sqrt(-2.0 * log(unit_open(h1))) * cospi(2.0 * unit_open(h2));
+  }
+  if (dist == 1) return 2.0 * unit_open(splitmix64(seed ^ splitmix64(i))) - 1.0;
+  return 0.0;
+}
 
 template <class T>
 __global__ void k_fill(T* p, size_t n, uint64_t seed, int dist) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    double v = 0;
-    if (dist == 0) {  // Box-Muller from two hashed uniforms
-      uint64_t h1 = splitmix64(seed ^ splitmix64(2 * i)), h2 = splitmix64(seed ^ splitmix64(2 * i + 1));
-      v = sqrt(-2.0 * log(unit_open(h1))) * cospi(2.0 * unit_open(h2));
-    } else if (dist == 1) {
-      v = 2.0 * unit_open(splitmix64(seed ^ splitmix64(i))) - 1.0;
-    }
-    put(p, i, v);
-  }
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    put(p, i, draw(seed, i, dist));
 }
+
+// Which scale an element of an FP8 operand belongs to (plugin_abi.h, gt_scale_mode). Both FP8
+// operands are stored K-major (layout nt): A as M x K, B as N x K, `rows` x ld; an element in the
+// padding past K counts as its row's last column.
+struct ScaleGroups {
+  int mode;           // gt_scale_mode
+  int is_b;           // 1: B (128x128 blocks), 0: A (1x128 blocks)
+  long long ld, k;    // the operand's leading dimension and K
+  long long m, kb;    // M (A's blocks are M-contiguous); B's rows of block scales (block_scale_stride)
+  __device__ long long of(size_t i) const {
+    const long long r = (long long)(i / ld), c = min((long long)(i % ld), k - 1);
+    switch (mode) {
+      case GT_SCALE_ROW: return r;
+      case GT_SCALE_BLOCK: return is_b ? (r / 128) * kb + c / 128 : (c / 128) * m + r;
+      default: return 0;
+    }
+  }
+};
+
+// Pass 1: each group's amax, into its scale's slot (non-negative floats order like their bits).
+__global__ void k_group_amax(float* amax, size_t n, uint64_t seed, int dist, ScaleGroups g) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    atomicMax(reinterpret_cast<int*>(amax + g.of(i)), __float_as_int(fabsf(float(draw(seed, i, dist)))));
+}
+// Pass 2: amax -> scale (an all-zero group keeps the scale 1).
+__global__ void k_amax_to_scale(float* s, size_t n, float type_max) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    s[i] = s[i] > 0.f ? s[i] / type_max : 1.f;
+}
+// Pass 3: the same draws divided by their group's scale and rounded.
+template <class T>
+__global__ void k_quantise(T* q, size_t n, uint64_t seed, int dist, ScaleGroups g, const float* scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    put(q, i, draw(seed, i, dist) / double(scale[g.of(i)]));
+}
+
+// The reference's view of an operand: element (row, col) of A (M x K) or B (K x N) as a double.
+template <class T>
+struct Plain {
+  const T* p;
+  long long ld;
+  int trans;  // stored transposed
+  __device__ double operator()(int r, int c) const { return get(p, trans ? size_t(c) * ld + r : size_t(r) * ld + c); }
+};
+// An FP8 operand (stored K-major: A as M x K, B as N x K) times its scale.
+template <class T>
+struct Scaled {
+  const T* p;
+  long long ld;
+  const float* s;
+  int is_b, mode;
+  long long m, kb;  // M, and B's rows of block scales (block_scale_stride)
+  __device__ double operator()(int r, int c) const {
+    const int row = is_b ? c : r, k = is_b ? r : c;  // B's logical (k, n) is stored at (n, k)
+    long long g = 0;
+    if (mode == GT_SCALE_ROW) g = row;
+    else if (mode == GT_SCALE_BLOCK) g = is_b ? (row / 128) * kb + k / 128 : (long long)(k / 128) * m + row;
+    return get(p, size_t(row) * ld + k) * double(s[g]);
+  }
+};
 
 template <class T>
 __global__ void k_nan(T* p, size_t n) {
@@ -69,10 +138,12 @@ __global__ void k_nan(T* p, size_t n) {
 }
 
 // float64 reference: 64×64 tile per block, 16-deep K slices, 256 threads, 4×4 outputs each
-// (rows ty + 16i, columns tx + 16j so shared-memory reads spread over the banks).
-template <class T>
-__global__ void __launch_bounds__(256) k_ref_gemm(const T* A, const T* B, double* C, int M, int N, int K,
-                                                  long long lda, long long ldb, int at, int bt) {
+// (rows ty + 16i, columns tx + 16j so shared-memory reads spread over the banks). LA and LB
+// read A (m, k) and B (k, n) (Plain, Scaled); `at`, `bt` say how they are stored, so that
+// consecutive threads walk the contiguous dimension. `c_scale` multiplies every result.
+template <class LA, class LB>
+__global__ void __launch_bounds__(256) k_ref_gemm(LA A, LB B, double* C, int M, int N, int K, int at, int bt,
+                                                  double c_scale) {
   __shared__ double As[16][65];
   __shared__ double Bs[16][65];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -83,12 +154,12 @@ __global__ void __launch_bounds__(256) k_ref_gemm(const T* A, const T* B, double
       // Consecutive threads walk the contiguous dimension of each operand.
       int kk = at ? i / 64 : i % 16, mm = at ? i % 64 : i / 16;
       int gm = m0 + mm, gk = k0 + kk;
-      As[kk][mm] = (gm < M && gk < K) ? get(A, at ? size_t(gk) * lda + gm : size_t(gm) * lda + gk) : 0.0;
+      As[kk][mm] = (gm < M && gk < K) ? A(gm, gk) : 0.0;
       kk = bt ? i % 16 : i / 64;
       int nn = bt ? i / 16 : i % 64;
       int gn = n0 + nn;
       gk = k0 + kk;
-      Bs[kk][nn] = (gn < N && gk < K) ? get(B, bt ? size_t(gn) * ldb + gk : size_t(gk) * ldb + gn) : 0.0;
+      Bs[kk][nn] = (gn < N && gk < K) ? B(gk, gn) : 0.0;
     }
     __syncthreads();
 #pragma unroll
@@ -111,7 +182,7 @@ __global__ void __launch_bounds__(256) k_ref_gemm(const T* A, const T* B, double
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       int r = m0 + ty + 16 * i, c = n0 + tx + 16 * j;
-      if (r < M && c < N) C[size_t(r) * N + c] = acc[i][j];
+      if (r < M && c < N) C[size_t(r) * N + c] = acc[i][j] * c_scale;
     }
 }
 
@@ -210,40 +281,68 @@ int grid_for(size_t n) {
 
 }  // namespace
 
-void fill_random(void* p, DType t, size_t count, uint64_t seed, Distribution d, cudaStream_t s) {
-  int g = grid_for(count);
+// Calls f with a null pointer of the CUDA type that stores t.
+template <class F>
+void with_type(DType t, F&& f) {
   switch (storage_of(t)) {
-    case DType::f16: k_fill<<<g, 256, 0, s>>>(static_cast<__half*>(p), count, seed, int(d)); break;
-    case DType::bf16: k_fill<<<g, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), count, seed, int(d)); break;
-    default: k_fill<<<g, 256, 0, s>>>(static_cast<float*>(p), count, seed, int(d)); break;
+    case DType::f16: f(static_cast<__half*>(nullptr)); break;
+    case DType::bf16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
+    case DType::e4m3: f(static_cast<__nv_fp8_e4m3*>(nullptr)); break;
+    case DType::e5m2: f(static_cast<__nv_fp8_e5m2*>(nullptr)); break;
+    default: f(static_cast<float*>(nullptr)); break;
   }
+}
+
+void fill_random(void* p, DType t, size_t count, uint64_t seed, Distribution d, cudaStream_t s) {
+  with_type(t, [&](auto* type) { k_fill<<<grid_for(count), 256, 0, s>>>(static_cast<decltype(type)>(p), count, seed, int(d)); });
   cuda_check(cudaGetLastError(), "fill_random");
 }
 
+void fill_quantised(const Problem& p, gt_operand which, void* q, float* scales, uint64_t seed, Distribution d,
+                    cudaStream_t s) {
+  if (!p.fp8() || p.layout != Layout::nt) throw RuntimeFailure("fill_quantised: " + p.key() + " is not an FP8 problem");
+  const bool is_b = which == GT_OPERAND_B;
+  const DType t = is_b ? p.in_b : p.in;
+  const ScaleGroups g{int(p.scale), is_b ? 1 : 0, is_b ? p.ldb : p.lda, p.k, p.m, block_scale_stride(p.k)};
+  const size_t n = size_t(is_b ? p.n : p.m) * size_t(g.ld), groups = is_b ? p.scale_count_b() : p.scale_count_a();
+  cuda_check(cudaMemsetAsync(scales, 0, groups * sizeof(float), s), "fill_quantised: clear");
+  k_group_amax<<<grid_for(n), 256, 0, s>>>(scales, n, seed, int(d), g);
+  k_amax_to_scale<<<grid_for(groups), 256, 0, s>>>(scales, groups, float(fp8_max(t)));
+  with_type(t, [&](auto* type) { k_quantise<<<grid_for(n), 256, 0, s>>>(static_cast<decltype(type)>(q), n, seed, int(d), g, scales); });
+  cuda_check(cudaGetLastError(), "fill_quantised");
+}
+
 void fill_nan(void* p, DType t, size_t count, cudaStream_t s) {
-  int g = grid_for(count);
-  switch (storage_of(t)) {
-    case DType::f16: k_nan<<<g, 256, 0, s>>>(static_cast<__half*>(p), count); break;
-    case DType::bf16: k_nan<<<g, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), count); break;
-    default: k_nan<<<g, 256, 0, s>>>(static_cast<float*>(p), count); break;
-  }
+  with_type(t, [&](auto* type) { k_nan<<<grid_for(count), 256, 0, s>>>(static_cast<decltype(type)>(p), count); });
   cuda_check(cudaGetLastError(), "fill_nan");
 }
 
-void reference_gemm(const Problem& p, const void* a, const void* b, double* c_ref, cudaStream_t s) {
+void reference_gemm(const Problem& p, const Operands& ops, double* c_ref, cudaStream_t s) {
   dim3 grid(unsigned((p.n + 63) / 64), unsigned((p.m + 63) / 64));
   if (grid.y > 65535) throw RuntimeFailure("reference GEMM: M too large for the reference kernel's grid");
-  int M = int(p.m), N = int(p.n), K = int(p.k), at = p.a_trans(), bt = p.b_trans();
-  switch (storage_of(p.in)) {
-    case DType::f16:
-      k_ref_gemm<<<grid, 256, 0, s>>>(static_cast<const __half*>(a), static_cast<const __half*>(b), c_ref, M, N, K, p.lda, p.ldb, at, bt);
-      break;
-    case DType::bf16:
-      k_ref_gemm<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), c_ref, M, N, K, p.lda, p.ldb, at, bt);
-      break;
-    default:
-      k_ref_gemm<<<grid, 256, 0, s>>>(static_cast<const float*>(a), static_cast<const float*>(b), c_ref, M, N, K, p.lda, p.ldb, at, bt);
-      break;
+  const int M = int(p.m), N = int(p.n), K = int(p.k), at = p.a_trans(), bt = p.b_trans();
+  if (!p.fp8()) {
+    with_type(p.in, [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      k_ref_gemm<<<grid, 256, 0, s>>>(Plain<T>{static_cast<const T*>(ops.a), p.lda, at},
+                                      Plain<T>{static_cast<const T*>(ops.b), p.ldb, bt}, c_ref, M, N, K, at, bt, 1.0);
+    });
+  } else {
+    // The output's d scale is read back once here: the reference is made once per bench.
+    float d = 1.f;
+    if (ops.scales.d) cuda_check(cudaMemcpyAsync(&d, ops.scales.d, sizeof d, cudaMemcpyDeviceToHost, s), "reference: d scale");
+    cuda_check(cudaStreamSynchronize(s), "reference: d scale");
+    const long long kb = block_scale_stride(p.k);
+    with_type(p.in, [&](auto* ta) {
+      with_type(p.in_b, [&](auto* tb) {
+        using TA = std::remove_pointer_t<decltype(ta)>;
+        using TB = std::remove_pointer_t<decltype(tb)>;
+        if constexpr (sizeof(TA) == 1 && sizeof(TB) == 1)
+          k_ref_gemm<<<grid, 256, 0, s>>>(Scaled<TA>{static_cast<const TA*>(ops.a), p.lda, ops.scales.a, 0, int(p.scale), p.m, kb},
+                                          Scaled<TB>{static_cast<const TB*>(ops.b), p.ldb, ops.scales.b, 1, int(p.scale), p.m, kb},
+                                          c_ref, M, N, K, at, bt, double(d));
+      });
+    });
   }
   cuda_check(cudaGetLastError(), "reference_gemm");
 }
@@ -254,11 +353,10 @@ ErrorSums compare_to_reference(const Problem& p, const void* c, const double* c_
   cuda_check(cudaMemsetAsync(scratch, 0, 5 * sizeof(double), s), "compare: clear");
   int g = grid_for(size_t(p.m) * size_t(p.n));
   if (g > 4096) g = 4096;
-  switch (storage_of(p.out)) {
-    case DType::f16: k_compare<<<g, 256, 0, s>>>(static_cast<const __half*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad); break;
-    case DType::bf16: k_compare<<<g, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad); break;
-    default: k_compare<<<g, 256, 0, s>>>(static_cast<const float*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad); break;
-  }
+  with_type(p.out, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    k_compare<<<g, 256, 0, s>>>(static_cast<const T*>(c), p.ldc, c_ref, int(p.m), int(p.n), out, bad);
+  });
   cuda_check(cudaGetLastError(), "compare");
   double host[5];
   cuda_check(cudaMemcpyAsync(host, scratch, sizeof host, cudaMemcpyDeviceToHost, s), "compare: copy back");
@@ -285,7 +383,10 @@ void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cu
 cudaError_t launch_pad_copy(const void* src, void* dst, size_t elem_size, const OperandCopy& oc, cudaStream_t s) {
   const long long chunks = (oc.ld_dst * (long long)elem_size + 15) / 16;  // 16 bytes per thread
   dim3 grid(unsigned(std::min<long long>((chunks + 255) / 256, 65535)), unsigned(std::min<long long>(oc.rows_dst, 65535)));
-  if (elem_size == 2)
+  if (elem_size == 1)
+    gt_pad_copy_1<<<grid, 256, 0, s>>>(static_cast<const unsigned char*>(src), static_cast<unsigned char*>(dst), oc.rows,
+                                       oc.cols, oc.ld_src, oc.rows_dst, oc.ld_dst);
+  else if (elem_size == 2)
     gt_pad_copy_2<<<grid, 256, 0, s>>>(static_cast<const unsigned short*>(src), static_cast<unsigned short*>(dst), oc.rows,
                                        oc.cols, oc.ld_src, oc.rows_dst, oc.ld_dst);
   else if (elem_size == 4)
@@ -298,19 +399,21 @@ cudaError_t launch_pad_copy(const void* src, void* dst, size_t elem_size, const 
 
 cudaError_t launch_crop_copy(const void* src, void* dst, size_t elem_size, int64_t m, int64_t n, int64_t ld_src,
                              int64_t ld_dst, bool transposed, cudaStream_t s) {
-  if (elem_size != 2 && elem_size != 4) return cudaErrorInvalidValue;
-  const bool two = elem_size == 2;
+  if (elem_size != 1 && elem_size != 2 && elem_size != 4) return cudaErrorInvalidValue;
+  using u8 = unsigned char;
   using u16 = unsigned short;
   using u32 = unsigned int;
   if (transposed) {
     dim3 grid(unsigned(std::min<int64_t>((n + 31) / 32, 65535)), unsigned(std::min<int64_t>((m + 31) / 32, 65535)));
     dim3 block(32, 8);
-    if (two) gt_crop_copy_t_2<<<grid, block, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
+    if (elem_size == 1) gt_crop_copy_t_1<<<grid, block, 0, s>>>(static_cast<const u8*>(src), static_cast<u8*>(dst), m, n, ld_src, ld_dst);
+    else if (elem_size == 2) gt_crop_copy_t_2<<<grid, block, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
     else gt_crop_copy_t_4<<<grid, block, 0, s>>>(static_cast<const u32*>(src), static_cast<u32*>(dst), m, n, ld_src, ld_dst);
   } else {
     const int64_t per_block = 256 * int64_t(16 / elem_size);  // gt_crop_copy: 16 bytes per thread
     dim3 grid(unsigned(std::min<int64_t>((n + per_block - 1) / per_block, 65535)), unsigned(std::min<int64_t>(m, 65535)));
-    if (two) gt_crop_copy_2<<<grid, 256, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
+    if (elem_size == 1) gt_crop_copy_1<<<grid, 256, 0, s>>>(static_cast<const u8*>(src), static_cast<u8*>(dst), m, n, ld_src, ld_dst);
+    else if (elem_size == 2) gt_crop_copy_2<<<grid, 256, 0, s>>>(static_cast<const u16*>(src), static_cast<u16*>(dst), m, n, ld_src, ld_dst);
     else gt_crop_copy_4<<<grid, 256, 0, s>>>(static_cast<const u32*>(src), static_cast<u32*>(dst), m, n, ld_src, ld_dst);
   }
   return cudaGetLastError();

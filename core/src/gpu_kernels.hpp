@@ -17,12 +17,20 @@ const char* to_string(Distribution d);
 Distribution parse_distribution(const char* s);  // InputError when unknown
 
 // count elements of type t: iid N(0,1), U(-1,1) or zeros, from a counter-based hash of
-// (seed, index) so the same seed gives the same data on every GPU.
+// (seed, index) so the same seed gives the same data on every GPU. (FP8: rounded, unscaled.)
 void fill_random(void* p, DType t, size_t count, uint64_t seed, Distribution d, cudaStream_t s);
+// An FP8 problem's operand (A or B, as stored, padding included) and its scales: the values
+// fill_random would draw, quantised group by group (the problem's scale mode: the whole tensor,
+// a row, a 1x128 or 128x128 block) with scale = the group's amax / the type's largest finite
+// value, so that the largest of each group lands on it. `scales` holds scale_count_a() (or _b())
+// floats, laid out as plugin_abi.h's gt_scale_mode says.
+void fill_quantised(const Problem& p, gt_operand which, void* q, float* scales, uint64_t seed, Distribution d,
+                    cudaStream_t s);
 // Every element NaN: an element a kernel forgets to write fails verification.
 void fill_nan(void* p, DType t, size_t count, cudaStream_t s);
-// C_ref (M×N, row-major, ld = N) = A·B in float64 from A and B as the problem stores them.
-void reference_gemm(const Problem& p, const void* a, const void* b, double* c_ref, cudaStream_t s);
+// C_ref (M×N, row-major, ld = N) = A·B in float64 from A and B as the problem stores them
+// (an FP8 problem's with their scales applied, and an FP8 output's d scale).
+void reference_gemm(const Problem& p, const Operands& ops, double* c_ref, cudaStream_t s);
 
 struct ErrorSums {
   double sum_sq_diff = 0, sum_sq_ref = 0, max_abs_diff = 0, max_abs_ref = 0;
@@ -43,7 +51,7 @@ void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cu
 // the host's launch latency (nvbench's "blocking kernel" method).
 void launch_hold(const volatile int* release, volatile int* timed_out, double timeout_s, cudaStream_t s);
 
-// A transform's copies (transform_kernels.cuh), as raw elements of `elem_size` bytes (2 or 4).
+// A transform's copies (transform_kernels.cuh), as raw elements of `elem_size` bytes (1, 2 or 4).
 // They return the launch's error instead of throwing: they run inside a candidate's launch.
 // launch_pad_copy: the operand `oc` from src into its padded copy at dst (16-byte aligned).
 cudaError_t launch_pad_copy(const void* src, void* dst, size_t elem_size, const OperandCopy& oc, cudaStream_t s);

@@ -57,11 +57,28 @@ LibraryOp::~LibraryOp() {
   if (op_ && abi_->destroy_op) abi_->destroy_op(op_);
 }
 
-void LibraryOp::run(const void* a, const void* b, void* c, void* ws, uint64_t ws_bytes, void* stream) const {
+void LibraryOp::run(const void* a, const void* b, void* c, const gt_scales* scales, void* ws, uint64_t ws_bytes,
+                    void* stream) const {
   Reply rep;
-  if (abi_->run_op(op_, a, b, c, ws, ws_bytes, stream, rep.get()) != GT_OK)
-    throw RuntimeFailure(fmt::format("{}: run failed: {}", abi_->name, rep.text()));
+  gt_status st;
+  if (scales) {
+    if (abi_->abi_version < 3 || !abi_->run_op_scaled)
+      throw RuntimeFailure(fmt::format("{}: runs no scaled (FP8) problem", abi_->name));
+    st = abi_->run_op_scaled(op_, a, b, c, scales, ws, ws_bytes, stream, rep.get());
+  } else {
+    st = abi_->run_op(op_, a, b, c, ws, ws_bytes, stream, rep.get());
+  }
+  if (st != GT_OK) throw RuntimeFailure(fmt::format("{}: run failed: {}", abi_->name, rep.text()));
 }
+
+namespace {
+// A v2 family was built before FP8 existed: it is never asked about an FP8 problem.
+std::optional<Refused> predates_fp8(const gt_plugin* abi, const Problem& p) {
+  if (!p.fp8() || abi->abi_version >= 3) return std::nullopt;
+  return Refused{GT_REFUSAL_DTYPE, fmt::format("{} is built for plugin ABI v{}, which has no FP8 problems", abi->name,
+                                               abi->abi_version)};
+}
+}  // namespace
 
 std::string_view refusal_name(gt_refusal code) {
   switch (code) {
@@ -124,6 +141,7 @@ uint64_t build_hash(const KernelSpec& k) {
   add("geometry", fmt::format("{} {} {} / {} {} {} / {} / {} {} {} / {} / {}", k.grid[0], k.grid[1], k.grid[2], k.block[0],
                               k.block[1], k.block[2], k.dynamic_smem, k.cluster[0], k.cluster[1], k.cluster[2],
                               k.grid_per_sm, k.arch_specific));
+  if (k.takes_scales) add("takes_scales", "1");  // absent otherwise: the hashes of unscaled builds stay as they were
   add("workspace", fmt::format("{} {}", k.workspace_bytes, int(k.workspace_zero)));
   for (auto& m : k.tensor_maps)
     add("tensor_map", fmt::format("{} {} {} {} {} {} {} {} {} {}", m.operand, m.rank, m.box[0], m.box[1],
@@ -140,6 +158,7 @@ std::string Family::provenance() const {
 }
 
 Space Family::space(const Problem& p, const gt_device& dev) const {
+  if (auto r = predates_fp8(abi_, p)) throw RuntimeFailure(fmt::format("{}: no space for {}: {}", name(), p.key(), r->why));
   gt_space s{};
   Reply rep;
   gt_problem gp = p.abi();
@@ -165,6 +184,7 @@ Space Family::space(const Problem& p, const gt_device& dev) const {
 }
 
 std::optional<Refused> Family::refusal(const Problem& p, const Config& c, const gt_device& dev) const {
+  if (auto r = predates_fp8(abi_, p)) return r;
   Reply rep;
   gt_problem gp = p.abi();
   gt_status st = abi_->can_implement(&gp, c.data(), int32_t(c.size()), &dev, rep.get());
@@ -208,6 +228,10 @@ std::optional<Refused> check_requests(const KernelSpec& ks, const Problem& p, co
 
 std::optional<KernelSpec> Family::build(const Problem& p, const Config& c, const gt_device& dev, Refused* why) const {
   if (!abi_->build_kernel) throw RuntimeFailure(name() + " is a library family: it builds no kernel");
+  if (auto r = predates_fp8(abi_, p)) {
+    if (why) *why = *r;
+    return std::nullopt;
+  }
   gt_kernel k{};
   Reply rep;
   gt_problem gp = p.abi();
@@ -239,6 +263,9 @@ std::optional<KernelSpec> Family::build(const Problem& p, const Config& c, const
   ks.workspace_zero = gt_workspace_zero(std::clamp(k.workspace_zero, 0, 2));
   ks.tensor_maps.assign(k.tensor_maps, k.tensor_maps + k.tensor_map_count);
   std::copy(k.scalars, k.scalars + GT_SCALARS, ks.scalars.begin());
+  ks.takes_scales = abi_->abi_version >= 3 && k.takes_scales != 0;  // a v2 table's word was reserved
+  if (p.fp8() && !ks.takes_scales)
+    throw RuntimeFailure(fmt::format("{}: its kernel for {} takes no scales", name(), p.key()));
   if (auto bad = check_requests(ks, p, dev)) {
     if (why) *why = *bad;
     return std::nullopt;
@@ -267,7 +294,7 @@ std::optional<uint64_t> Family::build_hash(const Problem& p, const Config& c, co
 }
 
 std::vector<Config> Family::suggest(const Problem& p, const gt_device& dev, int max, size_t dims) const {
-  if (!abi_->suggest || max <= 0 || dims == 0) return {};
+  if (!abi_->suggest || max <= 0 || dims == 0 || predates_fp8(abi_, p)) return {};
   std::vector<int64_t> buf(size_t(max) * dims);
   int32_t count = 0;
   Reply rep;
@@ -281,6 +308,14 @@ std::vector<Config> Family::suggest(const Problem& p, const gt_device& dev, int 
 
 std::unique_ptr<LibraryOp> Family::create_op(const Problem& p, const Config& c, Refused* why) const {
   if (!abi_->create_op) throw RuntimeFailure(name() + " is a source family: it has no library op");
+  if (auto r = predates_fp8(abi_, p)) {
+    if (why) *why = *r;
+    return nullptr;
+  }
+  if (p.fp8() && !abi_->run_op_scaled) {
+    if (why) *why = Refused{GT_REFUSAL_DTYPE, name() + " has no run_op_scaled: it runs no FP8 problem"};
+    return nullptr;
+  }
   void* op = nullptr;
   uint64_t ws = 0;
   Reply rep;
@@ -342,22 +377,24 @@ PluginRegistry PluginRegistry::load(const std::vector<fs::path>& dirs) {
         reg.skipped_.push_back({f, "its entry point returned no plugin table"});
         continue;
       }
-      if (abi->abi_version != GT_ABI_VERSION) {
+      if (abi->abi_version < GT_ABI_VERSION_OLDEST || abi->abi_version > GT_ABI_VERSION) {
         // Every version's table starts with abi_version, struct_size and name: the refusal
         // can say which family it was.
         const char* old = abi->struct_size >= 3 * sizeof(void*) && valid_family_name(abi->name) ? abi->name : nullptr;
         reg.skipped_.push_back(
-            {f, fmt::format("family '{}' is built for plugin ABI v{}; this gemmtune speaks v{}{}", old ? old : "?",
-                            abi->abi_version, GT_ABI_VERSION,
-                            abi->abi_version < GT_ABI_VERSION
+            {f, fmt::format("family '{}' is built for plugin ABI v{}; this gemmtune speaks v{} to v{}{}", old ? old : "?",
+                            abi->abi_version, GT_ABI_VERSION_OLDEST, GT_ABI_VERSION,
+                            abi->abi_version < GT_ABI_VERSION_OLDEST
                                 ? " (v2 adds refusal codes, tensor maps, clusters, persistent grids and a workspace): "
                                   "rebuild it against this gemmtune's plugin_abi.h"
                                 : ": use the gemmtune it was built for")});
         continue;
       }
-      if (abi->struct_size < sizeof(gt_plugin)) {
-        reg.skipped_.push_back({f, fmt::format("plugin table is {} bytes, expected at least {}",
-                                               abi->struct_size, sizeof(gt_plugin))});
+      // A v2 table ends where v3's run_op_scaled begins.
+      const size_t table_size = abi->abi_version >= 3 ? sizeof(gt_plugin) : GT_PLUGIN_V2_SIZE;
+      if (abi->struct_size < table_size) {
+        reg.skipped_.push_back({f, fmt::format("plugin table is {} bytes, expected at least {} for ABI v{}",
+                                               abi->struct_size, table_size, abi->abi_version)});
         continue;
       }
       if (!valid_family_name(abi->name) || !abi->version || !abi->describe_space || !abi->can_implement) {

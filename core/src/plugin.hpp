@@ -41,6 +41,7 @@ struct KernelSpec {
   gt_workspace_zero workspace_zero = GT_WORKSPACE_ZERO_NEVER;
   std::vector<gt_tensor_map_request> tensor_maps;
   std::array<int64_t, GT_SCALARS> scalars{};
+  bool takes_scales = false;   // the kernel takes a gt_scales after the scalars (FP8, ABI v3)
 
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
   // The grid launched on a device with `sm_count` SMs (the persistent cap applied). A
@@ -75,8 +76,10 @@ class LibraryOp {
   LibraryOp(const LibraryOp&) = delete;
   LibraryOp& operator=(const LibraryOp&) = delete;
   uint64_t workspace_bytes() const { return workspace_; }
-  // Throws RuntimeFailure with the plugin's message on failure.
-  void run(const void* a, const void* b, void* c, void* ws, uint64_t ws_bytes, void* stream) const;
+  // Throws RuntimeFailure with the plugin's message on failure. `scales`: an FP8 problem's
+  // (run through run_op_scaled), nullptr for every other problem.
+  void run(const void* a, const void* b, void* c, const gt_scales* scales, void* ws, uint64_t ws_bytes,
+           void* stream) const;
 
  private:
   const gt_plugin* abi_;
@@ -89,6 +92,9 @@ class Family {
   Family(const gt_plugin* abi, std::filesystem::path path) : abi_(abi), path_(std::move(path)) {}
 
   std::string name() const { return abi_->name; }
+  uint32_t abi_version() const { return abi_->abi_version; }
+  // ABI v3 and later: the family may be asked about FP8 problems (a v2 family never is).
+  bool knows_fp8() const { return abi_->abi_version >= 3; }
   std::string version() const { return abi_->version; }
   std::string summary() const { return abi_->summary ? abi_->summary : ""; }
   bool is_library() const { return abi_->kind == GT_KIND_LIBRARY; }

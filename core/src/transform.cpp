@@ -77,6 +77,7 @@ Problem swapped(const Problem& p, bool* c_in_place) {
   q.layout = layout_of(!p.b_trans(), !p.a_trans());
   q.lda = p.ldb;
   q.ldb = p.lda;
+  std::swap(q.in, q.in_b);  // mixed FP8: the family's A is the caller's B
   *c_in_place = p.m == 1 || (p.n == 1 && p.ldc == 1);
   // M = 1: C' is N x 1, element j at j, so ldc' = 1. N = 1 (ldc = 1): C' is one row of M.
   q.ldc = !*c_in_place ? round_up(q.n, per16(q.out)) : p.m == 1 ? 1 : q.n;
@@ -99,7 +100,7 @@ void relabel_vectors(Problem& q, bool c_in_place) {
     q.ldb = q.b_cols();
   }
   one_row(q.a_rows(), q.a_cols(), q.lda, q.in);
-  one_row(q.b_rows(), q.b_cols(), q.ldb, q.in);
+  one_row(q.b_rows(), q.b_cols(), q.ldb, q.in_b);
   if (c_in_place) one_row(q.m, q.n, q.ldc, q.out);
 }
 
@@ -108,7 +109,7 @@ void relabel_vectors(Problem& q, bool c_in_place) {
 void plan_copies(TransformPlan& pl, Problem& q, bool c_in_place, int32_t ptr) {
   const bool ptr_ok = ptr >= 16;
   pl.a.copy = !aligned16(q.lda, q.in) || !ptr_ok;
-  pl.b.copy = !aligned16(q.ldb, q.in) || !ptr_ok;
+  pl.b.copy = !aligned16(q.ldb, q.in_b) || !ptr_ok;
   pl.c.copy = !c_in_place || !aligned16(q.ldc, q.out) || !ptr_ok;
   // A dimension is rounded up to 16 bytes' worth of elements, with zeros, where every matrix
   // that spans it is copied anyway (K: A and B; M: A and C; N: B and C), so the family sees
@@ -146,9 +147,29 @@ void place_buffers(TransformPlan& pl) {
     return off;
   };
   if (pl.a.copy) pl.a.offset = place(pl.a.bytes() * size_of(pl.inner.in));
-  if (pl.b.copy) pl.b.offset = place(pl.b.bytes() * size_of(pl.inner.in));
+  if (pl.b.copy) pl.b.offset = place(pl.b.bytes() * size_of(pl.inner.in_b));
   if (pl.c.copy) pl.c.offset = place(size_t(pl.c.rows) * size_t(pl.c.ld_src) * size_of(pl.inner.out));
+  for (ScaleCopy* sc : {&pl.scale_a, &pl.scale_b})
+    if (sc->copy) sc->offset = place(size_t(sc->rows) * size_t(sc->cols_dst) * sizeof(float));
   pl.workspace_bytes = at;
+}
+
+// The scales an FP8 family's problem q needs beyond what the caller's cover: row scales of a
+// padded M or N, 1x128 block scales of a padded M (M-contiguous rows of them). B's 128x128
+// blocks never need a copy: N rounds up to 16, and a multiple of 128 is one of 16, so the
+// number of 128-row blocks stays.
+void plan_scale_copies(TransformPlan& pl, const Problem& q) {
+  const Problem& p = pl.outer;
+  const int64_t have_m = pl.swap_operands ? p.n : p.m, have_n = pl.swap_operands ? p.m : p.n;
+  auto need = [](ScaleCopy& sc, int64_t rows, int64_t have, int64_t want) {
+    if (want > have) sc = ScaleCopy{true, rows, have, want, 0};
+  };
+  if (q.scale == ScaleMode::row) {
+    need(pl.scale_a, 1, have_m, q.m);
+    need(pl.scale_b, 1, have_n, q.n);
+  } else if (q.scale == ScaleMode::block) {
+    need(pl.scale_a, (q.k + 127) / 128, have_m, q.m);
+  }
 }
 
 }  // namespace
@@ -169,6 +190,11 @@ std::optional<TransformPlan> plan_transform(const Problem& p, Transform t, std::
   if (pl.pointer_align < int32_t(std::max(size_of(p.in), size_of(p.out))))
     return refuse(fmt::format("{}: the operands' pointers are aligned to {} bytes, less than an element", to_string(t),
                               pl.pointer_align));
+  // A's 1x128 blocks and B's 128x128 blocks are not the same shape: swapped, A would need B's.
+  if (swaps(t) && p.scale == ScaleMode::block)
+    return refuse(fmt::format("{}: block scales are 1x128 for A and 128x128 for B; the swapped product would need "
+                              "them the other way round",
+                              to_string(t)));
   bool c_in_place = true;
   Problem q = swaps(t) ? swapped(p, &c_in_place) : p;
   pl.swap_operands = swaps(t);
@@ -197,6 +223,7 @@ std::optional<TransformPlan> plan_transform(const Problem& p, Transform t, std::
   q.align = std::min(alignment_of(q), q.pointer_align);
   q.validate();
   pl.inner = q;
+  plan_scale_copies(pl, q);
   place_buffers(pl);
   return pl;
 }
@@ -233,10 +260,10 @@ std::string TransformPlan::describe() const {
 void run_transformed_on_host(const TransformPlan& pl, const void* a, const void* b, void* c, void* workspace,
                              const HostRun& inner) {
   auto* ws = static_cast<char*>(workspace);
-  const size_t in_size = size_of(pl.inner.in), out_size = size_of(pl.inner.out);
+  const size_t out_size = size_of(pl.inner.out);
   const char* src_a = static_cast<const char*>(pl.swap_operands ? b : a);
   const char* src_b = static_cast<const char*>(pl.swap_operands ? a : b);
-  auto pad_copy = [&](const OperandCopy& oc, const char* src) -> const void* {
+  auto pad_copy = [&](const OperandCopy& oc, const char* src, size_t in_size) -> const void* {
     if (!oc.copy) return src;
     char* dst = ws + oc.offset;
     for (long long r = 0; r < oc.rows_dst; ++r)
@@ -248,8 +275,8 @@ void run_transformed_on_host(const TransformPlan& pl, const void* a, const void*
       }
     return dst;
   };
-  const void* ia = pad_copy(pl.a, src_a);
-  const void* ib = pad_copy(pl.b, src_b);
+  const void* ia = pad_copy(pl.a, src_a, size_of(pl.inner.in));
+  const void* ib = pad_copy(pl.b, src_b, size_of(pl.inner.in_b));
   void* ic = pl.c.copy ? static_cast<void*>(ws + pl.c.offset) : c;
   inner(ia, ib, ic);
   if (!pl.c.copy) return;

@@ -77,6 +77,16 @@ struct OutputCopy {
   size_t offset = 0;
 };
 
+// An FP8 problem's scales for the family's problem, where padding made it larger than the
+// caller's scales cover (row scales of a padded M or N; 1x128 block scales of a padded M):
+// `rows` rows of `cols` floats, copied into rows of `cols_dst` (the rest never multiplies
+// anything but the zeros of the padding).
+struct ScaleCopy {
+  bool copy = false;
+  int64_t rows = 0, cols = 0, cols_dst = 0;
+  size_t offset = 0;  // bytes into the transform's workspace
+};
+
 struct TransformPlan {
   Transform transform = Transform::none;
   Problem outer;  // the caller's problem
@@ -84,6 +94,7 @@ struct TransformPlan {
   bool swap_operands = false;  // the family's A is the caller's B, its B the caller's A
   OperandCopy a, b;            // the family's A and B
   OutputCopy c;
+  ScaleCopy scale_a, scale_b;  // the family's A's and B's scales (FP8); swapped with the operands
   size_t workspace_bytes = 0;  // the copies' buffers, each 256-byte aligned
   // The alignment the plan takes the caller's pointers to have (bytes): each pointer used in
   // place must have it (Runnable checks at launch).

@@ -5,8 +5,8 @@
 //  - nvcc (gpu_kernels.cu): the kernels, compiled ahead of time for sm_80 and sm_90
 //    (CMAKE_CUDA_ARCHITECTURES), launched by core wherever a transformed config runs;
 //  - NVRTC (a test): the same text compiled for sm_80 and sm_90 on a machine without a GPU.
-// Elements are copied as raw bits (2 or 4 bytes): a copy never converts, and zero bits are 0.0
-// in f32, f16 and bf16. Nothing here includes a header, so NVRTC needs no include path.
+// Elements are copied as raw bits (1, 2 or 4 bytes): a copy never converts, and zero bits are
+// 0.0 in f32, f16, bf16 and both FP8 types. Nothing here includes a header, so NVRTC needs no include path.
 #ifndef GEMMTUNE_TRANSFORM_KERNELS_CUH
 #define GEMMTUNE_TRANSFORM_KERNELS_CUH
 
@@ -104,6 +104,19 @@ __device__ void gt_crop_copy_transposed(const E* __restrict__ src, E* __restrict
 }
 
 // The entry points, one per element size, extern "C" so that NVRTC's test finds them by name.
+extern "C" __global__ void gt_pad_copy_1(const unsigned char* src, unsigned char* dst, long long rows, long long cols,
+                                         long long ld_src, long long rows_dst, long long ld_dst) {
+  gt_pad_copy(src, dst, rows, cols, ld_src, rows_dst, ld_dst);
+}
+extern "C" __global__ void gt_crop_copy_1(const unsigned char* src, unsigned char* dst, long long m, long long n,
+                                          long long ld_src, long long ld_dst) {
+  gt_crop_copy(src, dst, m, n, ld_src, ld_dst);
+}
+extern "C" __global__ void __launch_bounds__(256) gt_crop_copy_t_1(const unsigned char* src, unsigned char* dst,
+                                                                   long long m, long long n, long long ld_src,
+                                                                   long long ld_dst) {
+  gt_crop_copy_transposed(src, dst, m, n, ld_src, ld_dst);
+}
 extern "C" __global__ void gt_pad_copy_2(const unsigned short* src, unsigned short* dst, long long rows, long long cols,
                                          long long ld_src, long long rows_dst, long long ld_dst) {
   gt_pad_copy(src, dst, rows, cols, ld_src, rows_dst, ld_dst);

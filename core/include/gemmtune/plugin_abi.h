@@ -99,11 +99,12 @@ typedef enum gt_dtype {
 
 /* v3: how an FP8 problem's scales are laid out (all float32, device memory). "sa" scales A,
  * "sb" scales B; C[m][n] = sum_k (A[m][k] * sa(m, k)) * (B[k][n] * sb(k, n)), rounded to C's
- * type (an FP8 C is also multiplied by gt_scales.d first). KB = ceil(K / 128).
+ * type (an FP8 C is also multiplied by gt_scales.d first). KB = ceil(K / 128), and KB4 = KB
+ * rounded up to a multiple of 4.
  *   TENSOR: sa[0], sb[0].
  *   ROW:    sa[m] (M values, one per row of A and C), sb[n] (N values, one per column of C).
  *   BLOCK:  A (activations) in 1x128 blocks along K: sa[kb * M + m], M contiguous;
- *           B (weights) in 128x128 blocks of (n, k): sb[(n / 128) * KB + kb].
+ *           B (weights) in 128x128 blocks of (n, k): sb[(n / 128) * KB4 + kb] (rows of KB4).
  *           (cuBLASLt's VEC128_32F and BLK128x128_32F, and torch._scaled_mm's block recipe.) */
 typedef enum gt_scale_mode {
   GT_SCALE_NONE = 0, /* no scales: every problem whose inputs are not FP8 */
