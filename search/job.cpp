@@ -173,7 +173,7 @@ void parse_tune(const Ctx& ctx, const toml::node& tn, Job& job) {
   const toml::table* t = tn.as_table();
   if (!t) ctx.fail(tn, "[tune] must be a table");
   ctx.only_keys(*t, {"strategy", "evaluations", "seconds", "fraction", "patience", "seed", "quick", "finalists", "min_gain", "dist",
-                         "families", "budget"},
+                         "families", "budget", "fast_accum"},
                 "[tune]");
   JobSettings& s = job.settings;
   s.strategy = ctx.get<std::string>(*t, "strategy", "a string");
@@ -207,6 +207,26 @@ void parse_tune(const Ctx& ctx, const toml::node& tn, Job& job) {
     }
   }
   s.families = ctx.strings(*t, "families");
+  s.fast_accum = ctx.get<bool>(*t, "fast_accum", "true or false");
+}
+
+// Adds p to the job, or, where another set named it already, merges this set's families and
+// fixed configs into it (one problem, the union of the sets' families).
+void add_problem(Job& job, std::map<std::string, size_t>& seen, const Problem& p, const std::vector<std::string>& fams,
+                 const std::map<std::string, std::vector<std::string>>& fixed) {
+  auto [at, fresh] = seen.emplace(p.key(), job.problems.size());
+  if (fresh) {
+    job.problems.push_back({p, fams, fixed});
+    return;
+  }
+  JobProblem& jp = job.problems[at->second];
+  if (jp.families.empty() || fams.empty()) {
+    jp.families.clear();  // one of the sets means "every family"
+  } else {
+    for (auto& f : fams)
+      if (std::find(jp.families.begin(), jp.families.end(), f) == jp.families.end()) jp.families.push_back(f);
+  }
+  for (auto& [f, list] : fixed) jp.configs[f].insert(jp.configs[f].end(), list.begin(), list.end());
 }
 
 }  // namespace
@@ -234,7 +254,8 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
   std::map<std::string, size_t> seen;  // problem key -> its index in job.problems
   for (auto& node : *arr) {
     const toml::table& t = *node.as_table();
-    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "families", "configs"}, "[[problems]]");
+    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "scales", "families", "configs"},
+                  "[[problems]]");
     std::map<std::string, std::vector<std::string>> fixed;
     if (const toml::node* cn = t.get("configs")) {
       const toml::table* ct = cn->as_table();
@@ -255,18 +276,21 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
     if (shapes.empty() && ms.empty()) ctx.fail(node, "a problem set needs 'shapes' or 'm', 'n' and 'k'");
     auto dtypes = ctx.strings(t, "dtypes");
     if (dtypes.empty()) dtypes = {"f32"};
-    auto layouts = ctx.strings(t, "layouts");
-    if (layouts.empty()) layouts = {"nn"};
+    // Without a list: nn, and for FP8 inputs nt (the one layout FP8 has).
+    const auto layout_list = ctx.strings(t, "layouts");
+    // FP8 inputs' scale modes (default: tensor); refused for a set without FP8 inputs.
+    auto scales = ctx.strings(t, "scales");
     // Counted before anything is expanded: the product of a few lists can be astronomical.
     const uint64_t mnk = times({ms.size(), ns.size(), ks.size()});
     const uint64_t sizes = mnk > std::numeric_limits<uint64_t>::max() - shapes.size() ? mnk : mnk + shapes.size();
-    const uint64_t count = times({sizes, dtypes.size(), layouts.size()});
+    const uint64_t count =
+        times({sizes, dtypes.size(), std::max<size_t>(1, layout_list.size()), std::max<size_t>(1, scales.size())});
     if (count > max_problems - job.problems.size())  // never below 0: the sets before were within the limit
       ctx.fail(node, fmt::format("this problem set names {} problems ({} shapes{}, {} dtypes, {} layouts){}; a job may "
                                  "have at most {} (--max-problems N raises the limit)",
                                  count, shapes.size(),
                                  ms.empty() ? "" : fmt::format(" + {} m x {} n x {} k", ms.size(), ns.size(), ks.size()),
-                                 dtypes.size(), layouts.size(),
+                                 dtypes.size(), std::max<size_t>(1, layout_list.size()),
                                  job.problems.empty() ? "" : fmt::format(", after {} before it", job.problems.size()),
                                  max_problems));
     for (auto m : ms)
@@ -274,31 +298,35 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
         for (auto k : ks) shapes.push_back({m, n, k});
     auto out = ctx.get<std::string>(t, "out_dtype", "a string");
     auto fams = ctx.strings(t, "families");
+    bool any_fp8 = false;
     for (auto& d : dtypes) {
-      DType in = parse_dtype(d, ctx.at_key(t, "dtypes"));
+      auto [in, in_b] = parse_in_types(d, ctx.at_key(t, "dtypes"));
+      any_fp8 |= is_fp8(in);
       DType od = out ? parse_dtype(*out, ctx.at_key(t, "out_dtype")) : Problem::default_out(in);
       if (od == DType::tf32) ctx.fail(*t.get("out_dtype"), "out_dtype tf32 is not a storage type; use f32");
+      std::vector<std::string> layouts = layout_list;
+      if (layouts.empty()) layouts = {is_fp8(in) ? "nt" : "nn"};
+      std::vector<std::optional<ScaleMode>> modes = {std::nullopt};  // the problem's default
+      if (is_fp8(in) && !scales.empty()) {
+        modes.clear();
+        for (auto& sc : scales) modes.push_back(parse_scale_mode(sc, ctx.at_key(t, "scales")));
+      }
       for (auto& l : layouts) {
         Layout lay = parse_layout(l, ctx.at_key(t, "layouts"));
-        for (auto& s : shapes) {
-          Problem p = Problem::make(s[0], s[1], s[2], in, od, lay);
-          auto [at, fresh] = seen.emplace(p.key(), job.problems.size());
-          if (fresh) {
-            job.problems.push_back({p, fams, fixed});
-            continue;
+        for (auto mode : modes)
+          for (auto& s : shapes) {
+            Problem p;
+            try {
+              p = Problem::make(s[0], s[1], s[2], in, od, lay, in_b, mode);
+            } catch (const InputError& e) {
+              ctx.fail(node, fmt::format("{}x{}x{} {} {}: {}", s[0], s[1], s[2], d, l, e.what()));
+            }
+            add_problem(job, seen, p, fams, fixed);
           }
-          // The same problem in another set: one problem, the union of the sets' families.
-          JobProblem& jp = job.problems[at->second];
-          if (jp.families.empty() || fams.empty()) {
-            jp.families.clear();  // one of the sets means "every family"
-          } else {
-            for (auto& f : fams)
-              if (std::find(jp.families.begin(), jp.families.end(), f) == jp.families.end()) jp.families.push_back(f);
-          }
-          for (auto& [f, list] : fixed) jp.configs[f].insert(jp.configs[f].end(), list.begin(), list.end());
-        }
       }
     }
+    if (!scales.empty() && !any_fp8)
+      ctx.fail(*t.get("scales"), "'scales' are for FP8 inputs (dtypes e4m3, e5m2); this set has none");
   }
   return job;
 }

@@ -73,6 +73,9 @@ struct JobSettings : JobBudget {
   std::optional<double> min_gain;  // percent
   std::optional<std::string> dist;
   std::vector<std::string> families;
+  // FP8: also explore configs with fast accumulation (a parameter `fast_accum`, cuBLASLt's
+  // FAST_ACCUM: no periodic promotion to fp32, faster and less exact). Off unless asked.
+  std::optional<bool> fast_accum;
 };
 
 struct Job {

@@ -104,6 +104,7 @@ TuneOptions resolve_options(const PlanRequest& r, const Job& job) {
   o.seed = r.seed.value_or(js.seed.value_or(o.seed));
   o.quick_explore = r.full ? false : js.quick.value_or(o.quick_explore);
   o.finalists = r.finalists.value_or(js.finalists.value_or(o.finalists));
+  o.fast_accum = r.fast_accum || js.fast_accum.value_or(false);
   if (r.min_gain_pct) o.min_gain = *r.min_gain_pct / 100;
   else if (js.min_gain) o.min_gain = *js.min_gain / 100;
   o.dist = parse_distribution((!r.dist.empty() ? r.dist : js.dist.value_or(std::string(to_string(o.dist)))).c_str());

@@ -58,6 +58,7 @@ struct PlanRequest {
   bool full = false;                // --full: full timings while exploring
   std::optional<int> finalists;
   std::optional<double> min_gain_pct;
+  bool fast_accum = false;  // --fast-accum (else the job's [tune] fast_accum)
   std::string dist;
   std::string shard;                // --shard I/N ("": from the environment, else 0/1)
   std::map<std::string, std::string> environment;  // for the shard (shard.hpp)

@@ -94,6 +94,17 @@ class FixedList : public Strategy {
 };
 
 Outcome outcome_of(const Measurement& m) { return {m.status, m.status == Status::ok ? m.time_us() : kNaN, m.message}; }
+// Refuses configs whose `fast_accum` is on (TuneOptions::fast_accum).
+void rule_out_fast_accum(Space& space) {
+  for (size_t i = 0; i < space.dims(); ++i)
+    if (space.params()[i].name == "fast_accum")
+      space.add_constraint([i](const Config& c) -> std::optional<std::string> {
+        if (c[i] == 0) return std::nullopt;
+        return std::string("fast accumulation (fast_accum=1) is explored only when asked: --fast-accum, or the job's "
+                           "[tune] fast_accum = true");
+      });
+}
+
 }  // namespace
 
 Tuner::Tuner(const PluginRegistry* plugins, Measurer& measurer, Store* store, CompilePool* pool, SpaceSource spaces,
@@ -315,6 +326,7 @@ bool Tuner::plan_family(const Problem& p, const std::string& family, Transform t
     out.skipped = e.what();
     return false;
   }
+  if (!o_.fast_accum) rule_out_fast_accum(plan.space);
   const Space& space = plan.space;
   if (space.raw_size() == 0) {
     out.skipped = "its parameter space is empty for this problem";

@@ -70,6 +70,9 @@ struct TuneOptions {
   std::string tune_id;
   const std::atomic<bool>* stop = nullptr;  // set by Ctrl-C: stop after the measurement in flight
   TransformPolicy transforms;     // the forms explored beside the plain problem (forms.hpp)
+  // FP8: configs with fast accumulation (a parameter `fast_accum` of value 1) are explored only
+  // when asked: they trade accuracy for speed, which the user must choose, not the tuner.
+  bool fast_accum = false;
 };
 
 // One form of a family's search: the family on the problem as it is, or through a transform.

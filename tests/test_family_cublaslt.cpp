@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 #include <cublasLt.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -332,6 +333,128 @@ TEST_CASE("the plugin's space, picks and refusals (stand-in)", "[plugins][cublas
   CHECK_THROWS_WITH(f.space(mixed, d), Catch::Contains("cuBLASLt has no algorithm for f32 inputs with f16 output"));
   CHECK_THAT(*f.can_implement(mixed, picks[0], d), Catch::Contains("cuBLASLt has no algorithm for f32 inputs"));
   CHECK_THROWS_WITH(f.space(aligned, arch_limits("sm_80")), Catch::Contains("not those of sm_80"));
+}
+
+// FP8 codes as floats (cuda_fp8.h's conversion, host side), and random finite codes of small
+// magnitude, so that every product and sum is exact in float64.
+double fp8_value(DType t, uint8_t code) {
+  if (t == DType::e4m3) {
+    __nv_fp8_e4m3 v;
+    v.__x = code;
+    return double(float(v));
+  }
+  __nv_fp8_e5m2 v;
+  v.__x = code;
+  return double(float(v));
+}
+std::vector<uint8_t> small_fp8(DType t, size_t n, std::mt19937_64& rng) {
+  std::vector<uint8_t> out(n);
+  for (auto& c : out) {
+    const float v = float(int(rng() % 9) - 4) * 0.5f;
+    c = t == DType::e4m3 ? __nv_fp8_e4m3(v).__x : __nv_fp8_e5m2(v).__x;
+  }
+  return out;
+}
+
+TEST_CASE("the plugin runs FP8 in every scale mode with gemmtune's scale layouts (stand-in)", "[plugins][cublaslt][fp8]") {
+  const Family& f = standin();
+  const gt_device d = arch_limits("sm_90");
+  std::mt19937_64 rng(8);
+  int runs = 0;
+  struct Case {
+    DType a, b, out;
+    ScaleMode mode;
+  };
+  for (Case c : {Case{DType::e4m3, DType::e4m3, DType::bf16, ScaleMode::tensor},
+                 Case{DType::e4m3, DType::e5m2, DType::f32, ScaleMode::tensor},
+                 Case{DType::e4m3, DType::e4m3, DType::e4m3, ScaleMode::tensor},
+                 Case{DType::e4m3, DType::e4m3, DType::f32, ScaleMode::row},
+                 Case{DType::e5m2, DType::e4m3, DType::bf16, ScaleMode::row},
+                 Case{DType::e4m3, DType::e4m3, DType::f32, ScaleMode::block}})
+    for (std::array<int64_t, 3> sh : {std::array<int64_t, 3>{16, 32, 48}, {48, 160, 272}}) {
+      Problem p = Problem::make(sh[0], sh[1], sh[2], c.a, c.out, Layout::nt, c.b, c.mode);
+      INFO(p.key());
+      Space s = f.space(p, d);
+      // One more parameter than any other problem's space: fast accumulation, off in every pick.
+      REQUIRE(s.dims() == kDims + 1);
+      CHECK(s.params()[kDims].name == "fast_accum");
+      auto picks = f.suggest(p, d, 32, s.dims());
+      REQUIRE_FALSE(picks.empty());
+      CHECK(picks.size() == (c.mode == ScaleMode::tensor ? 3u : 1u));  // as the H100's cuBLASLt answered
+      for (const Config& pk : picks) CHECK(pk[kDims] == 0);
+      auto a = small_fp8(c.a, size_t(p.m) * size_t(p.lda), rng);
+      auto b = small_fp8(c.b, size_t(p.n) * size_t(p.ldb), rng);
+      std::vector<float> sa(p.scale_count_a()), sb(p.scale_count_b());
+      for (auto& v : sa) v = float(1 + rng() % 4) * 0.25f;
+      for (auto& v : sb) v = float(1 + rng() % 4) * 0.5f;
+      const int64_t kb4 = block_scale_stride(p.k);
+      // The layouts plugin_abi.h gives (gt_scale_mode), applied here independently of the plugin.
+      auto scale_a = [&](int64_t m, int64_t k) {
+        return c.mode == ScaleMode::tensor ? sa[0] : c.mode == ScaleMode::row ? sa[size_t(m)] : sa[size_t((k / 128) * p.m + m)];
+      };
+      auto scale_b = [&](int64_t n, int64_t k) {
+        return c.mode == ScaleMode::tensor ? sb[0] : c.mode == ScaleMode::row ? sb[size_t(n)] : sb[size_t((n / 128) * kb4 + k / 128)];
+      };
+      const float d_scale = 0.125f;
+      for (Config cfg : picks)
+        for (int64_t fast : {0, 1}) {
+          cfg[kDims] = fast;
+          INFO(s.name(cfg));
+          Refused why;
+          auto op = f.create_op(p, cfg, &why);
+          INFO(why.why);
+          REQUIRE(op);
+          std::vector<uint8_t> cbuf(p.bytes_c(), 0xff);
+          std::vector<uint8_t> ws(size_t(op->workspace_bytes()) + 16);
+          float amax = -1;
+          gt_scales sc{sa.data(), sb.data(), &d_scale, &amax};
+          op->run(a.data(), b.data(), cbuf.data(), &sc, ws.data(), op->workspace_bytes(), nullptr);
+          CHECK_THROWS_WITH(op->run(a.data(), b.data(), cbuf.data(), nullptr, ws.data(), op->workspace_bytes(), nullptr),
+                            Catch::Contains("runs with its scales"));
+          ++runs;
+          int wrong = 0;
+          double ref_amax = 0;
+          for (int64_t i = 0; i < p.m; ++i)
+            for (int64_t j = 0; j < p.n; ++j) {
+              double ref = 0;
+              for (int64_t l = 0; l < p.k; ++l)
+                ref += fp8_value(c.a, a[size_t(i * p.lda + l)]) * scale_a(i, l) * fp8_value(c.b, b[size_t(j * p.ldb + l)]) *
+                       scale_b(j, l);
+              ref_amax = std::max(ref_amax, std::fabs(ref));
+              double got = is_fp8(c.out) ? fp8_value(c.out, cbuf[size_t(i * p.ldc + j)]) / d_scale
+                                         : element(c.out, cbuf, size_t(i * p.ldc + j));
+              const double rel = c.out == DType::e4m3 ? 1.0 / 16 : c.out == DType::bf16 ? 1.0 / 256 : 1e-6;
+              if (!(std::fabs(got - ref) <= rel * std::fabs(ref) + 1e-9)) ++wrong;
+            }
+          CHECK(wrong == 0);
+          if (is_fp8(c.out)) CHECK(amax == Approx(ref_amax));
+        }
+    }
+  CHECK(runs >= 24);
+}
+
+TEST_CASE("cuBLASLt's FP8 refusals, with their reasons (stand-in)", "[plugins][cublaslt][fp8]") {
+  const Family& f = standin();
+  const gt_device d = arch_limits("sm_90");
+  Problem p = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::nt, std::nullopt, ScaleMode::row);
+  Space s = f.space(p, d);
+  // A config of another problem's arity is refused, not misread.
+  Config ten = s.default_config();
+  ten.pop_back();
+  CHECK_THAT(*f.can_implement(p, ten, d), Catch::Contains("the cublaslt space of this problem has 11"));
+  // Problems that slip past gemmtune's own checks (built field by field) meet the plugin's.
+  Problem nn = p;
+  nn.layout = Layout::nn;
+  nn.lda = p.k, nn.ldb = p.n;
+  CHECK_THROWS_WITH(f.space(nn, d), Catch::Contains("FP8 kernels take layout nt"));
+  Problem fp8_out_rows = p;
+  fp8_out_rows.out = DType::e4m3;
+  CHECK_THROWS_WITH(f.space(fp8_out_rows, d), Catch::Contains("FP8 output with tensor scales only"));
+  Problem both_e5m2 = p;
+  both_e5m2.in = both_e5m2.in_b = DType::e5m2;
+  CHECK_THROWS_WITH(f.space(both_e5m2, d), Catch::Contains("e5m2 x e5m2"));
+  // The plain problem's space is what it was: ten parameters, no fast_accum.
+  CHECK(f.space(Problem::make(64, 64, 128, DType::bf16, DType::bf16, Layout::nt), d).dims() == kDims);
 }
 
 TEST_CASE("cublaslt configs survive name and assignment round trips (stand-in)", "[plugins][cublaslt]") {

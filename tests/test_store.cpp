@@ -34,10 +34,27 @@ using nlohmann::json;
 
 namespace {
 
-// SQL that turns this build's store back into schema v4's (no transforms, v5).
-const char* kDropTransforms = "ALTER TABLE results DROP COLUMN transform; ";
+// SQL that turns this build's store back into schema v5's (no b_dtype and scale_mode, v6: the
+// winners' key loses them, which SQLite drops only by copying the table).
+#define GT_TO_V5                                                                                                  \
+  "DROP INDEX results_by_key; ALTER TABLE results DROP COLUMN b_dtype; ALTER TABLE results DROP COLUMN scale_mode; " \
+  "CREATE INDEX results_by_key ON results (device_name, m, n, k, in_dtype, out_dtype, layout, align, family, "      \
+  "config_hash, time_unix); "                                                                                      \
+  "CREATE TABLE w5 (device_name TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, "       \
+  "in_dtype TEXT NOT NULL, out_dtype TEXT NOT NULL, layout TEXT NOT NULL, align INTEGER NOT NULL, "                \
+  "family TEXT NOT NULL, config_name TEXT NOT NULL, row_uuid TEXT NOT NULL REFERENCES results (row_uuid), "         \
+  "note TEXT NOT NULL, time_utc TEXT NOT NULL, time_unix REAL NOT NULL, tie INTEGER NOT NULL, tie_with TEXT NOT "   \
+  "NULL, runner_up TEXT NOT NULL, margin REAL, "                                                                   \
+  "PRIMARY KEY (device_name, m, n, k, in_dtype, out_dtype, layout, align, family)); "                               \
+  "INSERT INTO w5 SELECT device_name, m, n, k, in_dtype, out_dtype, layout, align, family, config_name, row_uuid, " \
+  "note, time_utc, time_unix, tie, tie_with, runner_up, margin FROM winners; "                                     \
+  "DROP TABLE winners; ALTER TABLE w5 RENAME TO winners; "
+const char* kToV5 = GT_TO_V5;
+// ... back into schema v4's (no transforms, v5).
+const char* kDropTransforms = GT_TO_V5 "ALTER TABLE results DROP COLUMN transform; ";
 // ... and back into schema v2's (no decision columns, v3; no build hashes, v4).
 const char* kDropDecisions =
+    GT_TO_V5
     "ALTER TABLE winners DROP COLUMN tie; ALTER TABLE winners DROP COLUMN tie_with; "
     "ALTER TABLE winners DROP COLUMN runner_up; ALTER TABLE winners DROP COLUMN margin; "
     "ALTER TABLE results DROP COLUMN build_hash; ALTER TABLE results DROP COLUMN transform; ";
@@ -752,6 +769,66 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     StoredRow unnamed = sample_row(Status::ok, "fam_a", 3);
     unnamed.transform = Transform::swap;
     CHECK_THROWS_WITH(rw.insert(unnamed), Catch::Contains("without it"));
+  }
+  SECTION("a store of schema v5 has no FP8 key; it reads as unscaled and, migrated, keeps FP8 keys apart") {
+    fs::path p = tmp.path / "v5.db";
+    StoredRow r = sample_row();
+    {
+      Store s = Store::open(p);
+      s.insert(r);
+      s.set_winner(r.key(), r.family, r.config_name, r.id, "kept");
+    }
+    raw_sql(p, std::string(kToV5) + "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
+    const std::string v5_bytes = test::read_file(p);
+    {
+      Store ro = Store::open_readonly(p);  // read as it is: B's type is A's, no scales
+      auto rows = ro.rows();
+      REQUIRE(rows.size() == 1);
+      CHECK(rows[0].problem.in_b == rows[0].problem.in);
+      CHECK(rows[0].problem.scale == ScaleMode::none);
+      RowFilter scaled;
+      scaled.scale = ScaleMode::row;
+      CHECK(ro.count(scaled) == 0);
+      REQUIRE(ro.winners().size() == 1);
+      CHECK(ro.winners()[0].key == r.key());
+      CHECK(ro.keys().size() == 1);
+    }
+    CHECK(test::read_file(p) == v5_bytes);  // reading changes nothing
+    Store rw = Store::open(p);
+    CHECK(schema_version(p) == "6");
+    require_same_row(rw.rows()[0], r);
+    REQUIRE(rw.winner(r.key(), r.family));
+    // Two FP8 problems that differ only in the scale mode, or in B's type, are three keys.
+    auto fp8_row = [&](ScaleMode mode, DType b, int64_t cfg) {
+      StoredRow x = sample_row(Status::ok, "fam_a", cfg);
+      x.problem = Problem::make(256, 512, 1024, DType::e4m3, DType::bf16, Layout::nt, b, mode);
+      return x;
+    };
+    StoredRow tensor = fp8_row(ScaleMode::tensor, DType::e4m3, 4), row = fp8_row(ScaleMode::row, DType::e4m3, 5),
+              mixed = fp8_row(ScaleMode::row, DType::e5m2, 6);
+    for (StoredRow* x : {&tensor, &row, &mixed}) {
+      rw.insert(*x);
+      rw.set_winner(x->key(), x->family, x->config_name, x->id, "fp8");
+    }
+    CHECK(row.key().text() == "NVIDIA Test GPU 256x512x1024 e4m3>bf16 nt a16 row");
+    CHECK(mixed.key().text() == "NVIDIA Test GPU 256x512x1024 e4m3:e5m2>bf16 nt a16 row");
+    CHECK(rw.keys().size() == 4);
+    CHECK(rw.winners().size() == 4);
+    for (StoredRow* x : {&tensor, &row, &mixed}) {
+      auto w = rw.winner(x->key(), x->family);
+      REQUIRE(w);
+      CHECK(w->config_name == x->config_name);
+      CHECK(json(*w).get<Winner>().key == x->key());
+      auto back = rw.get(x->id);
+      REQUIRE(back);
+      CHECK(back->problem.key() == x->problem.key());
+      CHECK(json(*back).get<StoredRow>().problem.key() == x->problem.key());
+    }
+    RowFilter rows_only;
+    rows_only.scale = ScaleMode::row;
+    CHECK(rw.count(rows_only) == 2);
+    CHECK(rw.best(RowFilter::of(mixed.key())).size() == 1);
+    CHECK(rw.check_integrity());
   }
   SECTION("a store of a newer schema") {
     fs::path p = tmp.path / "newer.db";

@@ -295,7 +295,7 @@ TEST_CASE("TOML and JSON tables round-trip exactly", "[table]") {
 TEST_CASE("CSV export: a header and RFC 4180 quoting", "[table]") {
   LookupTable t;
   TableEntry e;
-  e.key = ResultKey{"GPU, \"the\" one", 64, 32, 16, DType::bf16, DType::f32, Layout::tn, 8};
+  e.key = ResultKey{"GPU, \"the\" one", 64, 32, 16, DType::bf16, DType::f32, Layout::tn, 8, DType::bf16};
   e.family = "naive";
   e.config = "naive_mapcoalesced_bx32_by8";
   e.params = "map=coalesced,bx=32,by=8";
@@ -305,9 +305,11 @@ TEST_CASE("CSV export: a header and RFC 4180 quoting", "[table]") {
   t.entries.push_back(e);
   std::string csv = t.serialize(TableFormat::csv);
   std::string header = csv.substr(0, csv.find("\r\n"));
-  CHECK(header.rfind("device,m,n,k,dtype,out_dtype,layout,align,family,config,params,transform,time_us,tflops,", 0) == 0);
+  CHECK(header.rfind("device,m,n,k,dtype,b_dtype,out_dtype,layout,align,scale,family,config,params,transform,time_us,"
+                     "tflops,",
+                     0) == 0);
   std::string row = csv.substr(header.size() + 2);
-  CHECK(row.rfind("\"GPU, \"\"the\"\" one\",64,32,16,bf16,f32,tn,8,naive,naive_mapcoalesced_bx32_by8,"
+  CHECK(row.rfind("\"GPU, \"\"the\"\" one\",64,32,16,bf16,bf16,f32,tn,8,none,naive,naive_mapcoalesced_bx32_by8,"
                   "\"map=coalesced,bx=32,by=8\",none,12.5,0.25,",
                   0) == 0);
   CHECK(row.find("\"line1\nline2\"") != std::string::npos);
@@ -735,7 +737,7 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
       {"transform in the config name", "a.toml", toml_with("bx32_by8\"", "bx32_by8+pad\""),
        {"field 'config'", "a transform is its own field ('transform')"}},
       {"TOML syntax", "a.toml", toml_with("n = 64", "n = "), {"a.toml:6:", "not valid TOML"}},
-      {"newer format", "a.toml", "gemmtune_table = 3\n", {"gemmtune_table", "newer gemmtune"}},
+      {"newer format", "a.toml", "gemmtune_table = 4\n", {"gemmtune_table", "newer gemmtune"}},
       {"not a table", "a.toml", "title = \"x\"\n", {"not a gemmtune table"}},
       {"entries not an array", "a.toml", "gemmtune_table = 1\nentries = 3\n", {"'entries'", "array"}},
       {"JSON syntax", "a.json", "{\"gemmtune_table\": 1,\n \"entries\": [ }", {"a.json:2:", "not valid JSON"}},

@@ -29,12 +29,14 @@ static constexpr int32_t kApplicationId = 0x474D544E;
 // Keys, ids, time
 
 ResultKey ResultKey::of(const std::string& device_name, const Problem& p) {
-  return ResultKey{device_name, p.m, p.n, p.k, p.in, p.out, p.layout, p.align};
+  return ResultKey{device_name, p.m, p.n, p.k, p.in, p.out, p.layout, p.align, p.in_b, p.scale};
 }
 
 std::string ResultKey::text() const {
-  return fmt::format("{} {}x{}x{} {}>{} {} a{}", device_name, m, n, k, to_string(in), to_string(out),
-                     to_string(layout), align);
+  std::string t = fmt::format("{} {}x{}x{} {}>{} {} a{}", device_name, m, n, k, in_types_text(in, in_b),
+                              to_string(out), to_string(layout), align);
+  if (scale != ScaleMode::none) t += fmt::format(" {}", to_string(scale));
+  return t;
 }
 
 RowFilter RowFilter::of(const ResultKey& k) {
@@ -47,6 +49,8 @@ RowFilter RowFilter::of(const ResultKey& k) {
   f.out = k.out;
   f.layout = k.layout;
   f.align = k.align;
+  f.in_b = k.in_b;
+  f.scale = k.scale;
   return f;
 }
 
@@ -141,6 +145,9 @@ struct Namer {
   void computed_real(const char* n, double) { cols.emplace_back(n, "REAL"); }
   void dtype(const char* n, const DType&) { cols.emplace_back(n, "TEXT NOT NULL"); }
   void layout(const char* n, const Layout&) { cols.emplace_back(n, "TEXT NOT NULL"); }
+  void scale(const char* n, const ScaleMode&) {
+    cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'none' CHECK ({} IN ('none', 'tensor', 'row', 'block'))", n));
+  }
   void status(const char* n, const Status&) {
     cols.emplace_back(n, fmt::format("TEXT NOT NULL CHECK ({} IN ('ok', 'cannot_implement', 'resources', "
                                      "'compile_failed', 'verify_failed', 'runtime_fault', 'timeout'))", n));
@@ -172,6 +179,7 @@ struct Binder {
   void computed_real(const char* n, double v) { real(n, v); }
   void dtype(const char* n, const DType& v) { text(n, to_string(v)); }
   void layout(const char* n, const Layout& v) { text(n, to_string(v)); }
+  void scale(const char* n, const ScaleMode& v) { text(n, to_string(v)); }
   void status(const char* n, const Status& v) { text(n, to_string(v)); }
   void config(const char* n, const Config& v) { text(n, nlohmann::json(v).dump()); }
   void hex(const char* n, const uint64_t& v) { text(n, hex64(v)); }
@@ -202,6 +210,10 @@ struct Reader {
   void computed_real(const char*, double) { ++i; }
   void dtype(const char*, DType& v) { v = parse_dtype(str(), "stored in_dtype/out_dtype"); }
   void layout(const char*, Layout& v) { v = parse_layout(str(), "stored layout"); }
+  void scale(const char*, ScaleMode& v) {
+    const std::string t = str();
+    v = t == "none" ? ScaleMode::none : parse_scale_mode(t, "stored scale_mode");
+  }
   void status(const char*, Status& v) { v = parse_status(str()); }
   void config(const char*, Config& v) { v = nlohmann::json::parse(str()).get<Config>(); }
   void hex(const char*, uint64_t& v) { v = std::stoull(str(), nullptr, 16); }
@@ -231,6 +243,8 @@ void row_fields(IO& io, R& r) {
   io.dtype("out_dtype", r.problem.out);
   io.layout("layout", r.problem.layout);
   io.integer("align", r.problem.align);
+  io.dtype("b_dtype", r.problem.in_b);      // schema v6
+  io.scale("scale_mode", r.problem.scale);  // schema v6
   io.integer("lda", r.problem.lda);
   io.integer("ldb", r.problem.ldb);
   io.integer("ldc", r.problem.ldc);
@@ -336,6 +350,8 @@ std::string column_list(int version = kStoreSchemaVersion) {
     s += version < 2 && name == "time_center" ? ", 'median' AS time_center"
          : version < 4 && name == "build_hash" ? ", '' AS build_hash"
          : version < 5 && name == "transform"  ? ", 'none' AS transform"
+         : version < 6 && name == "b_dtype"    ? ", in_dtype AS b_dtype"
+         : version < 6 && name == "scale_mode" ? ", 'none' AS scale_mode"
                                                : ", " + name;
   return s;
 }
@@ -365,7 +381,15 @@ StoredRow read_row(sqlite3_stmt* s) {
   return r;
 }
 
-const char* kKeyCols = "device_name, m, n, k, in_dtype, out_dtype, layout, align";
+// The key's columns, in read_key's order (schema v6; before it b_dtype and scale_mode did not
+// exist: key_select reads them as A's type and 'none').
+const char* kKeyCols = "device_name, m, n, k, in_dtype, out_dtype, layout, align, b_dtype, scale_mode";
+const char* kKeyColsV5 = "device_name, m, n, k, in_dtype, out_dtype, layout, align";
+std::string key_partition(int version) { return version >= 6 ? kKeyCols : kKeyColsV5; }
+std::string key_select(int version, const char* prefix = "") {
+  std::string s = fmt::format("{0}device_name, {0}m, {0}n, {0}k, {0}in_dtype, {0}out_dtype, {0}layout, {0}align, ", prefix);
+  return s + (version >= 6 ? fmt::format("{0}b_dtype, {0}scale_mode", prefix) : fmt::format("{0}in_dtype, 'none'", prefix));
+}
 
 struct Where {
   std::vector<std::string> conds;
@@ -397,6 +421,12 @@ Where where_of(const RowFilter& f, int version) {
   if (f.out) w.eq("out_dtype", std::string(to_string(*f.out)));
   if (f.layout) w.eq("layout", std::string(to_string(*f.layout)));
   if (f.align) w.eq("align", int64_t(*f.align));
+  if (version >= 6) {
+    if (f.in_b) w.eq("b_dtype", std::string(to_string(*f.in_b)));
+    if (f.scale) w.eq("scale_mode", std::string(to_string(*f.scale)));
+  } else if ((f.scale && *f.scale != ScaleMode::none) || (f.in_b && (!f.in || *f.in_b != *f.in))) {
+    w.raw("0");  // before v6 every row is unscaled, B's type A's
+  }
   if (f.family) w.eq("family", *f.family);
   if (f.config_hash) w.eq("config_hash", *f.config_hash);
   if (f.tune_id) w.eq("tune_id", *f.tune_id);
@@ -423,14 +453,29 @@ ResultKey read_key(sqlite3_stmt* s, int first) {
   k.out = parse_dtype(text(first + 5), "stored out_dtype");
   k.layout = parse_layout(text(first + 6), "stored layout");
   k.align = int32_t(sqlite3_column_int64(s, first + 7));
+  k.in_b = parse_dtype(text(first + 8), "stored b_dtype");
+  const std::string scale = text(first + 9);
+  k.scale = scale == "none" ? ScaleMode::none : parse_scale_mode(scale, "stored scale_mode");
   return k;
 }
+constexpr int kKeyColCount = 10;
 
 void bind_key(sqlite3_stmt* s, int first, const ResultKey& k) {
   Where w;
   w.args = {k.device_name, k.m, k.n, k.k, std::string(to_string(k.in)), std::string(to_string(k.out)),
-            std::string(to_string(k.layout)), int64_t(k.align)};
+            std::string(to_string(k.layout)), int64_t(k.align), std::string(to_string(k.in_b)),
+            std::string(to_string(k.scale))};
   w.bind(s, first);
+}
+
+// The winners of `key` (and of `family`, when given) as a condition on `winners w`.
+Where winner_where(const ResultKey& key, const std::string* family, int version) {
+  RowFilter f = RowFilter::of(key);
+  Where w = where_of(f, version);
+  for (auto& c : w.conds)
+    if (c != "0") c = "w." + c;
+  if (family) w.eq("w.family", *family);
+  return w;
 }
 
 // A transaction that rolls back unless committed.
@@ -484,8 +529,8 @@ struct Store::Impl {
     return rows.front();
   }
   std::vector<Winner> query_winners(const std::string& cond, const Where& w) const {
-    Stmt st(db, "SELECT w.device_name, w.m, w.n, w.k, w.in_dtype, w.out_dtype, w.layout, w.align, "
-                "w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id, " +
+    Stmt st(db, "SELECT " + key_select(version, "w.") +
+                    ", w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id, " +
                     decision_list(version) + ", " + (version < 5 ? "'none'" : "r.transform") +
                     " FROM winners w JOIN results r ON r.row_uuid = w.row_uuid" + cond);
     w.bind(st.get());
@@ -494,7 +539,7 @@ struct Store::Impl {
       sqlite3_stmt* s = st.get();
       Winner x;
       x.key = read_key(s, 0);
-      Reader rd{s, 8};
+      Reader rd{s, kKeyColCount};
       rd.text("family", x.family);
       rd.text("config_name", x.config_name);
       rd.text("row_uuid", x.row_uuid);
@@ -512,32 +557,21 @@ struct Store::Impl {
     return out;
   }
   std::vector<Winner> winners_of(const ResultKey& key) const {
-    Where w;
-    w.args = {key.device_name, key.m, key.n, key.k, std::string(to_string(key.in)), std::string(to_string(key.out)),
-              std::string(to_string(key.layout)), int64_t(key.align)};
-    return query_winners(
-        " WHERE w.device_name = ? AND w.m = ? AND w.n = ? AND w.k = ? AND w.in_dtype = ? AND w.out_dtype = ? "
-        "AND w.layout = ? AND w.align = ? ORDER BY w.family",
-        w);
+    Where w = winner_where(key, nullptr, version);
+    return query_winners(w.sql() + " ORDER BY w.family", w);
   }
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const {
-    Where w;
-    w.args = {key.device_name, key.m, key.n, key.k, std::string(to_string(key.in)), std::string(to_string(key.out)),
-              std::string(to_string(key.layout)), int64_t(key.align), family};
-    auto ws = query_winners(
-        " WHERE w.device_name = ? AND w.m = ? AND w.n = ? AND w.k = ? AND w.in_dtype = ? AND w.out_dtype = ? "
-        "AND w.layout = ? AND w.align = ? AND w.family = ?",
-        w);
+    Where w = winner_where(key, &family, version);
+    auto ws = query_winners(w.sql(), w);
     if (ws.empty()) return std::nullopt;
     return ws.front();
   }
   void put_winner(const Winner& x) {
-    Stmt st(db,
-            "INSERT OR REPLACE INTO winners (device_name, m, n, k, in_dtype, out_dtype, layout, align, family, "
-            "config_name, row_uuid, note, time_utc, time_unix, " + decision_list(kStoreSchemaVersion, "") +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Stmt st(db, fmt::format("INSERT OR REPLACE INTO winners ({}, family, config_name, row_uuid, note, time_utc, "
+                            "time_unix, {}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            kKeyCols, decision_list(kStoreSchemaVersion, "")));
     bind_key(st.get(), 1, x.key);
-    Binder b{st.get(), 9};
+    Binder b{st.get(), kKeyColCount + 1};
     b.text("family", x.family);
     b.text("config_name", x.config_name);
     b.text("row_uuid", x.row_uuid);
@@ -651,23 +685,28 @@ std::string decisions_ddl() {
   return s;
 }
 
+std::string winners_ddl(const char* table) {
+  return fmt::format("CREATE TABLE {} (\n"
+                     "  device_name TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL,\n"
+                     "  in_dtype TEXT NOT NULL, out_dtype TEXT NOT NULL, layout TEXT NOT NULL,\n"
+                     "  align INTEGER NOT NULL,\n"
+                     "  b_dtype TEXT NOT NULL, scale_mode TEXT NOT NULL DEFAULT 'none',\n"
+                     "  family TEXT NOT NULL,  -- '*': over every family\n"
+                     "  config_name TEXT NOT NULL,\n"
+                     "  row_uuid TEXT NOT NULL REFERENCES results (row_uuid),\n"
+                     "  note TEXT NOT NULL, time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
+                     "{}"
+                     "  PRIMARY KEY ({}, family)\n)",
+                     table, decisions_ddl(), kKeyCols);
+}
+
 void create_schema(sqlite3* db) {
   exec(db, fmt::format("PRAGMA application_id = {}", kApplicationId));
   exec(db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
   exec(db, results_ddl());
   exec(db, fmt::format("CREATE INDEX results_by_key ON results ({}, family, config_hash, time_unix)", kKeyCols));
   exec(db, "CREATE INDEX results_by_tune ON results (tune_id)");
-  exec(db, fmt::format("CREATE TABLE winners (\n"
-                       "  device_name TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL,\n"
-                       "  in_dtype TEXT NOT NULL, out_dtype TEXT NOT NULL, layout TEXT NOT NULL,\n"
-                       "  align INTEGER NOT NULL,\n"
-                       "  family TEXT NOT NULL,  -- '*': over every family\n"
-                       "  config_name TEXT NOT NULL,\n"
-                       "  row_uuid TEXT NOT NULL REFERENCES results (row_uuid),\n"
-                       "  note TEXT NOT NULL, time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
-                       "{}"
-                       "  PRIMARY KEY ({}, family)\n)",
-                       decisions_ddl(), kKeyCols));
+  exec(db, winners_ddl("winners"));
   exec(db, kRoofsDdl);
   auto [now, unix_now] = utc_now();
   (void)unix_now;
@@ -741,9 +780,30 @@ void add_transform(sqlite3* db) {
     if (name == "transform") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
 }
 
+// v5 -> v6: FP8 in the key: B's type (every older row's is A's) and the scale mode (every older
+// row's is 'none'). The winners' primary key grows by both, and SQLite cannot change a key in
+// place: the table is copied into one of the new shape.
+void add_fp8_key(sqlite3* db) {
+  exec(db, "ALTER TABLE results ADD COLUMN b_dtype TEXT NOT NULL DEFAULT ''");
+  exec(db, "UPDATE results SET b_dtype = in_dtype");
+  for (auto& [name, type] : result_columns())
+    if (name == "scale_mode") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+  exec(db, "DROP INDEX IF EXISTS results_by_key");
+  exec(db, fmt::format("CREATE INDEX results_by_key ON results ({}, family, config_hash, time_unix)", kKeyCols));
+  std::string decisions;
+  for (auto& [name, type] : decision_columns()) decisions += ", " + name;
+  exec(db, winners_ddl("winners_v6"));
+  exec(db, fmt::format("INSERT INTO winners_v6 ({0}, family, config_name, row_uuid, note, time_utc, time_unix{1}) "
+                       "SELECT {2}, in_dtype, 'none', family, config_name, row_uuid, note, time_utc, time_unix{1} "
+                       "FROM winners",
+                       kKeyCols, decisions, kKeyColsV5));
+  exec(db, "DROP TABLE winners");
+  exec(db, "ALTER TABLE winners_v6 RENAME TO winners");
+}
+
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {
-      {2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash}, {5, add_transform}};
+  static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash},
+                                               {5, add_transform},   {6, add_fp8_key}};
   return steps;
 }
 
@@ -902,7 +962,7 @@ std::vector<StoredRow> Store::rows(const RowFilter& f) const {
 std::vector<ResultKey> Store::keys(const RowFilter& f) const {
   std::lock_guard lock(impl_->mu);
   Where w = where_of(f, impl_->version);
-  Stmt st(impl_->db, fmt::format("SELECT DISTINCT {} FROM results{}", kKeyCols, w.sql()));
+  Stmt st(impl_->db, fmt::format("SELECT DISTINCT {} FROM results{}", key_select(impl_->version), w.sql()));
   w.bind(st.get());
   std::vector<ResultKey> out;
   while (st.step()) out.push_back(read_key(st.get(), 0));
@@ -922,7 +982,7 @@ std::vector<StoredRow> Store::best(const RowFilter& f, bool per_family) const {
   std::string sql = fmt::format(
       "SELECT {} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY {}{} ORDER BY {} ASC, "
       "time_unix DESC, row_uuid ASC) AS place FROM results{}) WHERE place = 1",
-      column_list(impl_->version), kKeyCols, per_family ? ", family" : "",
+      column_list(impl_->version), key_partition(impl_->version), per_family ? ", family" : "",
       impl_->version < 2 ? "time_median_us"
                          : "CASE time_center WHEN 'mean' THEN time_mean_us ELSE time_median_us END",
       w.sql());
@@ -1294,12 +1354,9 @@ bool Store::check_integrity(std::string* why) const {
 static nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json problem_to_json(const Problem& p) {
-  return {{"m", p.m},           {"n", p.n},
-          {"k", p.k},           {"in", to_string(p.in)},
-          {"out", to_string(p.out)}, {"layout", to_string(p.layout)},
-          {"lda", p.lda},       {"ldb", p.ldb},
-          {"ldc", p.ldc},       {"align", p.align},
-          {"key", p.key()}};
+  nlohmann::json j = p;  // problem.cpp's fields (in_b and scale where they say something)
+  j["key"] = p.key();
+  return j;
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -1314,6 +1371,8 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.ldb = j.at("ldb").get<int64_t>();
   p.ldc = j.at("ldc").get<int64_t>();
   p.align = j.at("align").get<int32_t>();
+  p.in_b = j.contains("in_b") ? parse_dtype(j.at("in_b").get<std::string>(), "problem.in_b") : p.in;
+  p.scale = j.contains("scale") ? parse_scale_mode(j.at("scale").get<std::string>(), "problem.scale") : ScaleMode::none;
   p.validate();
   return p;
 }
@@ -1321,6 +1380,8 @@ Problem problem_from_json(const nlohmann::json& j) {
 void to_json(nlohmann::json& j, const ResultKey& k) {
   j = {{"device_name", k.device_name}, {"m", k.m}, {"n", k.n}, {"k", k.k}, {"in", to_string(k.in)},
        {"out", to_string(k.out)}, {"layout", to_string(k.layout)}, {"align", k.align}, {"text", k.text()}};
+  if (k.in_b != k.in) j["in_b"] = to_string(k.in_b);
+  if (k.scale != ScaleMode::none) j["scale"] = to_string(k.scale);
 }
 
 void from_json(const nlohmann::json& j, ResultKey& k) {
@@ -1332,6 +1393,8 @@ void from_json(const nlohmann::json& j, ResultKey& k) {
   k.out = parse_dtype(j.at("out").get<std::string>(), "key.out");
   k.layout = parse_layout(j.at("layout").get<std::string>(), "key.layout");
   k.align = j.at("align").get<int32_t>();
+  k.in_b = j.contains("in_b") ? parse_dtype(j.at("in_b").get<std::string>(), "key.in_b") : k.in;
+  k.scale = j.contains("scale") ? parse_scale_mode(j.at("scale").get<std::string>(), "key.scale") : ScaleMode::none;
 }
 
 void to_json(nlohmann::json& j, const StoredRow& r) {

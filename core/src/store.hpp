@@ -54,9 +54,11 @@ namespace gt {
 
 // v2: results.time_center (which statistic is the figure). v3: the winners' decisions as
 // columns. v4: results.build_hash (each measurement's exact build). v5: results.transform (the
-// problem transform a config ran through). A store of an older schema is upgraded when opened
-// for writing (store.cpp, `migrations()`: one step per version, in order).
-inline constexpr int kStoreSchemaVersion = 5;
+// problem transform a config ran through). v6: b_dtype and scale_mode in the key of results and
+// winners (FP8: B's type where it differs from A's, and how A and B are scaled; 'none' before).
+// A store of an older schema is upgraded when opened for writing (store.cpp, `migrations()`:
+// one step per version, in order), and read as it is when opened read-only.
+inline constexpr int kStoreSchemaVersion = 6;
 
 // A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
 // I/O error): the message names the store and SQLite's reason. It is never a reason to go on
@@ -76,9 +78,11 @@ struct ResultKey {
   DType out = DType::f32;
   Layout layout = Layout::nn;
   int32_t align = 16;
+  DType in_b = DType::f32;            // B's type (Problem::in_b)
+  ScaleMode scale = ScaleMode::none;  // FP8 (Problem::scale)
 
   static ResultKey of(const std::string& device_name, const Problem& p);
-  // "NVIDIA H200 4096x4096x4096 f16>f16 nn a16"
+  // "NVIDIA H200 4096x4096x4096 f16>f16 nn a16" ("... e4m3>bf16 nt a16 row")
   std::string text() const;
   auto operator<=>(const ResultKey&) const = default;
 };
@@ -109,9 +113,10 @@ struct StoredRow {
 struct RowFilter {
   std::optional<std::string> device_name;
   std::optional<int64_t> m, n, k;
-  std::optional<DType> in, out;
+  std::optional<DType> in, out, in_b;
   std::optional<Layout> layout;
   std::optional<int32_t> align;
+  std::optional<ScaleMode> scale;
   std::optional<std::string> family, config_hash, tune_id, fingerprint;
   std::optional<uint64_t> build_hash;  // rows of this build (Provenance::build_hash)
   std::optional<Transform> transform;

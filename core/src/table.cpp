@@ -125,12 +125,12 @@ double shape_distance(int64_t m, int64_t n, int64_t k, int64_t m2, int64_t n2, i
 Problem family_problem(const TableEntry& e, const Problem& p) { return transformed_problem(p, e.transform); }
 
 Problem problem_of(const TableEntry& e) {
-  Problem p = Problem::make(e.key.m, e.key.n, e.key.k, e.key.in, e.key.out, e.key.layout);
+  Problem p = Problem::make(e.key.m, e.key.n, e.key.k, e.key.in, e.key.out, e.key.layout, e.key.in_b, e.key.scale);
   auto round_up = [](int64_t v, int64_t step) { return (v + step - 1) / step * step; };
-  int64_t step_in = std::max<int64_t>(1, e.key.align / int64_t(size_of(e.key.in)));
-  int64_t step_out = std::max<int64_t>(1, e.key.align / int64_t(size_of(e.key.out)));
-  p.lda = round_up(p.lda, step_in);
-  p.ldb = round_up(p.ldb, step_in);
+  auto step_of = [&](DType t) { return std::max<int64_t>(1, e.key.align / int64_t(size_of(t))); };
+  p.lda = round_up(p.lda, step_of(e.key.in));
+  p.ldb = round_up(p.ldb, step_of(e.key.in_b));
+  const int64_t step_out = step_of(e.key.out);
   p.ldc = round_up(p.ldc, step_out);
   p.align = std::min(alignment_of(p), e.key.align);
   return p;
@@ -152,7 +152,7 @@ struct RawTable {
 };
 
 const std::set<std::string> kEntryFields = {
-    "device", "m", "n", "k", "dtype", "out_dtype", "layout", "align", "family", "family_version", "source_hash",
+    "device", "m", "n", "k", "dtype", "b_dtype", "out_dtype", "layout", "align", "scale", "family", "family_version", "source_hash",
     "config", "params", "transform", "time_us", "tflops", "measured_at", "arch", "driver", "cuda_runtime", "nvrtc", "library",
     "gemmtune_version", "row_uuid", "origin", "replay"};
 const std::set<std::string> kHeaderFields = {"gemmtune_table", "generated_at", "generator", "source", "entries"};
@@ -246,13 +246,23 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
     try {
       return parse_dtype(s, f);
     } catch (const InputError&) {
-      r.fail(f, fmt::format("unknown dtype '{}' (expected f32, tf32, f16 or bf16)", s), r.line_of(f));
+      r.fail(f, fmt::format("unknown dtype '{}' (expected f32, tf32, f16, bf16, e4m3 or e5m2)", s), r.line_of(f));
     }
   };
   e.key.in = dtype("dtype");
   e.key.out = dtype("out_dtype");
   if (e.key.out == DType::tf32)
     r.fail("out_dtype", "tf32 is an input mode, not a storage type (use f32)", r.line_of("out_dtype"));
+  // Format 3: B's type and the scale mode (older tables: B's type is A's, no scales).
+  e.key.in_b = r.find("b_dtype") ? dtype("b_dtype") : e.key.in;
+  if (r.find("scale")) {
+    std::string s = r.str("scale", true);
+    try {
+      e.key.scale = s == "none" ? ScaleMode::none : parse_scale_mode(s, "scale");
+    } catch (const InputError&) {
+      r.fail("scale", fmt::format("unknown scale mode '{}' (expected none, tensor, row or block)", s), r.line_of("scale"));
+    }
+  }
   {
     std::string s = r.str("layout", true);
     try {
@@ -264,6 +274,11 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
   e.key.align = int32_t(r.integer("align", 1, 16));
   if (e.key.align & (e.key.align - 1))
     r.fail("align", fmt::format("{} is not a power of two (1, 2, 4, 8 or 16 bytes)", e.key.align), r.line_of("align"));
+  try {  // an FP8 key no GPU could run (a layout other than nt, e5m2 x e5m2, scales without FP8, ...)
+    problem_of(e);
+  } catch (const InputError& bad) {
+    r.fail("", fmt::format("the key {} is not a problem gemmtune runs: {}", e.key.text(), bad.what()));
+  }
   e.family = r.str("family", true);
   if (!valid_family_name(e.family))
     r.fail("family", fmt::format("'{}' is not a family name (lower case letters, digits, '_')", e.family),
@@ -548,9 +563,11 @@ std::vector<Field> fields_of(const TableEntry& e) {
           I("n", e.key.n),
           I("k", e.key.k),
           S("dtype", to_string(e.key.in)),
+          S("b_dtype", to_string(e.key.in_b)),
           S("out_dtype", to_string(e.key.out)),
           S("layout", to_string(e.key.layout)),
           I("align", e.key.align),
+          S("scale", to_string(e.key.scale)),
           S("family", e.family),
           S("config", e.config),
           S("params", e.params),
@@ -690,11 +707,11 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
   o += fmt::format("namespace {} {{\n\n", ns);
   o += "using namespace std::string_view_literals;\n\n";
   o += "inline constexpr int kFormatVersion = " + std::to_string(t.info.format_version) + ";\n\n";
-  o += "// One tuned result. The key: device, m, n, k, dtype (A and B), out_dtype (C), layout (first letter A,\n"
-       "// second B; n = as written, t = stored transposed), align (bytes dividing every leading dimension\n"
-       "// times the element size and every base pointer). What to run: family + config (its canonical\n"
-       "// name); params spells the same config as name=value pairs; transform says how to run it (below).\n"
-       "// The rest is where it was measured.\n";
+  o += "// One tuned result. The key: device, m, n, k, dtype (A), b_dtype (B), out_dtype (C), layout (first\n"
+       "// letter A, second B; n = as written, t = stored transposed), align (bytes dividing every leading\n"
+       "// dimension times the element size and every base pointer), scale (FP8: tensor, row or block;\n"
+       "// none otherwise). What to run: family + config (its canonical name); params spells the same config\n"
+       "// as name=value pairs; transform says how to run it (below). The rest is where it was measured.\n";
   o += R"(//
 // transform: "none" runs the config on the problem as it is. Otherwise the config is of its family
 // for a transformed problem, and a program must do what gemmtune's runtime does (docs/transforms.md):
@@ -735,13 +752,21 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
     o += "},\n";
   }
   o += "}};\n\n";
-  o += R"(// The entry tuned for exactly this key, or nullptr. An empty device matches every device.
+  o += R"(// Whether an entry is for these types, layout, alignment and scales (an empty b_dtype: dtype's).
+constexpr bool same_kind(const Entry& e, std::string_view dtype, std::string_view out_dtype, std::string_view layout,
+                         std::int64_t align, std::string_view b_dtype, std::string_view scale) {
+  return e.dtype == dtype && e.b_dtype == (b_dtype.empty() ? dtype : b_dtype) && e.out_dtype == out_dtype &&
+         e.layout == layout && e.align == align && e.scale == scale;
+}
+
+// The entry tuned for exactly this key, or nullptr. An empty device matches every device.
 constexpr const Entry* find_exact(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,
                                   std::string_view dtype, std::string_view out_dtype, std::string_view layout,
-                                  std::int64_t align) {
+                                  std::int64_t align, std::string_view b_dtype = {},
+                                  std::string_view scale = "none") {
   for (const Entry& e : kEntries)
-    if ((device.empty() || e.device == device) && e.m == m && e.n == n && e.k == k && e.dtype == dtype &&
-        e.out_dtype == out_dtype && e.layout == layout && e.align == align)
+    if ((device.empty() || e.device == device) && e.m == m && e.n == n && e.k == k &&
+        same_kind(e, dtype, out_dtype, layout, align, b_dtype, scale))
       return &e;
   return nullptr;
 }
@@ -753,7 +778,7 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
   return std::sqrt(dm * dm + dn * dn + dk * dk);
 }
 
-// The closest tuned shape of the same dtype, out_dtype, layout and align (the exact key when it is
+// The closest tuned shape of the same dtypes, out_dtype, layout, align and scale (the exact key when it is
 // there) within max_distance and of the same M regime (M <= decode_max_m is decode, else prefill;
 // 0: one regime; a decode entry serves only its own N), or nullptr: then run the library's own
 // choice (cuBLASLt's heuristic pick). Ties: the faster entry. The defaults are gemmtune's (docs/lookup.md). Whether the config can run the
@@ -762,12 +787,12 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
 inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,
                                  std::string_view dtype, std::string_view out_dtype, std::string_view layout,
                                  std::int64_t align, double max_distance = 1.3862943611198906,
-                                 std::int64_t decode_max_m = 16) {
+                                 std::int64_t decode_max_m = 16, std::string_view b_dtype = {},
+                                 std::string_view scale = "none") {
   const Entry* best = nullptr;
   double best_d = 0;
   for (const Entry& e : kEntries) {
-    if ((!device.empty() && e.device != device) || e.dtype != dtype || e.out_dtype != out_dtype ||
-        e.layout != layout || e.align != align)
+    if ((!device.empty() && e.device != device) || !same_kind(e, dtype, out_dtype, layout, align, b_dtype, scale))
       continue;
     double d = shape_distance(m, n, k, e);
     bool exact = e.m == m && e.n == n && e.k == k;
@@ -912,7 +937,8 @@ struct Candidate {
 std::vector<Candidate> candidates_for(const std::vector<const TableEntry*>& pool, const Problem& p) {
   std::vector<Candidate> cands;
   for (const TableEntry* e : pool)
-    if (e->key.in == p.in && e->key.out == p.out && e->key.layout == p.layout && e->key.align == p.align)
+    if (e->key.in == p.in && e->key.in_b == p.in_b && e->key.out == p.out && e->key.layout == p.layout &&
+        e->key.align == p.align && e->key.scale == p.scale)
       cands.push_back({e, shape_distance(p.m, p.n, p.k, e->key.m, e->key.n, e->key.k)});
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.d != b.d) return a.d < b.d;
@@ -1236,8 +1262,8 @@ CanImplementFn plugin_can_implement(const PluginRegistry& reg, const gt_device& 
   return [&reg, limits](const TableEntry& e, const Problem& p) -> Verdict {
     const Family* fam = reg.find(e.family);
     if (!fam) return Verdict::cannot(fmt::format("family '{}' is not loaded (loaded: {})", e.family, loaded_list(reg)));
-    bool exact = e.key.m == p.m && e.key.n == p.n && e.key.k == p.k && e.key.in == p.in && e.key.out == p.out &&
-                 e.key.layout == p.layout && e.key.align == p.align;
+    bool exact = e.key.m == p.m && e.key.n == p.n && e.key.k == p.k && e.key.in == p.in && e.key.in_b == p.in_b &&
+                 e.key.out == p.out && e.key.layout == p.layout && e.key.align == p.align && e.key.scale == p.scale;
     // A transformed entry's config is of its family's space for the transformed problems: the
     // entry's own, and the asked one's (which the transform may not serve).
     std::string why;

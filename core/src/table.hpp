@@ -26,8 +26,10 @@
 
 namespace gt {
 
-// 2: entries carry `transform` (version 1 tables are read as transform "none").
-inline constexpr int kTableFormatVersion = 2;
+// 2: entries carry `transform` (version 1 tables are read as transform "none"). 3: entries
+// carry `b_dtype` and `scale` (FP8: B's type and the scale mode; older tables are read as B's
+// type = dtype and scale "none").
+inline constexpr int kTableFormatVersion = 3;
 
 enum class TableFormat { toml, json, csv, cpp };
 const char* to_string(TableFormat f);
@@ -37,7 +39,7 @@ TableFormat parse_table_format(std::string_view s, std::string_view where = "--f
 std::optional<TableFormat> format_of_extension(const std::filesystem::path& p);
 
 struct TableEntry {
-  ResultKey key;               // device, M, N, K, dtype, out dtype, layout, alignment
+  ResultKey key;               // device, M, N, K, dtype (A), out dtype, layout, alignment, B's dtype, scale mode
   std::string family;
   std::string family_version;
   std::string source_hash;     // hex64 of the plugin's kernel-source hash

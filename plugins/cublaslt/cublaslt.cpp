@@ -14,6 +14,13 @@
 //   A 'n' (M×K row-major)  = column-major K×M = A^T  -> op N;   A 't' (K×M) = M×K = A -> op T
 //   D = C = column-major N×M with ldc.
 //
+// FP8 (plugin ABI v3): A and B in e4m3/e5m2, layout nt, which is cuBLASLt's "TN" (its A = our
+// B transposed, its B = our A): the one layout its FP8 kernels take. The scales map the same
+// way (our B's are cuBLASLt's A scales, ours of A its B scales): tensor -> SCALAR_32F, row ->
+// OUTER_VEC_32F, block -> BLK128x128_32F for our B (weights) and VEC128_32F for our A. An FP8
+// problem's space has one more parameter, fast_accum (cuBLASLt's FAST_ACCUM); every other
+// problem's space is what it was.
+//
 // Without a GPU cuBLASLt cannot create a handle, so it cannot list its algorithms or their
 // capabilities: describe_space and can_implement refuse with that reason; describe_config,
 // the version and the provenance work everywhere.
@@ -44,11 +51,13 @@ using namespace gt_kit;
 // ---------------------------------------------------------------------------------------
 // Parameters: a fixed order; the value lists depend on the problem and the GPU.
 
-enum Param { kAlgo, kTile, kStages, kSplitK, kReduction, kSwizzle, kCustom, kCluster, kInner, kWorkspace, kParams };
+// kParams: every problem's parameters; an FP8 problem's space adds kFastAccum after them.
+enum Param { kAlgo, kTile, kStages, kSplitK, kReduction, kSwizzle, kCustom, kCluster, kInner, kWorkspace, kParams,
+             kFastAccum = kParams, kAllParams };
 
-const char* const kParamNames[kParams] = {"algo",   "tile",   "stages",  "split_k", "reduction",
-                                          "swizzle", "custom", "cluster", "inner",   "workspace"};
-const char* const kParamHelp[kParams] = {
+const char* const kParamNames[kAllParams] = {"algo",   "tile",   "stages",  "split_k", "reduction", "swizzle",
+                                             "custom", "cluster", "inner",  "workspace", "fast_accum"};
+const char* const kParamHelp[kAllParams] = {
     "cuBLASLt algorithm id (cublasLtMatmulAlgoGetIds for these types); tiles and stages below are per algorithm",
     "CTA tile of C^T as cuBLASLt sees it (its rows are our N); undef: the algorithm's own",
     "K-slice size x pipeline stages read into shared memory (auto: chosen by the kernel); undef: the algorithm's own",
@@ -60,7 +69,13 @@ const char* const kParamHelp[kParams] = {
     "thread-block cluster shape (sm_90+); auto: cuBLASLt chooses",
     "inner (MMA instruction) shape; undef: the algorithm's own",
     "workspace the algorithm may use, in bytes; a config takes the smallest that its algorithm needs",
+    "FP8: 1 adds products in the tensor cores' own precision without promoting them to fp32 every so often "
+    "(CUBLASLT_MATMUL_DESC_FAST_ACCUM): faster, less exact; explored only when asked (--fast-accum)",
 };
+
+bool fp8_problem(const gt_problem& p) { return is_fp8(p.in_dtype); }
+// The number of parameters of a problem's space.
+int params_of(const gt_problem& p) { return fp8_problem(p) ? kAllParams : kParams; }
 
 // Split-K values tried beyond the heuristic's own, and workspace budgets: a small product.
 const int64_t kSplitKValues[] = {1, 2, 4, 8, 16};
@@ -223,27 +238,65 @@ const Gpu& current_gpu(const gt_device* d) {
 
 struct Mapping {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  cudaDataType_t scale = CUDA_R_32F, in = CUDA_R_32F, out = CUDA_R_32F;
+  cudaDataType_t scale = CUDA_R_32F;
+  cudaDataType_t in_x = CUDA_R_32F, in_y = CUDA_R_32F;  // cuBLASLt's A (our B) and B (our A)
+  cudaDataType_t c = CUDA_R_32F, out = CUDA_R_32F;      // C (never read: beta is 0) and D (our C)
+  int32_t mode_x = 0, mode_y = 0;                       // FP8: cublasLtMatmulMatrixScale_t of X and Y
+  bool fp8 = false;
   cublasOperation_t op_x = CUBLAS_OP_N, op_y = CUBLAS_OP_N;  // X = our B, Y = our A
   uint64_t x_rows = 0, x_cols = 0, y_rows = 0, y_cols = 0, c_rows = 0, c_cols = 0;
   int64_t ldx = 0, ldy = 0, ldc = 0;
 };
 
+// FP8 problems: the types, the layout cuBLASLt's FP8 kernels take and the scale modes.
+void map_fp8(const gt_problem& p, Mapping& m) {
+  auto fp8_type = [](int32_t t) { return t == GT_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; };
+  m.fp8 = true;
+  m.in_y = fp8_type(p.in_dtype);
+  m.in_x = fp8_type(p.b_dtype);
+  if (p.in_dtype == GT_E5M2 && p.b_dtype == GT_E5M2)
+    throw Refusal(GT_REFUSAL_DTYPE, "cuBLASLt has no e5m2 x e5m2 kernels");
+  if (p.layout != GT_NT)
+    throw Refusal(GT_REFUSAL_LAYOUT, std::string("cuBLASLt's FP8 kernels take layout nt (both operands K-major), not ") +
+                                         (p.layout == GT_NN ? "nn" : p.layout == GT_TN ? "tn" : "tt"));
+  if (is_fp8(p.out_dtype)) {
+    if (p.scale_mode != GT_SCALE_TENSOR)
+      throw Refusal(GT_REFUSAL_DTYPE, "cuBLASLt writes an FP8 output with tensor scales only");
+    m.out = fp8_type(p.out_dtype);
+    m.c = CUDA_R_16BF;  // C's type for an FP8 D (cuBLASLt's table); beta is 0, so it is never read
+  }
+  switch (p.scale_mode) {
+    case GT_SCALE_TENSOR: m.mode_x = m.mode_y = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F; break;
+    case GT_SCALE_ROW: m.mode_x = m.mode_y = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F; break;
+    case GT_SCALE_BLOCK:
+      m.mode_x = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;  // our B: 128x128 weight blocks
+      m.mode_y = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;      // our A: 1x128 activation blocks
+      break;
+    default: throw Refusal(GT_REFUSAL_DTYPE, "an FP8 problem needs a scale mode (tensor, row or block)");
+  }
+}
+
 Mapping map_problem(const gt_problem& p) {
   Mapping m;
+  cudaDataType_t in = CUDA_R_32F;
   switch (p.in_dtype) {
-    case GT_F32: m.compute = CUBLAS_COMPUTE_32F; m.in = CUDA_R_32F; break;  // pure fp32, no TF32
-    case GT_TF32: m.compute = CUBLAS_COMPUTE_32F_FAST_TF32; m.in = CUDA_R_32F; break;
-    case GT_F16: m.compute = CUBLAS_COMPUTE_32F; m.in = CUDA_R_16F; break;
-    case GT_BF16: m.compute = CUBLAS_COMPUTE_32F; m.in = CUDA_R_16BF; break;
+    case GT_F32: m.compute = CUBLAS_COMPUTE_32F; in = CUDA_R_32F; break;  // pure fp32, no TF32
+    case GT_TF32: m.compute = CUBLAS_COMPUTE_32F_FAST_TF32; in = CUDA_R_32F; break;
+    case GT_F16: m.compute = CUBLAS_COMPUTE_32F; in = CUDA_R_16F; break;
+    case GT_BF16: m.compute = CUBLAS_COMPUTE_32F; in = CUDA_R_16BF; break;
+    case GT_E4M3: case GT_E5M2: m.compute = CUBLAS_COMPUTE_32F; break;
     default: throw Refusal(GT_REFUSAL_DTYPE, "unsupported input dtype " + std::to_string(p.in_dtype));
   }
+  m.in_x = m.in_y = in;
   switch (p.out_dtype) {
     case GT_F32: m.out = CUDA_R_32F; break;
     case GT_F16: m.out = CUDA_R_16F; break;
     case GT_BF16: m.out = CUDA_R_16BF; break;
+    case GT_E4M3: case GT_E5M2: if (fp8_problem(p)) break; [[fallthrough]];
     default: throw Refusal(GT_REFUSAL_DTYPE, "unsupported output dtype " + std::string(dtype_name(p.out_dtype)));
   }
+  m.c = m.out;
+  if (fp8_problem(p)) map_fp8(p, m);
   // cuBLASLt's table of supported types has TF32 compute with fp32 C and D only; asked for a
   // 16-bit output, its heuristic still offers algorithms, and one of them (algo 21, tile 64x64)
   // ran into an illegal address on the H200 at 1000x1504x776 (the conformance suite).
@@ -272,16 +325,27 @@ Mapping map_problem(const gt_problem& p) {
 // not move once initialised, so this type does not copy or move.
 struct Descs {
   cublasLtMatmulDescOpaque_t op;
-  cublasLtMatrixLayoutOpaque_t x, y, c;
+  cublasLtMatrixLayoutOpaque_t x, y, c, d;
 
-  explicit Descs(const Mapping& m) {
+  // `fast_accum`: FP8's FAST_ACCUM (a config's fast_accum parameter).
+  explicit Descs(const Mapping& m, bool fast_accum = false) {
     lt_must(cublasLtMatmulDescInit(&op, m.compute, m.scale), "cublasLtMatmulDescInit");
     int32_t tx = m.op_x, ty = m.op_y;
     lt_must(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSA, &tx, sizeof(tx)), "set TRANSA");
     lt_must(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSB, &ty, sizeof(ty)), "set TRANSB");
-    init_layout(&x, m.in, m.x_rows, m.x_cols, m.ldx);
-    init_layout(&y, m.in, m.y_rows, m.y_cols, m.ldy);
-    init_layout(&c, m.out, m.c_rows, m.c_cols, m.ldc);
+    if (m.fp8) {
+      lt_must(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &m.mode_x, sizeof(m.mode_x)),
+              "set A_SCALE_MODE");
+      lt_must(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &m.mode_y, sizeof(m.mode_y)),
+              "set B_SCALE_MODE");
+      const int8_t fast = fast_accum ? 1 : 0;
+      lt_must(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)),
+              "set FAST_ACCUM");
+    }
+    init_layout(&x, m.in_x, m.x_rows, m.x_cols, m.ldx);
+    init_layout(&y, m.in_y, m.y_rows, m.y_cols, m.ldy);
+    init_layout(&c, m.c, m.c_rows, m.c_cols, m.ldc);
+    init_layout(&d, m.out, m.c_rows, m.c_cols, m.ldc);
   }
   Descs(const Descs&) = delete;
   Descs& operator=(const Descs&) = delete;
@@ -289,6 +353,19 @@ struct Descs {
   cublasLtMatrixLayout_t xl() { return &x; }
   cublasLtMatrixLayout_t yl() { return &y; }
   cublasLtMatrixLayout_t cl() { return &c; }
+  cublasLtMatrixLayout_t dl() { return &d; }
+  // A call's scales: our A's are cuBLASLt's B scales, our B's its A scales (see the top).
+  void set_scales(const gt_scales& s, bool fp8_out) {
+    auto ptr = [&](cublasLtMatmulDescAttributes_t attr, const void* v, const char* what) {
+      lt_must(cublasLtMatmulDescSetAttribute(&op, attr, &v, sizeof(v)), what);
+    };
+    ptr(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.b, "set A_SCALE_POINTER");
+    ptr(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.a, "set B_SCALE_POINTER");
+    if (fp8_out) {
+      ptr(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, s.d, "set D_SCALE_POINTER");
+      ptr(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, s.amax_d, "set AMAX_D_POINTER");
+    }
+  }
 
  private:
   static void init_layout(cublasLtMatrixLayoutOpaque_t* l, cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld) {
@@ -308,6 +385,8 @@ struct Attrs {
   uint32_t reduction = 0, swizzle = 0, custom = 0;
   uint16_t cluster = 0, inner = 0;
   uint64_t workspace = 0;
+  bool fast_accum = false;  // FP8 only
+  bool fp8 = false;         // the config is of an FP8 problem's space (it has fast_accum)
 };
 
 template <class T>
@@ -317,10 +396,16 @@ T narrow_value(int64_t v, int param) {
   return T(v);
 }
 
-Attrs attrs_of(const int64_t* c, int32_t n) {
-  if (n != kParams)
-    throw Refusal(GT_REFUSAL_CONFIG, "config has " + std::to_string(n) + " values, the cublaslt space has " + std::to_string(kParams));
+Attrs attrs_of(const int64_t* c, int32_t n, const gt_problem& p) {
+  if (n != params_of(p))
+    throw Refusal(GT_REFUSAL_CONFIG, "config has " + std::to_string(n) + " values, the cublaslt space of this problem has " +
+                                         std::to_string(params_of(p)));
   Attrs a;
+  a.fp8 = fp8_problem(p);
+  if (a.fp8) {
+    if (c[kFastAccum] != 0 && c[kFastAccum] != 1) throw Refusal(GT_REFUSAL_CONFIG, "fast_accum is 0 or 1");
+    a.fast_accum = c[kFastAccum] != 0;
+  }
   a.algo = narrow_value<int32_t>(c[kAlgo], kAlgo);
   a.tile = narrow_value<uint32_t>(c[kTile], kTile);
   a.stages = narrow_value<uint32_t>(c[kStages], kStages);
@@ -337,7 +422,8 @@ Attrs attrs_of(const int64_t* c, int32_t n) {
 }
 
 std::vector<int64_t> config_of(const Attrs& a) {
-  std::vector<int64_t> c(kParams);
+  std::vector<int64_t> c(a.fp8 ? kAllParams : kParams);
+  if (a.fp8) c[kFastAccum] = a.fast_accum ? 1 : 0;
   c[kAlgo] = a.algo;
   c[kTile] = a.tile;
   c[kStages] = a.stages;
@@ -368,7 +454,7 @@ T get_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttribute
 // Re-creates an algorithm from its attributes alone (no heuristic involved).
 cublasLtMatmulAlgo_t make_algo(cublasLtHandle_t h, const Mapping& m, const Attrs& a) {
   cublasLtMatmulAlgo_t algo;
-  lt_refuse(cublasLtMatmulAlgoInit(h, m.compute, m.scale, m.in, m.in, m.out, m.out, a.algo, &algo),
+  lt_refuse(cublasLtMatmulAlgoInit(h, m.compute, m.scale, m.in_x, m.in_y, m.c, m.out, a.algo, &algo),
             "cublasLtMatmulAlgoInit(algo " + std::to_string(a.algo) + ")");
   set_config<uint32_t>(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, a.tile, "TILE_ID");
   set_config<uint32_t>(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, a.stages, "STAGES_ID");
@@ -437,7 +523,7 @@ struct AlgoCaps {
 
 AlgoCaps read_caps(cublasLtHandle_t h, const Mapping& m, int32_t id) {
   cublasLtMatmulAlgo_t algo;
-  lt_must(cublasLtMatmulAlgoInit(h, m.compute, m.scale, m.in, m.in, m.out, m.out, id, &algo),
+  lt_must(cublasLtMatmulAlgoInit(h, m.compute, m.scale, m.in_x, m.in_y, m.c, m.out, id, &algo),
           "cublasLtMatmulAlgoInit");
   AlgoCaps c;
   c.id = id;
@@ -501,6 +587,7 @@ struct ProblemInfo {
   std::vector<std::string> trimmed;
   std::unique_ptr<ParamTable> table;
   std::vector<std::set<int64_t>> values;  // per parameter, for membership tests
+  int params = kParams;                   // params_of(problem)
 
   const Pick* pick_of(const int64_t* c) const {
     for (auto& p : picks)
@@ -517,11 +604,11 @@ struct Checked {
 
 // cuBLASLt's own verdict on an algorithm for the problem: "" when it accepts it, else why.
 std::string algo_check(const ProblemInfo& info, const Attrs& a, Checked* ch) {
-  Descs d(info.map);
+  Descs d(info.map, a.fast_accum);
   ch->attrs = a;
   ch->algo = make_algo(info.gpu.handle, info.map, a);
   cublasStatus_t s =
-      cublasLtMatmulAlgoCheck(info.gpu.handle, d.od(), d.xl(), d.yl(), d.cl(), d.cl(), &ch->algo, &ch->result);
+      cublasLtMatmulAlgoCheck(info.gpu.handle, d.od(), d.xl(), d.yl(), d.cl(), d.dl(), &ch->algo, &ch->result);
   return s == CUBLAS_STATUS_SUCCESS ? std::string() : "cublasLtMatmulAlgoCheck rejects it: " + status_text(s);
 }
 
@@ -571,8 +658,8 @@ std::string caps_reason(const ProblemInfo& info, const AlgoCaps& caps, const Att
 // The full check: the value lists, the capability rules, AlgoCheck, and the workspace.
 // Returns why the config is refused, or "" with the checked algorithm in *ch.
 std::string config_reason(const ProblemInfo& info, const int64_t* c, int32_t n, Checked* ch) {
-  Attrs a = attrs_of(c, n);
-  for (int i = 0; i < kParams; ++i)
+  Attrs a = attrs_of(c, n, info.problem);
+  for (int i = 0; i < info.params; ++i)
     if (!info.values[size_t(i)].count(c[i]))
       return std::string(kParamNames[i]) + "=" + label_of(i, c[i]) + " is not in this problem's space";
   // The heuristic's own picks are evidence enough; everything else meets the capabilities.
@@ -593,14 +680,14 @@ std::string config_reason(const ProblemInfo& info, const int64_t* c, int32_t n, 
 bool same_problem(const gt_problem& a, const gt_problem& b) {
   return a.m == b.m && a.n == b.n && a.k == b.k && a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
          a.in_dtype == b.in_dtype && a.out_dtype == b.out_dtype && a.layout == b.layout &&
-         a.align_bytes == b.align_bytes;
+         a.align_bytes == b.align_bytes && a.b_dtype == b.b_dtype && a.scale_mode == b.scale_mode;
 }
 
 std::string problem_key(const gt_problem& p, int device) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%d|%lld|%lld|%lld|%lld|%lld|%lld|%d|%d|%d|%d", device, (long long)p.m,
+  std::snprintf(buf, sizeof buf, "%d|%lld|%lld|%lld|%lld|%lld|%lld|%d|%d|%d|%d|%d|%d", device, (long long)p.m,
                 (long long)p.n, (long long)p.k, (long long)p.lda, (long long)p.ldb, (long long)p.ldc, p.in_dtype,
-                p.out_dtype, p.layout, p.align_bytes);
+                p.out_dtype, p.layout, p.align_bytes, p.b_dtype, p.scale_mode);
   return buf;
 }
 
@@ -609,13 +696,17 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   info->problem = p;
   info->gpu = gpu;
   info->map = map_problem(p);
+  info->params = params_of(p);
   const Mapping& m = info->map;
-  const std::string what = std::string(dtype_name(p.in_dtype)) + " inputs with " + dtype_name(p.out_dtype) + " output";
+  const std::string what = std::string(dtype_name(p.in_dtype)) +
+                           (p.b_dtype != p.in_dtype ? std::string(":") + dtype_name(p.b_dtype) : std::string()) +
+                           " inputs with " + dtype_name(p.out_dtype) + " output" +
+                           (m.fp8 ? std::string(", ") + scale_mode_name(p.scale_mode) + " scales" : std::string());
 
   // The algorithm ids for these types.
   std::vector<int> ids(kMaxAlgoIds);
   int nids = 0;
-  lt_refuse(cublasLtMatmulAlgoGetIds(gpu.handle, m.compute, m.scale, m.in, m.in, m.out, m.out, kMaxAlgoIds,
+  lt_refuse(cublasLtMatmulAlgoGetIds(gpu.handle, m.compute, m.scale, m.in_x, m.in_y, m.c, m.out, kMaxAlgoIds,
                                      ids.data(), &nids),
             "cublasLtMatmulAlgoGetIds for " + what);
   if (nids <= 0) throw Refusal(GT_REFUSAL_DTYPE, "cuBLASLt has no algorithm for " + what);
@@ -635,7 +726,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
     lt_must(cublasLtMatmulPreferenceSetAttribute(&pref, attr, &align, sizeof(align)), "set MIN_ALIGNMENT");
   std::vector<cublasLtMatmulHeuristicResult_t> results(kHeuristicCount);
   int returned = 0;
-  lt_refuse(cublasLtMatmulAlgoGetHeuristic(gpu.handle, d.od(), d.xl(), d.yl(), d.cl(), d.cl(), &pref, kHeuristicCount,
+  lt_refuse(cublasLtMatmulAlgoGetHeuristic(gpu.handle, d.od(), d.xl(), d.yl(), d.cl(), d.dl(), &pref, kHeuristicCount,
                                            results.data(), &returned),
             "cuBLASLt's heuristic has no algorithm for this problem");
   if (returned <= 0) throw Refusal(GT_REFUSAL_SHAPE, "cuBLASLt's heuristic returned no algorithm for this problem");
@@ -659,6 +750,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
     if (res.state != CUBLAS_STATUS_SUCCESS) continue;
     Pick pk;
     pk.attrs = read_algo(res.algo);
+    pk.attrs.fp8 = m.fp8;  // the heuristic was asked without fast accumulation
     pk.rank = r;
     pk.waves = res.wavesCount;
     if (!info->caps.count(pk.attrs.algo)) {
@@ -717,7 +809,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   }
 
   // Value lists: the union over the algorithms' capabilities, plus the heuristic's values.
-  std::vector<std::set<int64_t>> full(kParams), from_picks(kParams);
+  std::vector<std::set<int64_t>> full(size_t(info->params)), from_picks(size_t(info->params));
   bool any_split = false, any_swizzle = false;
   uint32_t red_mask = 0;
   for (auto& [id, c] : info->caps) {
@@ -740,8 +832,9 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   full[kSwizzle].insert(0);
   if (any_swizzle) full[kSwizzle].insert(1);
   full[kWorkspace].insert(std::begin(kWorkspaceValues), std::end(kWorkspaceValues));
+  if (m.fp8) full[kFastAccum] = {0, 1};
   for (auto& pk : info->picks)
-    for (int i = 0; i < kParams; ++i) {
+    for (int i = 0; i < info->params; ++i) {
       full[size_t(i)].insert(pk.config[size_t(i)]);
       from_picks[size_t(i)].insert(pk.config[size_t(i)]);
     }
@@ -770,7 +863,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   // The parameter table; the default is rank 0, cuBLASLt's choice.
   std::vector<ParamDef> defs;
   const Pick& best = info->picks.front();
-  for (int i = 0; i < kParams; ++i) {
+  for (int i = 0; i < info->params; ++i) {
     ParamDef def;
     def.name = kParamNames[i];
     def.help = kParamHelp[i];
@@ -831,7 +924,12 @@ const ProblemInfo& problem_info(const gt_problem* p, const gt_device* d) {
 
 struct Op {
   explicit Op(const ProblemInfo& info, const Checked& ch)
-      : handle(info.gpu.handle), descs(info.map), algo(ch.algo), workspace(ch.result.workspaceSize) {
+      : handle(info.gpu.handle),
+        descs(info.map, ch.attrs.fast_accum),
+        algo(ch.algo),
+        workspace(ch.result.workspaceSize),
+        fp8(info.map.fp8),
+        fp8_out(info.map.fp8 && is_fp8(info.problem.out_dtype)) {
     const AlgoCaps& c = info.caps.at(ch.attrs.algo);
     align_a = std::max(1u, c.align_y);
     align_b = std::max(1u, c.align_x);
@@ -842,6 +940,7 @@ struct Op {
   cublasLtMatmulAlgo_t algo;
   uint64_t workspace;
   uint32_t align_a = 1, align_b = 1, align_c = 1;  // bytes our A, B and C pointers must be aligned to
+  bool fp8, fp8_out;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -856,7 +955,7 @@ gt_status describe_space(const gt_problem* p, const gt_device* d, gt_space* out,
 
 gt_status can_implement(const gt_problem* p, const int64_t* c, int32_t n, const gt_device* d, gt_reply* reply) {
   return guarded(reply, [&] {
-    attrs_of(c, n);  // the arity and ranges need no GPU
+    attrs_of(c, n, *p);  // the arity and ranges need no GPU
     Checked ch{};
     std::string why = config_reason(problem_info(p, d), c, n, &ch);
     if (why.empty()) return GT_OK;
@@ -872,7 +971,7 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
     int32_t n = std::min<int32_t>(max, int32_t(info.picks.size()));
     for (int32_t i = 0; i < n; ++i)
       std::copy(info.picks[size_t(i)].config.begin(), info.picks[size_t(i)].config.end(),
-                configs + size_t(i) * kParams);
+                configs + size_t(i) * size_t(info.params));
     *count = n;
     return GT_OK;
   });
@@ -891,11 +990,16 @@ gt_status create_op(const gt_problem* p, const int64_t* c, int32_t n, void** op,
   });
 }
 
-gt_status run_op(void* op, const void* a, const void* b, void* c, void* workspace, uint64_t workspace_bytes,
-                 void* stream, gt_reply* reply) {
+// run_op and run_op_scaled: `scales` is an FP8 problem's (null for every other problem).
+gt_status run(void* op, const void* a, const void* b, void* c, const gt_scales* scales, void* workspace,
+              uint64_t workspace_bytes, void* stream, gt_reply* reply) {
   return guarded(reply, [&] {
     if (!op) throw std::invalid_argument("no operation");
     Op& o = *static_cast<Op*>(op);
+    if (o.fp8 != (scales != nullptr))
+      throw std::invalid_argument(o.fp8 ? "an FP8 problem runs with its scales (run_op_scaled)"
+                                        : "scales were given for a problem that has none");
+    if (scales) o.descs.set_scales(*scales, o.fp8_out);
     if (workspace_bytes < o.workspace || (o.workspace && !workspace))
       throw std::invalid_argument("the algorithm needs " + human_bytes(o.workspace) + " of workspace, got " +
                                   human_bytes(workspace_bytes));
@@ -904,13 +1008,29 @@ gt_status run_op(void* op, const void* a, const void* b, void* c, void* workspac
       throw std::invalid_argument("an operand pointer is less aligned than the algorithm needs (A " +
                                   std::to_string(o.align_a) + ", B " + std::to_string(o.align_b) + ", C " +
                                   std::to_string(o.align_c) + " bytes)");
-    const float alpha = 1.0f, beta = 0.0f;  // C is output only; it is passed as both C and D
-    cublasStatus_t s = cublasLtMatmul(o.handle, o.descs.od(), &alpha, b, o.descs.xl(), a, o.descs.yl(), &beta, c,
-                                      o.descs.cl(), c, o.descs.cl(), &o.algo, workspace, workspace_bytes,
+    // C is output only (beta 0): passed as both C and D, except under an FP8 D, whose C has
+    // another type: none is passed, as nothing reads it.
+    const float alpha = 1.0f, beta = 0.0f;
+    const void* c_in = o.fp8_out ? nullptr : c;
+    cublasStatus_t s = cublasLtMatmul(o.handle, o.descs.od(), &alpha, b, o.descs.xl(), a, o.descs.yl(), &beta, c_in,
+                                      o.descs.cl(), c, o.descs.dl(), &o.algo, workspace, workspace_bytes,
                                       static_cast<cudaStream_t>(stream));
     if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasLtMatmul: " + status_text(s));
     return GT_OK;
   });
+}
+
+gt_status run_op(void* op, const void* a, const void* b, void* c, void* workspace, uint64_t workspace_bytes,
+                 void* stream, gt_reply* reply) {
+  return run(op, a, b, c, nullptr, workspace, workspace_bytes, stream, reply);
+}
+gt_status run_op_scaled(void* op, const void* a, const void* b, void* c, const gt_scales* scales, void* workspace,
+                        uint64_t workspace_bytes, void* stream, gt_reply* reply) {
+  if (!scales) {
+    write_msg(reply, "run_op_scaled needs the scales");
+    return GT_FAILED;
+  }
+  return run(op, a, b, c, scales, workspace, workspace_bytes, stream, reply);
 }
 
 void destroy_op(void* op) { delete static_cast<Op*>(op); }
@@ -919,12 +1039,15 @@ void destroy_op(void* op) { delete static_cast<Op*>(op); }
 // problem's types and layout, with the library's version.
 gt_status op_hash(const gt_problem* p, const int64_t* c, int32_t n, uint64_t* hash, gt_reply* reply) {
   return guarded(reply, [&] {
-    const Attrs a = attrs_of(c, n);
+    const Attrs a = attrs_of(c, n, *p);
     std::string s = "cublaslt-algo " + std::to_string(kLtVersion);
     for (int64_t v : {int64_t(p->in_dtype), int64_t(p->out_dtype), int64_t(p->layout), int64_t(a.algo), int64_t(a.tile),
                       int64_t(a.stages), int64_t(a.split_k), int64_t(a.reduction), int64_t(a.swizzle),
                       int64_t(a.custom), int64_t(a.cluster), int64_t(a.inner), int64_t(a.workspace)})
       s += " " + std::to_string(v);
+    // FP8 only, so that every other problem's hash stays what it was.
+    if (a.fp8)
+      s += " fp8 " + std::to_string(p->b_dtype) + " " + std::to_string(p->scale_mode) + " " + std::to_string(a.fast_accum);
     *hash = fnv1a64(s);
     return GT_OK;
   });
@@ -932,14 +1055,15 @@ gt_status op_hash(const gt_problem* p, const int64_t* c, int32_t n, uint64_t* ha
 
 gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char* out, size_t cap) {
   return guarded_text(out, cap, [&] {
-    Attrs a = attrs_of(c, n);
+    Attrs a = attrs_of(c, n, *p);
     std::string s = "cuBLASLt " + version_text(kLtVersion) + " algo " + std::to_string(a.algo) + ": tile " +
                     tile_label(a.tile) + ", stages " + stages_label(a.stages) + ", split-K " +
                     std::to_string(a.split_k) +
                     (a.split_k > 1 ? " (reduction " + reduction_label(a.reduction) + ")" : std::string()) +
                     ", CTA swizzle " + (a.swizzle ? "on" : "off") + ", custom option " + std::to_string(a.custom) +
                     ", cluster " + cluster_label(a.cluster) + ", inner shape " + inner_label(a.inner) +
-                    ", workspace up to " + human_bytes(a.workspace);
+                    ", workspace up to " + human_bytes(a.workspace) +
+                    (a.fp8 ? std::string(", fast accumulation ") + (a.fast_accum ? "on" : "off") : std::string());
     // Where the GPU is at hand, say whether this is one of the heuristic's picks.
     try {
       const ProblemInfo& info = problem_info(p, nullptr);
@@ -992,8 +1116,10 @@ const gt_plugin& plugin() {
     p.version = identity().version.c_str();
     p.summary = identity().summary.c_str();
     p.kind = GT_KIND_LIBRARY;
+    // The schema of every problem's space (an FP8 problem's fast_accum is not in it, so that the
+    // hash, and with it every stored measurement's provenance, stays what it was before FP8).
     std::string schema;
-    for (auto* name : kParamNames) schema += std::string(name) + ",";
+    for (int i = 0; i < kParams; ++i) schema += std::string(kParamNames[i]) + ",";
     p.source_hash = fnv1a64(identity().version + "|" + schema);
     p.describe_space = describe_space;
     p.can_implement = can_implement;
@@ -1001,6 +1127,7 @@ const gt_plugin& plugin() {
     p.suggest = suggest;
     p.create_op = create_op;
     p.run_op = run_op;
+    p.run_op_scaled = run_op_scaled;
     p.destroy_op = destroy_op;
     p.op_hash = op_hash;
     p.describe_config = describe_config;

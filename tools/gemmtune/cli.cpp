@@ -63,11 +63,21 @@ Problem ProblemArgs::resolve(const std::string& default_shape) const {
   std::string s = shape.empty() ? default_shape : shape;
   if (s.empty()) throw InputError("--shape is required (MxNxK, e.g. 4096x4096x4096)");
   auto d = parse_shape(s, "--shape");
-  DType in = parse_dtype(dtype, "--dtype");
+  auto [in, in_b] = parse_in_types(dtype, "--dtype");
   DType out = out_dtype.empty() ? Problem::default_out(in) : parse_dtype(out_dtype, "--out-dtype");
   if (out == DType::tf32) throw InputError("--out-dtype: tf32 is an input mode, not a storage type; use f32");
-  Layout l = parse_layout(layout, "--layout");
-  return Problem::make(d[0], d[1], d[2], in, out, l);
+  Layout l = layout.empty() ? (is_fp8(in) ? Layout::nt : Layout::nn) : parse_layout(layout, "--layout");
+  std::optional<ScaleMode> mode;
+  if (!scale.empty()) {
+    if (!is_fp8(in)) throw InputError(fmt::format("--scale {}: scales are for FP8 inputs (e4m3, e5m2), not {}", scale, dtype));
+    mode = parse_scale_mode(scale, "--scale");
+  }
+  try {
+    return Problem::make(d[0], d[1], d[2], in, out, l, in_b, mode);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--dtype {} --layout {}{}: {}", dtype, to_string(l),
+                                 scale.empty() ? "" : " --scale " + scale, e.what()));
+  }
 }
 
 CLI::Validator whole_in(const search::WholeRange& r) {
@@ -135,13 +145,18 @@ void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {
                             "MxNxK: C is MxN, the reduction is over K. Each dimension 1..2147483647 (kernels take "
                             "32-bit sizes and index in 64 bits)");
   if (shape_required) o->required();
-  app->add_option("--dtype", a.dtype, "input type: f32, tf32 (fp32 data on tensor cores), f16, bf16")
+  app->add_option("--dtype", a.dtype,
+                  "input type: f32, tf32 (fp32 data on tensor cores), f16, bf16, or FP8: e4m3, e5m2, and A:B for "
+                  "FP8 operands of two types (e4m3:e5m2)")
       ->default_str("f32");
-  app->add_option("--out-dtype", a.out_dtype, "output type (default: the input type; tf32 -> f32)");
+  app->add_option("--out-dtype", a.out_dtype,
+                  "output type (default: the input type; tf32 -> f32; FP8 -> bf16; e4m3/e5m2 with tensor scales)");
   app->add_option("--layout", a.layout,
                   "nn|nt|tn|tt: first letter A, second B; n = as written (A MxK, B KxN row-major), t = stored "
-                  "transposed")
-      ->default_str("nn");
+                  "transposed (default nn; FP8: nt, the one layout it has, as torch._scaled_mm takes it)");
+  app->add_option("--scale", a.scale,
+                  "FP8 scales: tensor (one per operand, the default), row (one per row of A and per column of C) or "
+                  "block (1x128 blocks of A along K, 128x128 blocks of B)");
 }
 
 static double now_s() {
@@ -193,7 +208,8 @@ const char* const kProblemNotation =
     "A problem is written MxNxK IN>OUT LAYOUT aALIGN, e.g. 4096x4096x4096 f16>f16 nn a16: C (M x N) = A (M x K) "
     "times B (K x N); IN>OUT: the input type and the output type (accumulation is fp32); LAYOUT: A's letter then "
     "B's, n = stored as written (row-major), t = stored transposed; aALIGN: the largest power of two, at most 16, "
-    "that divides every leading dimension times the element size, in bytes.";
+    "that divides every leading dimension times the element size, in bytes. An FP8 problem adds its scale mode and "
+    "may name B's type after A's: 4096x4096x4096 e4m3:e5m2>bf16 nt a16 row.";
 
 std::string no_gpu_hint(const std::string& command) {
   const std::string rec = (config_dir() / "default_job.replay.json").string();

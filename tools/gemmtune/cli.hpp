@@ -43,7 +43,8 @@ struct ProblemArgs {
   std::string shape;
   std::string dtype = "f32";
   std::string out_dtype;
-  std::string layout = "nn";
+  std::string layout;  // "": nn, or nt for FP8 inputs (the only layout FP8 has)
+  std::string scale;   // FP8: tensor (default), row or block
   bool given() const { return !shape.empty(); }
   // InputError naming the flag on bad input.
   Problem resolve(const std::string& default_shape = "") const;

@@ -41,7 +41,7 @@ struct TuneArgs {
   int consistency = -1;
   double hang_floor = 10;
   double compile_timeout = 120;
-  bool no_isolation = false, full = false, no_reuse = false;
+  bool no_isolation = false, full = false, no_reuse = false, fast_accum = false;
   std::optional<int> finalists;
   int rounds = 8;
   double min_gain = -1;  // percent; < 0: the job's, else TuneOptions's
@@ -109,6 +109,9 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
   add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
   add_min_gain_option(sub, a.min_gain, "; and another family to replace cuBLASLt's winner");
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
+  sub->add_flag("--fast-accum", a.fast_accum,
+                "FP8: also explore fast accumulation (cuBLASLt's FAST_ACCUM: no periodic promotion to fp32; faster, "
+                "less exact; its error is stored beside its time). Default: the job's [tune] fast_accum, else off");
   sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock per problem (at least {:g} s of it, "
                                                    "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
       ->default_val(kSettleCapS)
@@ -142,6 +145,7 @@ search::PlanRequest request_of(const TuneArgs& a) {
   r.full = a.full;
   r.finalists = a.finalists;
   if (a.min_gain >= 0) r.min_gain_pct = a.min_gain;
+  r.fast_accum = a.fast_accum;
   r.dist = a.dist;
   r.shard = a.shard;
   r.environment = search::environment();

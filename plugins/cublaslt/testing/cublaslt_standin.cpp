@@ -13,10 +13,18 @@
 // with one exception: for 16-bit inputs, algorithm 66 takes the tiles, custom options and
 // split-K of the H200 table in docs/results/ (as the real one does), so that the lookup tests
 // can ask the committed table with this stand-in where a GPU would be needed.
+//
+// FP8 as cuBLASLt 13 has it on Hopper: A and B e4m3 or e5m2 (not both e5m2), TN only (its A
+// transposed), 16-byte alignment, the four scale modes of the header applied as documented
+// (SCALAR_32F, OUTER_VEC_32F, VEC128_32F, BLK128x128_32F with rows of ceil(K/128) rounded up to
+// 4), FAST_ACCUM, an FP8 D with tensor scales only (its D scale and amax), and one algorithm
+// (66) whose heuristic offers several picks for tensor scales and one for the others, as the
+// H100's cuBLASLt 13.1 was seen to do.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -28,6 +36,10 @@ struct Desc {
   cublasComputeType_t compute;
   cudaDataType_t scale;
   int32_t transa, transb;
+  int32_t mode_a, mode_b;  // cublasLtMatmulMatrixScale_t of A and B
+  int8_t fast_accum;
+  const float *scale_a, *scale_b, *scale_d;
+  float* amax_d;
 };
 struct Layout {
   cudaDataType_t type;
@@ -47,9 +59,10 @@ struct Algo {
   uint16_t inner, cluster;
 };
 // An algorithm as AlgoInit makes it: its capabilities depend on the types it was made for.
+enum Kind : uint16_t { kSingle = 0, kHalf = 1, kFp8 = 2 };  // the inputs' width
 struct InitAlgo {
   Algo algo;
-  uint16_t half;  // 16-bit inputs
+  uint16_t kind;  // Kind
 };
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
@@ -126,6 +139,15 @@ uint64_t half66_workspace(uint32_t tile, uint64_t rows, uint64_t cols) {
 const std::vector<uint32_t> kHalfStages = {CUBLASLT_MATMUL_STAGES_32x3, CUBLASLT_MATMUL_STAGES_64x3};
 
 bool is_half(cudaDataType_t t) { return t == CUDA_R_16F || t == CUDA_R_16BF; }
+bool is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
+Kind kind_of(cudaDataType_t t) { return is_fp8(t) ? kFp8 : is_half(t) ? kHalf : kSingle; }
+// Algorithm 66 for FP8 inputs: the tiles the H100's heuristic was seen to pick, one stage
+// setting, no split-K; 16-byte aligned operands.
+const AlgoModel kAlgo66Fp8{66,
+                           {CUBLASLT_MATMUL_TILE_64x128, CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_TILE_128x256,
+                            CUBLASLT_MATMUL_TILE_256x128},
+                           {CUBLASLT_MATMUL_STAGES_128xAUTO},
+                           false, 0, true, 1, 16, 1024};
 // The models for 16-bit inputs.
 const std::vector<AlgoModel>& half_models() {
   static const std::vector<AlgoModel> models = [] {
@@ -139,9 +161,10 @@ const std::vector<AlgoModel>& half_models() {
   }();
   return models;
 }
-// The model of an algorithm, for 16-bit inputs (`half`) or others.
-const AlgoModel* model(int32_t id, bool half) {
-  if (half) {
+// The model of an algorithm, for inputs of this kind.
+const AlgoModel* model(int32_t id, Kind kind) {
+  if (kind == kFp8) return id == 66 ? &kAlgo66Fp8 : nullptr;
+  if (kind == kHalf) {
     for (auto& a : half_models())
       if (a.id == id) return &a;
     return nullptr;
@@ -150,18 +173,55 @@ const AlgoModel* model(int32_t id, bool half) {
     if (a.id == id) return &a;
   return nullptr;
 }
-size_t elem_size(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+size_t elem_size(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : is_fp8(t) ? 1 : 2; }
 
-// The type combinations cuBLASLt documents for these compute types.
-bool types_supported(cublasComputeType_t compute, cudaDataType_t ab, cudaDataType_t c) {
-  if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) return ab == CUDA_R_32F && c == CUDA_R_32F;
+// The type combinations cuBLASLt documents for these compute types (A, B, C, D).
+bool types_supported(cublasComputeType_t compute, cudaDataType_t a, cudaDataType_t b, cudaDataType_t c,
+                     cudaDataType_t d) {
+  if (is_fp8(a) || is_fp8(b)) {
+    if (compute != CUBLAS_COMPUTE_32F || !is_fp8(a) || !is_fp8(b)) return false;
+    if (a == CUDA_R_8F_E5M2 && b == CUDA_R_8F_E5M2) return false;
+    if (is_fp8(d)) return c == CUDA_R_16BF || c == CUDA_R_16F;
+    return c == d && (d == CUDA_R_16BF || d == CUDA_R_16F || d == CUDA_R_32F);
+  }
+  if (a != b || c != d) return false;
+  if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) return a == CUDA_R_32F && c == CUDA_R_32F;
   if (compute != CUBLAS_COMPUTE_32F) return false;
-  if (ab == CUDA_R_32F) return c == CUDA_R_32F;
-  return (ab == CUDA_R_16F || ab == CUDA_R_16BF) && (c == ab || c == CUDA_R_32F);
+  if (a == CUDA_R_32F) return c == CUDA_R_32F;
+  return (a == CUDA_R_16F || a == CUDA_R_16BF) && (c == a || c == CUDA_R_32F);
+}
+
+// FP8 <-> float, as the formats define them (e4m3: bias 7, no infinity, NaN S.1111.111; e5m2:
+// bias 15, IEEE-like infinities and NaNs).
+float fp8_to_float(uint8_t v, bool e4m3) {
+  const int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, emax = e4m3 ? 15 : 31;
+  const int e = (v >> mbits) & emax, mant = v & ((1 << mbits) - 1);
+  const float sign = (v & 0x80) ? -1.f : 1.f;
+  if (e4m3 && e == 15 && mant == 7) return NAN;
+  if (!e4m3 && e == 31) return mant ? NAN : sign * INFINITY;
+  if (e == 0) return sign * std::ldexp(float(mant), 1 - bias - mbits);
+  return sign * std::ldexp(float((1 << mbits) | mant), e - bias - mbits);
+}
+// Round to nearest (ties to even by the float search below), saturating at the largest finite value.
+uint8_t float_to_fp8(float x, bool e4m3) {
+  if (std::isnan(x)) return e4m3 ? 0x7f : 0x7e;
+  uint8_t best = 0;
+  float best_d = INFINITY;
+  for (int v = 0; v < 128; ++v) {
+    float f = fp8_to_float(uint8_t(v), e4m3);
+    if (!std::isfinite(f)) continue;
+    float d = std::fabs(std::fabs(x) - f);
+    if (d < best_d || (d == best_d && (v & 1) == 0)) {
+      best_d = d;
+      best = uint8_t(v);
+    }
+  }
+  return uint8_t(best | (x < 0 ? 0x80 : 0));
 }
 
 float load(const void* p, cudaDataType_t t, int64_t i) {
   if (t == CUDA_R_32F) return static_cast<const float*>(p)[i];
+  if (is_fp8(t)) return fp8_to_float(static_cast<const uint8_t*>(p)[i], t == CUDA_R_8F_E4M3);
   uint16_t h = static_cast<const uint16_t*>(p)[i];
   uint32_t bits;
   if (t == CUDA_R_16BF) {
@@ -177,6 +237,10 @@ float load(const void* p, cudaDataType_t t, int64_t i) {
 void store(void* p, cudaDataType_t t, int64_t i, float v) {
   if (t == CUDA_R_32F) {
     static_cast<float*>(p)[i] = v;
+    return;
+  }
+  if (is_fp8(t)) {
+    static_cast<uint8_t*>(p)[i] = float_to_fp8(v, t == CUDA_R_8F_E4M3);
     return;
   }
   uint32_t bits;
@@ -232,18 +296,29 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
 cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t d, size_t size, cublasComputeType_t compute,
                                                cudaDataType_t scale) {
   if (size < sizeof(Desc)) return CUBLAS_STATUS_ALLOC_FAILED;
-  *as<Desc>(d) = Desc{compute, scale, CUBLAS_OP_N, CUBLAS_OP_N};
+  *as<Desc>(d) = Desc{compute, scale, CUBLAS_OP_N, CUBLAS_OP_N, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
                                               const void* buf, size_t size) {
-  if (size != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
-  int32_t v;
-  std::memcpy(&v, buf, 4);
-  if (attr == CUBLASLT_MATMUL_DESC_TRANSA) as<Desc>(d)->transa = v;
-  else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) as<Desc>(d)->transb = v;
-  else return CUBLAS_STATUS_INVALID_VALUE;
-  return CUBLAS_STATUS_SUCCESS;
+  Desc* x = as<Desc>(d);
+  auto set = [&](void* field, size_t n) {
+    if (size != n || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(field, buf, n);
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: return set(&x->transa, 4);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return set(&x->transb, 4);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_MODE: return set(&x->mode_a, 4);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_MODE: return set(&x->mode_b, 4);
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return set(&x->fast_accum, 1);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: return set(&x->scale_a, sizeof(void*));
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: return set(&x->scale_b, sizeof(void*));
+    case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER: return set(&x->scale_d, sizeof(void*));
+    case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER: return set(&x->amax_d, sizeof(void*));
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
 }
 cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t l, size_t size, cudaDataType type,
                                                  uint64_t rows, uint64_t cols, int64_t ld) {
@@ -278,26 +353,26 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t, cublasComputeType_t compute, cudaDataType_t,
-                                        cudaDataType_t a, cudaDataType_t, cudaDataType_t c, cudaDataType_t,
+                                        cudaDataType_t a, cudaDataType_t b, cudaDataType_t c, cudaDataType_t d,
                                         int requested, int ids[], int* returned) {
   *returned = 0;
-  if (!types_supported(compute, a, c)) return CUBLAS_STATUS_SUCCESS;
+  if (!types_supported(compute, a, b, c, d)) return CUBLAS_STATUS_SUCCESS;
   for (auto& m : kAlgos)
-    if (*returned < requested) ids[(*returned)++] = m.id;
+    if (*returned < requested && model(m.id, kind_of(a))) ids[(*returned)++] = m.id;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t, cublasComputeType_t compute, cudaDataType_t, cudaDataType_t a,
-                                      cudaDataType_t, cudaDataType_t c, cudaDataType_t, int id,
+                                      cudaDataType_t b, cudaDataType_t c, cudaDataType_t d, int id,
                                       cublasLtMatmulAlgo_t* algo) {
-  if (!model(id, is_half(a)) || !types_supported(compute, a, c)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!model(id, kind_of(a)) || !types_supported(compute, a, b, c, d)) return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(algo, 0, sizeof(*algo));
-  *as<InitAlgo>(algo) = InitAlgo{Algo{id, 0, 0, 1, 0, 0, 0, 0, 0}, uint16_t(is_half(a))};
+  *as<InitAlgo>(algo) = InitAlgo{Algo{id, 0, 0, 1, 0, 0, 0, 0, 0}, uint16_t(kind_of(a))};
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t* algo,
                                                  cublasLtMatmulAlgoCapAttributes_t attr, void* buf, size_t size,
                                                  size_t* written) {
-  const AlgoModel* m = model(as<const Algo>(algo)->id, as<const InitAlgo>(algo)->half != 0);
+  const AlgoModel* m = model(as<const Algo>(algo)->id, Kind(as<const InitAlgo>(algo)->kind));
   if (!m) return CUBLAS_STATUS_INVALID_VALUE;
   auto list = [&](const std::vector<uint32_t>& v) {
     size_t bytes = v.size() * sizeof(uint32_t);
@@ -379,11 +454,24 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t de
                                        cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
                                        const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result) {
   const Desc* d = as<Desc>(desc);
-  const Layout *a = as<Layout>(A), *b = as<Layout>(B), *c = as<Layout>(C);
+  const Layout *a = as<Layout>(A), *b = as<Layout>(B), *c = as<Layout>(C), *dl = as<Layout>(D);
   const Algo* al = as<const Algo>(algo);
-  const AlgoModel* m = model(al->id, is_half(a->type));
-  if (!m || !types_supported(d->compute, a->type, c->type) || b->type != a->type) return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (std::memcmp(C, D, sizeof(Layout)) != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const AlgoModel* m = model(al->id, kind_of(a->type));
+  if (!m || !types_supported(d->compute, a->type, b->type, c->type, dl->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (c->rows != dl->rows || c->cols != dl->cols || c->ld != dl->ld) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!is_fp8(a->type) && (d->mode_a || d->mode_b || d->fast_accum)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (is_fp8(a->type)) {
+    // TN only; 128x128 blocks on one operand at most; an FP8 D with scalar scales only.
+    if (d->transa != CUBLAS_OP_T || d->transb != CUBLAS_OP_N) return CUBLAS_STATUS_NOT_SUPPORTED;
+    const int32_t blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, vec = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const bool blockwise = d->mode_a == blk || d->mode_a == vec || d->mode_b == blk || d->mode_b == vec;
+    if (d->mode_a == blk && d->mode_b == blk) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (blockwise && !((d->mode_a == blk || d->mode_a == vec) && (d->mode_b == blk || d->mode_b == vec)))
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    if ((d->mode_a == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F) != (d->mode_b == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F))
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (is_fp8(dl->type) && (d->mode_a || d->mode_b)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   const uint64_t k = d->transa == CUBLAS_OP_N ? a->cols : a->rows;
   auto listed = [](const std::vector<uint32_t>& v, uint32_t x) {
     if (v.empty()) return x == 0;
@@ -400,13 +488,13 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t de
   if (al->swizzle > 1 || (al->swizzle && !m->swizzle) || int32_t(al->custom) > m->custom_max)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (al->id == 66 && al->cluster == CUBLASLT_CLUSTER_SHAPE_2x2x1) return CUBLAS_STATUS_NOT_SUPPORTED;
-  for (const Layout* l : {a, b, c})
+  for (const Layout* l : {a, b, dl})
     if ((uint64_t(l->ld) * elem_size(l->type)) % m->align) return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(result, 0, sizeof(*result));
   result->algo = *algo;
   result->state = CUBLAS_STATUS_SUCCESS;
   result->wavesCount = 1.0f;
-  result->workspaceSize = m == model(66, true) ? half66_workspace(al->tile, c->rows, c->cols) : m->workspace;
+  result->workspaceSize = m == model(66, kHalf) ? half66_workspace(al->tile, c->rows, c->cols) : m->workspace;
   if (al->split_k > 1) {
     uint64_t part = c->rows * c->cols * uint64_t(al->split_k);
     result->workspaceSize = al->reduction == CUBLASLT_REDUCTION_SCHEME_INPLACE ? 4096
@@ -443,10 +531,18 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   const Layout* a = as<Layout>(A);
   if ((d->transa == CUBLAS_OP_N ? a->cols : a->rows) >= 4096)
     std::stable_partition(order.begin(), order.end(), [](const Algo& x) { return x.split_k > 1; });
+  if (is_fp8(a->type)) {
+    // FP8: algorithm 66 alone; several picks with tensor scales, one with the other modes.
+    const uint16_t c21 = CUBLASLT_CLUSTER_SHAPE_2x1x1, c12 = CUBLASLT_CLUSTER_SHAPE_1x2x1;
+    order = {{66, CUBLASLT_MATMUL_TILE_128x256, CUBLASLT_MATMUL_STAGES_128xAUTO, 1, 0, 0, 0, 0, c21},
+             {66, CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_STAGES_128xAUTO, 1, 0, 0, 1, 0, c12},
+             {66, CUBLASLT_MATMUL_TILE_64x128, CUBLASLT_MATMUL_STAGES_128xAUTO, 1, 0, 0, 0, 0, 0}};
+    if (d->mode_a || d->mode_b) order.resize(1);
+  }
   *returned = 0;
   for (const Algo& pick : order) {
     if (*returned == requested) break;
-    const AlgoModel* m = model(pick.id, is_half(as<Layout>(A)->type));
+    const AlgoModel* m = model(pick.id, kind_of(as<Layout>(A)->type));
     uint32_t min_align = std::min(std::min(p->align[0], p->align[1]), std::min(p->align[2], p->align[3]));
     if (m->align > min_align) continue;
     Algo checked = pick;
@@ -481,9 +577,24 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   const uint64_t kb = tb ? b->cols : b->rows, n = tb ? b->rows : b->cols;
   if (k != kb || m != c->rows || n != c->cols) return CUBLAS_STATUS_INVALID_VALUE;
   const bool tf32 = d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const bool fp8 = is_fp8(a->type);
+  if (fp8 && (!d->scale_a || !d->scale_b) && (d->mode_a || d->mode_b)) return CUBLAS_STATUS_INVALID_VALUE;
   float al, be;
   std::memcpy(&al, alpha, 4);
   std::memcpy(&be, beta, 4);
+  const uint64_t kb4 = ((k + 127) / 128 + 3) / 4 * 4;  // BLK128x128's rows of block scales
+  // The scale of op(A)(i, l) and of op(B)(l, j) by their modes (1 where none is given).
+  auto scale_of = [&](const float* s, int32_t mode, uint64_t mn, uint64_t extent, uint64_t l) -> double {
+    if (!s) return 1.0;
+    switch (mode) {
+      case CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: return s[mn];
+      case CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: return s[(l / 128) * extent + mn];
+      case CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F: return s[(mn / 128) * kb4 + l / 128];
+      default: return s[0];
+    }
+  };
+  const double d_scale = fp8 && is_fp8(c->type) && d->scale_d ? double(*d->scale_d) : 1.0;
+  float amax = 0.f;
   for (uint64_t j = 0; j < n; ++j)
     for (uint64_t i = 0; i < m; ++i) {
       double sum = 0;
@@ -494,12 +605,17 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
           x = to_tf32(x);
           y = to_tf32(y);
         }
-        sum += double(x) * double(y);
+        double term = double(x) * double(y);
+        if (fp8) term *= scale_of(d->scale_a, d->mode_a, i, m, l) * scale_of(d->scale_b, d->mode_b, j, n, l);
+        sum += term;
       }
       int64_t at = int64_t(i + j * uint64_t(c->ld));
       float prior = be != 0.f ? load(C, c->type, at) : 0.f;  // beta == 0: C is not read
-      store(D, c->type, at, float(al * sum + be * prior));
+      const float v = float(al * sum + be * prior);
+      amax = std::max(amax, std::fabs(v));
+      store(D, c->type, at, float(v * d_scale));
     }
+  if (fp8 && d->amax_d) *d->amax_d = amax;
   return CUBLAS_STATUS_SUCCESS;
 }
 
