@@ -111,6 +111,8 @@ struct Ctx {
         if (uint64_t(v) > uint64_t(std::numeric_limits<T>::max())) fail(*n, fmt::format("'{}' = {} is too large", key, v));
         return T(v);
       }
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (n->is_boolean()) return *n->value<bool>();  // not an integer: TOML's value<bool> would take 1
     } else {
       if (auto v = n->value<T>()) return *v;
     }

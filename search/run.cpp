@@ -45,6 +45,12 @@ void on_every_gpu(size_t n, std::atomic<bool>& failed, F&& f) {
 }  // namespace
 
 RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const RunContext& ctx) {
+  // An FP8 problem a GPU cannot run at all is bad input, found before the first measurement.
+  for (const RunGpu& gpu : gpus)
+    for (size_t i : plan.mine) {
+      const gt_device& d = gpu.measurer->device().limits;
+      if (auto why = fp8_device_refusal(plan.problems[i].problem, d.cc_major, d.cc_minor)) throw InputError(*why);
+    }
   RunResult res;
   res.outcomes.resize(plan.problems.size());
   res.gpu_of.assign(plan.problems.size(), -1);

@@ -619,6 +619,54 @@ TEST_CASE("cuBLASLt's pick is correct at every dtype, layout and odd shape", "[g
       }
 }
 
+TEST_CASE("cuBLASLt's FP8 picks verify against the scaled float64 reference in every mode", "[gpu][cublaslt][fp8]") {
+  GT_REQUIRE_GPU();
+  const Family& f = cublaslt();
+  const DeviceInfo dev = device_info(0);
+  if (dev.limits.cc_major * 10 + dev.limits.cc_minor < 89) {
+    WARN("SKIPPED: FP8 needs sm_89 or newer; this GPU is " << dev.arch());
+    return;
+  }
+  struct Case {
+    DType a, b, out;
+    ScaleMode mode;
+  };
+  const std::vector<Case> cases = {{DType::e4m3, DType::e4m3, DType::bf16, ScaleMode::tensor},
+                                   {DType::e4m3, DType::e5m2, DType::bf16, ScaleMode::tensor},
+                                   {DType::e5m2, DType::e4m3, DType::f16, ScaleMode::tensor},
+                                   {DType::e4m3, DType::e4m3, DType::f32, ScaleMode::tensor},
+                                   {DType::e4m3, DType::e4m3, DType::e4m3, ScaleMode::tensor},
+                                   {DType::e4m3, DType::e4m3, DType::bf16, ScaleMode::row},
+                                   {DType::e4m3, DType::e5m2, DType::f32, ScaleMode::row},
+                                   {DType::e4m3, DType::e4m3, DType::bf16, ScaleMode::block}};
+  int verified = 0;
+  for (std::array<int64_t, 3> sh : {std::array<int64_t, 3>{1024, 1024, 1024}, {256, 384, 640}, {64, 4096, 1024},
+                                    {16, 4096, 4096}, {1000, 2000, 304}})
+    for (const Case& c : cases) {
+      Problem p = Problem::make(sh[0], sh[1], sh[2], c.a, c.out, Layout::nt, c.b, c.mode);
+      INFO(p.key());
+      Space s;
+      try {
+        s = f.space(p, dev.limits);
+      } catch (const RuntimeFailure& e) {
+        WARN(p.key() << ": cuBLASLt has no algorithm here: " << e.what());
+        continue;
+      }
+      auto picks = f.suggest(p, dev.limits, 32, s.dims());
+      REQUIRE_FALSE(picks.empty());
+      for (int64_t fast : {0, 1}) {
+        Config cfg = picks.front();
+        cfg.back() = fast;  // fast_accum: the last parameter of an FP8 space
+        if (f.can_implement(p, cfg, dev.limits)) continue;
+        Measurement m = test::gpu_check(f, p, cfg, false);
+        INFO(s.name(cfg) << ": " << to_string(m.status) << " " << m.message << " err " << m.err_rel_fro);
+        CHECK(m.status == Status::ok);
+        verified += m.status == Status::ok;
+      }
+    }
+  CHECK(verified >= 40);
+}
+
 TEST_CASE("further heuristic picks and configs of the algorithm space run from their attributes",
           "[gpu][cublaslt]") {
   GT_REQUIRE_GPU();

@@ -176,6 +176,54 @@ shapes = ["1x8x16"]
   CHECK(j.at("budget:cublaslt") == "x.toml:5:1");  // its header
 }
 
+TEST_CASE("a job names FP8 problems: types, A:B, scale modes, nt by default, fast accumulation opted in", "[jobs][fp8]") {
+  Job j = parse_job(R"(
+[tune]
+fast_accum = true
+[[problems]]
+shapes = ["64x256x512"]
+dtypes = ["e4m3", "e4m3:e5m2", "bf16"]
+scales = ["tensor", "row"]
+[[problems]]
+shapes = ["128x256x512"]
+dtypes = ["e4m3"]
+out_dtype = "f32"
+)",
+                    "fp8.toml");
+  std::vector<std::string> keys;
+  for (auto& p : j.problems) keys.push_back(p.problem.key());
+  // FP8 sets take the scale list (bf16 takes none) and default to nt; bf16 to nn.
+  CHECK(keys == std::vector<std::string>{"64x256x512 e4m3>bf16 nt a16 tensor", "64x256x512 e4m3>bf16 nt a16 row",
+                                         "64x256x512 e4m3:e5m2>bf16 nt a16 tensor",
+                                         "64x256x512 e4m3:e5m2>bf16 nt a16 row", "64x256x512 bf16>bf16 nn a16",
+                                         "128x256x512 e4m3>f32 nt a16 tensor"});
+  CHECK(j.settings.fast_accum == true);
+  CHECK_FALSE(parse_job("[[problems]]\nshapes = [\"1x16x16\"]\n", "x.toml").settings.fast_accum);
+  // What no GPU runs is refused where the job names it.
+  auto err = [](const std::string& body) {
+    try {
+      parse_job(body, "job.toml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(err("[[problems]]\nshapes = [\"16x16x16\"]\ndtypes = [\"e5m2:e5m2\"]\n"),
+             Catch::Contains("job.toml:3:") && Catch::Contains("e5m2 x e5m2"));
+  CHECK_THAT(err("[[problems]]\nshapes = [\"16x16x16\"]\ndtypes = [\"e4m3\"]\nlayouts = [\"nn\"]\n"),
+             Catch::Contains("job.toml:1:") && Catch::Contains("layout nt") && Catch::Contains("not nn"));
+  CHECK_THAT(err("[[problems]]\nshapes = [\"16x16x16\"]\ndtypes = [\"e4m3\"]\nout_dtype = \"e4m3\"\nscales = [\"row\"]\n"),
+             Catch::Contains("an FP8 output (e4m3) takes tensor scales only, not row"));
+  CHECK_THAT(err("[[problems]]\nshapes = [\"16x16x16\"]\ndtypes = [\"bf16\"]\nscales = [\"row\"]\n"),
+             Catch::Contains("job.toml:4:") && Catch::Contains("'scales' are for FP8 inputs"));
+  CHECK_THAT(err("[[problems]]\nshapes = [\"16x16x16\"]\ndtypes = [\"e4m3\"]\nscales = [\"blocks\"]\n"),
+             Catch::Contains("unknown scale mode 'blocks'"));
+  CHECK_THAT(err("[[problems]]\nshapes = [\"16x16x16\"]\ndtypes = [\"bf16:f16\"]\n"),
+             Catch::Contains("only FP8 operands may differ"));
+  CHECK_THAT(err("[tune]\nfast_accum = 1\n[[problems]]\nshapes = [\"16x16x16\"]\n"),
+             Catch::Contains("job.toml:2:") && Catch::Contains("true or false"));
+}
+
 TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
   CHECK_THAT(error_of("name = \n"), Catch::Contains("job.toml:1:") && Catch::Contains("malformed TOML"));
   CHECK_THAT(error_of("nmae = \"x\"\n[[problems]]\nshapes=[\"1x1x1\"]\n"),

@@ -3,6 +3,7 @@
 #include "roofs.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 
@@ -95,4 +96,49 @@ TEST_CASE("the roofline at a problem: the lower of the compute roof and intensit
   CHECK(std::isnan(r.flops_per_s));
   CHECK(r.bound == Bound::unknown);
   CHECK(std::isnan(roofline_at(gemv, nan, nan).flops_per_s));
+}
+
+TEST_CASE("FP8 problems: keys, scale counts, refusals and the GPUs that run them", "[problem][fp8]") {
+  Problem p = Problem::make(4096, 4096, 4097, DType::e4m3, DType::bf16, Layout::nt, std::nullopt, ScaleMode::row);
+  CHECK(p.key() == "4096x4096x4097 e4m3>bf16 nt a1 row");  // K = 4097 bytes a row: 1-byte aligned
+  CHECK(p.scale_count_a() == 4096);
+  CHECK(p.scale_count_b() == 4096);
+  Problem blk = Problem::make(300, 1000, 1000, DType::e4m3, DType::f32, Layout::nt, DType::e5m2, ScaleMode::block);
+  CHECK(blk.key() == "300x1000x1000 e4m3:e5m2>f32 nt a8 block");
+  CHECK(blk.scale_count_a() == 300 * 8);            // ceil(1000 / 128) = 8 blocks of 1x128 per row of A
+  CHECK(blk.scale_count_b() == 8 * 8);              // 8 row blocks of B, each with KB rounded up to 4: 8
+  CHECK(block_scale_stride(1000) == 8);
+  CHECK(block_scale_stride(129) == 4);              // 2 blocks, rows of 4
+  CHECK(Problem::make(16, 16, 16, DType::e4m3, DType::bf16, Layout::nt).scale == ScaleMode::tensor);
+  CHECK(Problem::default_out(DType::e5m2) == DType::bf16);
+  CHECK(parse_in_types("e4m3:e5m2") == std::pair{DType::e4m3, DType::e5m2});
+  CHECK(in_types_text(DType::e5m2, DType::e4m3) == "e5m2:e4m3");
+  CHECK_THROWS_WITH(parse_in_types("e5m2:e5m2", "--dtype"), Catch::Contains("--dtype: 'e5m2:e5m2'") &&
+                                                              Catch::Contains("make one operand e4m3"));
+  CHECK_THROWS_WITH(parse_in_types("f16:bf16"), Catch::Contains("only FP8 operands may differ"));
+  CHECK_THROWS_WITH(Problem::make(16, 16, 16, DType::e4m3, DType::bf16, Layout::tn),
+                    Catch::Contains("layout nt") && Catch::Contains("not tn"));
+  CHECK_THROWS_WITH(Problem::make(16, 16, 16, DType::e4m3, DType::e4m3, Layout::nt, std::nullopt, ScaleMode::block),
+                    Catch::Contains("an FP8 output (e4m3) takes tensor scales only, not block"));
+  CHECK_THROWS_WITH(Problem::make(16, 16, 16, DType::bf16, DType::bf16, Layout::nt, std::nullopt, ScaleMode::row),
+                    Catch::Contains("scale mode row is for FP8 inputs"));
+  CHECK_THROWS_WITH(Problem::make(16, 16, 16, DType::bf16, DType::e4m3, Layout::nt),
+                    Catch::Contains("an FP8 output (e4m3) needs FP8 inputs"));
+  // The GPUs: FP8 from sm_89; row and block scales on Hopper only.
+  Problem tensor = Problem::make(16, 16, 16, DType::e4m3, DType::bf16, Layout::nt);
+  CHECK_THAT(*fp8_device_refusal(tensor, 8, 0), Catch::Contains("compute capability 8.9 or newer") &&
+                                                   Catch::Contains("this one is 8.0"));
+  CHECK_FALSE(fp8_device_refusal(tensor, 8, 9));
+  CHECK_FALSE(fp8_device_refusal(p, 9, 0));
+  CHECK_THAT(*fp8_device_refusal(p, 8, 9), Catch::Contains("row scales run on Hopper (compute capability 9.0) only"));
+  CHECK_THAT(*fp8_device_refusal(blk, 10, 0), Catch::Contains("block scales run on Hopper"));
+  CHECK_FALSE(fp8_device_refusal(Problem::make(16, 16, 16, DType::bf16, DType::bf16, Layout::nn), 7, 0));
+  // JSON carries B's type and the scale mode only where they say something.
+  nlohmann::json j = blk;
+  CHECK(j["in_b"] == "e5m2");
+  CHECK(j["scale"] == "block");
+  CHECK(j.get<Problem>().key() == blk.key());
+  nlohmann::json plain = Problem::make(16, 16, 16, DType::bf16, DType::bf16, Layout::nn);
+  CHECK_FALSE(plain.contains("in_b"));
+  CHECK_FALSE(plain.contains("scale"));
 }

@@ -163,6 +163,19 @@ std::string Problem::key() const {
   return k;
 }
 
+std::optional<std::string> fp8_device_refusal(const Problem& p, int cc_major, int cc_minor) {
+  if (!p.fp8()) return std::nullopt;
+  const int cc = cc_major * 10 + cc_minor;
+  if (cc < 89)
+    return fmt::format("{}: FP8 needs a GPU of compute capability 8.9 or newer (Ada, Hopper); this one is {}.{}",
+                       p.key(), cc_major, cc_minor);
+  if (p.scale != ScaleMode::tensor && cc != 90)
+    return fmt::format("{}: {} scales run on Hopper (compute capability 9.0) only; this GPU is {}.{} (tensor scales "
+                       "run here)",
+                       p.key(), to_string(p.scale), cc_major, cc_minor);
+  return std::nullopt;
+}
+
 size_t Problem::scale_count_a() const {
   switch (scale) {
     case ScaleMode::none: return 0;

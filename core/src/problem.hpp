@@ -96,6 +96,11 @@ struct Problem {
   void validate() const;
 };
 
+// Why a GPU of compute capability cc_major.cc_minor cannot run an FP8 problem at all (nullopt:
+// it can, or the problem is not FP8): FP8 tensor cores start at sm_89; row and block scales
+// (cuBLASLt's OUTER_VEC_32F, VEC128_32F, BLK128x128_32F, and the wgmma family) are Hopper's (sm_90).
+std::optional<std::string> fp8_device_refusal(const Problem& p, int cc_major, int cc_minor);
+
 // The buffers of one call: A, B, C and, for an FP8 problem, its scales (plugin_abi.h,
 // gt_scales; null pointers for every other problem).
 struct Operands {

@@ -60,6 +60,20 @@ class GemmArgs(ctypes.Structure):
     ]
 
 
+class Scales(ctypes.Structure):
+    """gemmtune_scales: an FP8 call's scale mode, B's type and scales (device pointers)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("mode", ctypes.c_int32),
+        ("b_dtype", ctypes.c_int32),
+        ("a", ctypes.c_void_p),
+        ("b", ctypes.c_void_p),
+        ("d", ctypes.c_void_p),
+        ("amax_d", ctypes.c_void_p),
+    ]
+
+
 _Handle = ctypes.c_void_p
 _Status = ctypes.c_int
 
@@ -94,6 +108,11 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.gemmtune_choice.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(c.c_int32), c.c_char_p, c.c_size_t,
                                     c.c_char_p, c.c_size_t]
     lib.gemmtune_choice.restype = _Status
+    lib.gemmtune_gemm_scaled.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(Scales), c.c_void_p]
+    lib.gemmtune_gemm_scaled.restype = _Status
+    lib.gemmtune_choice_scaled.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(Scales), c.POINTER(c.c_int32),
+                                           c.c_char_p, c.c_size_t, c.c_char_p, c.c_size_t]
+    lib.gemmtune_choice_scaled.restype = _Status
     lib.gemmtune_runtime_info.argtypes = [_Handle, c.POINTER(c.c_int32), c.POINTER(c.c_int32), c.c_char_p,
                                           c.c_size_t, c.c_char_p, c.c_size_t]
     lib.gemmtune_runtime_info.restype = _Status

@@ -15,10 +15,12 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from . import _capi
 from .errors import InvalidArgumentError, NoGpuError
 
-DTYPES = {"f32": 0, "tf32": 1, "f16": 2, "bf16": 3}
+DTYPES = {"f32": 0, "tf32": 1, "f16": 2, "bf16": 3, "e4m3": 4, "e5m2": 5}
+FP8 = ("e4m3", "e5m2")
 LAYOUTS = {"nn": 0, "nt": 1, "tn": 2, "tt": 3}
+SCALES = {"tensor": 1, "row": 2, "block": 3}  # FP8 scale modes (gemmtune_scale_mode)
 MATCHES = {0: "exact", 1: "nearest", 2: "default"}
-ELEMENT_BYTES = {"f32": 4, "tf32": 4, "f16": 2, "bf16": 2}
+ELEMENT_BYTES = {"f32": 4, "tf32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
 
 _TEXT_CAP = 1024  # config names and "how" texts are far shorter
 PLANS_CAP = 4096  # problems a table's plans hold; one more empties them (they are only a shortcut)
@@ -45,9 +47,11 @@ class Entry:
     n: int = 0
     k: int = 0
     dtype: str = ""
+    b_dtype: str = ""  # B's type (format 3; an older table's is dtype's)
     out_dtype: str = ""
     layout: str = ""
     align: int = 0
+    scale: str = "none"  # FP8: tensor, row or block
     family: str = ""
     config: str = ""
     params: str = ""
@@ -96,7 +100,7 @@ def _problem(m: int, n: int, k: int, dtype: str, out_dtype: Optional[str], layou
     g = _capi.GemmArgs()
     g.m, g.n, g.k = m, n, k
     g.in_dtype = _enum(dtype, DTYPES, "dtype")
-    out = out_dtype if out_dtype is not None else ("f32" if dtype == "tf32" else dtype)
+    out = out_dtype if out_dtype is not None else ("f32" if dtype == "tf32" else "bf16" if dtype in FP8 else dtype)
     g.out_dtype = _enum(out, DTYPES, "out_dtype")
     g.layout = _enum(layout, LAYOUTS, "layout")
     a_t, b_t = layout[0] == "t", layout[1] == "t"
@@ -104,6 +108,21 @@ def _problem(m: int, n: int, k: int, dtype: str, out_dtype: Optional[str], layou
     g.ldb = ldb if ldb is not None else (k if b_t else n)
     g.ldc = ldc if ldc is not None else n
     return g
+
+
+def _scales(dtype: str, scale: Optional[str], b_dtype: Optional[str], a: int = 0, b: int = 0, d: int = 0,
+            amax_d: int = 0) -> Optional[_capi.Scales]:
+    """An FP8 problem's gemmtune_scales (None for any other input type, which takes none)."""
+    if dtype not in FP8:
+        if scale is not None or b_dtype is not None:
+            raise InvalidArgumentError(f"scale and b_dtype are for FP8 inputs (e4m3, e5m2), not {dtype}")
+        return None
+    s = _capi.Scales()
+    s.struct_size = ctypes.sizeof(_capi.Scales)
+    s.mode = _enum(scale if scale is not None else "tensor", SCALES, "scale")
+    s.b_dtype = -1 if b_dtype is None else _enum(b_dtype, DTYPES, "b_dtype")
+    s.a, s.b, s.d, s.amax_d = a or None, b or None, d or None, amax_d or None
+    return s
 
 
 class Table:
@@ -201,17 +220,22 @@ class Table:
         return self._handle
 
     def lookup(self, m: int, n: int, k: int, *, dtype: str = "f32", out_dtype: Optional[str] = None,
-               layout: str = "nn", align: Optional[int] = None, lda: Optional[int] = None,
-               ldb: Optional[int] = None, ldc: Optional[int] = None) -> Choice:
+               layout: Optional[str] = None, align: Optional[int] = None, lda: Optional[int] = None,
+               ldb: Optional[int] = None, ldc: Optional[int] = None, scale: Optional[str] = None,
+               b_dtype: Optional[str] = None) -> Choice:
         """The config the table answers for C = A·B (M×N, reduction over K): the answer of
         `gemmtune lookup --table PATH --shape MxNxK --dtype ... --layout ...`.
 
-        dtype: f32, tf32, f16, bf16; out_dtype: default the input type (f32 for tf32);
-        layout: nn, nt, tn, tt as on the command line. align: the alignment of the operands
-        in bytes (default: what the leading dimensions allow, as for cudaMalloc'ed buffers).
-        The first lookup of a problem also builds its config (NVRTC, through the cache).
+        dtype: f32, tf32, f16, bf16, or FP8 e4m3, e5m2; out_dtype: default the input type (f32
+        for tf32, bf16 for FP8); layout: nn, nt, tn, tt as on the command line (default nn; nt
+        for FP8). align: the alignment of the operands in bytes (default: what the leading
+        dimensions allow, as for cudaMalloc'ed buffers). FP8: scale tensor (default), row or
+        block, and b_dtype where B's type is not A's. The first lookup of a problem also builds
+        its config (NVRTC, through the cache).
         """
+        layout = layout if layout is not None else ("nt" if dtype in FP8 else "nn")
         g = _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
+        sc = _scales(dtype, scale, b_dtype)
         if align is not None:
             if align not in (1, 2, 4, 8, 16):
                 raise InvalidArgumentError(f"align: {align!r} is not 1, 2, 4, 8 or 16")
@@ -220,8 +244,8 @@ class Table:
         match = ctypes.c_int32()
         config, how = ctypes.create_string_buffer(_TEXT_CAP), ctypes.create_string_buffer(_TEXT_CAP)
         lib = _capi.load()
-        _capi.check(lib.gemmtune_choice(self._live(), ctypes.byref(g), ctypes.byref(match), config, len(config),
-                                        how, len(how)))
+        _capi.check(lib.gemmtune_choice_scaled(self._live(), ctypes.byref(g), None if sc is None else ctypes.byref(sc),
+                                               ctypes.byref(match), config, len(config), how, len(how)))
         return Choice(MATCHES.get(match.value, str(match.value)), config.value.decode(), how.value.decode())
 
     def entries(self) -> List[Entry]:
@@ -243,6 +267,41 @@ class Table:
             if not isinstance(p, int) or p <= 0:
                 raise InvalidArgumentError(f"{name}: {p!r} is not a device pointer (a positive int)")
         self._launch(g, a, b, c, stream)
+
+    def gemm_scaled(self, m: int, n: int, k: int, a: int, b: int, c: int, scale_a: int, scale_b: int, *,
+                    dtype: str = "e4m3", b_dtype: Optional[str] = None, out_dtype: Optional[str] = None,
+                    scale: str = "tensor", scale_d: int = 0, amax_d: int = 0, lda: Optional[int] = None,
+                    ldb: Optional[int] = None, ldc: Optional[int] = None, stream: int = 0) -> None:
+        """An FP8 C = (A·sa)·(B·sb) on device pointers (ints), layout nt (A M×K, B stored N×K),
+        with the scales' device pointers shaped as `scale` says (tensor, row, block: see
+        gemmtune_runtime.h); scale_d / amax_d for an FP8 output (0: none)."""
+        if self.dry_run:
+            self._no_gpu()
+        if dtype not in FP8:
+            raise InvalidArgumentError(f"dtype: gemm_scaled multiplies e4m3 or e5m2, not {dtype!r} (use gemm)")
+        g = _problem(m, n, k, dtype, out_dtype, "nt", lda, ldb, ldc)
+        for name, p in (("a", a), ("b", b), ("c", c), ("scale_a", scale_a), ("scale_b", scale_b)):
+            if not isinstance(p, int) or p <= 0:
+                raise InvalidArgumentError(f"{name}: {p!r} is not a device pointer (a positive int)")
+        g.a, g.b, g.c = a, b, c
+        sc = _scales(dtype, scale, b_dtype, scale_a, scale_b, scale_d, amax_d)
+        _capi.check(_capi.load().gemmtune_gemm_scaled(self._live(), ctypes.byref(g), ctypes.byref(sc), stream or None))
+
+    def _launch_scaled(self, args: _capi.GemmArgs, scales: _capi.Scales, a: int, b: int, c: int, scale_a: int,
+                       scale_b: int, stream: Optional[int]) -> None:
+        """gemm_scaled() of arguments from _prepare and _scales: the pointers are new per call."""
+        if self.dry_run:
+            self._no_gpu()
+        handle = self._handle.value
+        if not handle:
+            self._live()
+        g = _copy_args(args)
+        g.a, g.b, g.c = a, b, c
+        sc = _capi.Scales.from_buffer_copy(scales)
+        sc.a, sc.b = scale_a, scale_b
+        status = _capi.load().gemmtune_gemm_scaled(handle, g, sc, stream or None)
+        if status:
+            _capi.check(status)
 
     def _no_gpu(self):
         raise NoGpuError(f"the table {self.path} was loaded as a dry run"

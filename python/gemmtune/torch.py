@@ -34,13 +34,13 @@ import torch as _torch
 
 from . import _layout
 from .errors import BuildFailedError, NotSupportedError
-from .table import PLANS_CAP, Table
+from .table import PLANS_CAP, Table, _scales
 
-__all__ = ["matmul", "FallbackWarning", "gemmtune_dtype"]
+__all__ = ["matmul", "scaled_mm", "FallbackWarning", "gemmtune_dtype"]
 
 
 class FallbackWarning(UserWarning):
-    """gemmtune.torch.matmul used torch.matmul; the message says why."""
+    """gemmtune.torch.matmul used torch.matmul (scaled_mm: torch._scaled_mm); the message says why."""
 
 
 _DTYPES = {_torch.float16: "f16", _torch.bfloat16: "bf16"}
@@ -150,3 +150,115 @@ def _launch(table: Table, args, index: int, a, b, c) -> Optional[Exception]:
 def _fallback(a, b, out, why: str):
     warnings.warn(f"gemmtune.torch.matmul: {why}; using torch.matmul", FallbackWarning, stacklevel=3)
     return _torch.matmul(a, b) if out is None else _torch.matmul(a, b, out=out)
+
+
+# FP8: torch's float8 types as the table names them (older PyTorch has none).
+_FP8 = {t: name for t, name in ((getattr(_torch, "float8_e4m3fn", None), "e4m3"),
+                                (getattr(_torch, "float8_e5m2", None), "e5m2")) if t is not None}
+_OUT = {**_DTYPES, _torch.float32: "f32", **_FP8}
+
+
+def _scale_mode(scale_a, scale_b, m: int, n: int, k: int):
+    """The table's scale mode of torch._scaled_mm's scales, or the reason they are none of its:
+    tensor (one float32 each), row (scale_a (M, 1), scale_b (1, N), contiguous), block (scale_a
+    (M, K/128) M-major: 1x128 blocks of A; scale_b (K/128, N/128) with a column stride of
+    K/128 rounded up to 4: 128x128 blocks of B), as torch._scaled_mm takes them."""
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(s, _torch.Tensor) or s.dtype != _torch.float32:
+            return f"{name} is not a float32 tensor"
+    if scale_a.numel() == 1 and scale_b.numel() == 1:
+        return "tensor"
+    if (tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n) and scale_a.is_contiguous()
+            and scale_b.is_contiguous()):
+        return "row"
+    kb = (k + 127) // 128
+    kb4 = (kb + 3) // 4 * 4
+    if (tuple(scale_a.shape) == (m, kb) and scale_a.stride() == (1, m) and tuple(scale_b.shape) == (kb, (n + 127) // 128)
+            and scale_b.stride() == (1, kb4)):
+        return "block"
+    return (f"scales of shapes {tuple(scale_a.shape)} and {tuple(scale_b.shape)} are none of tensor-wise, row-wise "
+            "(M, 1) x (1, N) or block-wise (1x128 of A, 128x128 of B)")
+
+
+def _why_not_scaled(a, b, scale_a, scale_b, out_dtype, table: Table):
+    """(args, scales, what), or the reason the table cannot run this torch._scaled_mm."""
+    if not isinstance(a, _torch.Tensor) or not isinstance(b, _torch.Tensor):
+        return "A and B must be tensors"
+    if a.dtype not in _FP8 or b.dtype not in _FP8:
+        return f"A is {a.dtype} and B is {b.dtype}: gemmtune's FP8 GEMMs take float8_e4m3fn and float8_e5m2"
+    if not a.is_cuda or a.device != b.device or any(not s.is_cuda or s.device != a.device for s in (scale_a, scale_b)
+                                                    if isinstance(s, _torch.Tensor)):
+        return "A, B and the scales must be on one CUDA device"
+    if table.dry_run:
+        return f"the table {table.path} was loaded without a GPU (a dry run)"
+    if a.device.index != table.device:
+        return f"the tensors are on {a.device}, the table runs on cuda:{table.device}"
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        return f"shapes {tuple(a.shape)} and {tuple(b.shape)} are not an M x K and a K x N matrix"
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    # torch._scaled_mm's layout: A row-major, B column-major (a transposed N x K weight): gemmtune's nt.
+    if not (a.stride(1) == 1 and a.stride(0) >= k) or not (b.stride(0) == 1 and b.stride(1) >= k):
+        return "A must be row-major and B column-major (a transposed N x K weight), as torch._scaled_mm takes them"
+    out_name = _OUT.get(out_dtype)
+    if out_name is None:
+        return f"out_dtype {out_dtype} is not one gemmtune writes"
+    mode = _scale_mode(scale_a, scale_b, m, n, k)
+    if mode not in ("tensor", "row", "block"):
+        return mode
+    dtype, b_dtype = _FP8[a.dtype], _FP8[b.dtype]
+    args = table._prepare(m, n, k, dtype=dtype, layout="nt", lda=a.stride(0), ldb=b.stride(1), ldc=n,
+                          out_dtype=out_name)
+    from .table import _scales
+    b_dtype = None if b_dtype == dtype else b_dtype
+    return args, _scales(dtype, mode, b_dtype), (dtype, b_dtype, out_name, mode)
+
+
+def scaled_mm(a: "_torch.Tensor", b: "_torch.Tensor", scale_a: "_torch.Tensor", scale_b: "_torch.Tensor",
+              bias: Optional["_torch.Tensor"] = None, scale_result: Optional["_torch.Tensor"] = None,
+              out_dtype: Optional["_torch.dtype"] = None, use_fast_accum: bool = False, *,
+              table: Table) -> "_torch.Tensor":
+    """torch._scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
+    with the table's config for the problem; torch._scaled_mm itself where it cannot serve.
+
+    As torch._scaled_mm takes them: a (M x K) row-major and b (K x N) column-major, float8_e4m3fn
+    or float8_e5m2; scale_a and scale_b float32 dequantisation scales, tensor-wise, row-wise
+    ((M, 1) and (1, N)) or block-wise (1x128 of a, 128x128 of b); out_dtype bfloat16, float16,
+    float32 or an FP8 type (default: a's). A bias, a scale_result with a wider output, and a
+    table answer that accumulates fast where use_fast_accum is False go to torch._scaled_mm."""
+    out_dtype = out_dtype if out_dtype is not None else getattr(a, "dtype", None)
+
+    def fallback(why: str):
+        warnings.warn(f"gemmtune.torch.scaled_mm: {why}; using torch._scaled_mm", FallbackWarning, stacklevel=3)
+        return _torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, scale_result=scale_result, out_dtype=out_dtype,
+                                 use_fast_accum=use_fast_accum)
+
+    if bias is not None:
+        return fallback("gemmtune's FP8 GEMMs have no bias")
+    if _torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (a, b)):
+        return fallback("an input requires grad, and gemmtune's kernels have no backward")
+    plan = _why_not_scaled(a, b, scale_a, scale_b, out_dtype, table)
+    if isinstance(plan, str):
+        return fallback(plan)
+    args, scales, (dtype, b_dtype, out_name, mode) = plan
+    what = f"{args.m}x{args.n}x{args.k} {dtype}{':' + b_dtype if b_dtype else ''}>{out_name} nt {mode}"
+    if scale_result is not None and out_dtype not in _FP8:
+        return fallback("scale_result applies to an FP8 output only")
+    # A config that accumulates fast is what the table was tuned to allow; a caller who did not
+    # ask for it gets torch's exact accumulation instead.
+    if not use_fast_accum:
+        choice = table.lookup(args.m, args.n, args.k, dtype=dtype, out_dtype=out_name, layout="nt", lda=args.lda,
+                              ldb=args.ldb, ldc=args.ldc, scale=mode, b_dtype=b_dtype)
+        if "_fast_accum1" in choice.config:
+            return fallback(f"the table's config for {what} accumulates fast ({choice.config}); use_fast_accum=False")
+    c = _torch.empty((args.m, args.n), dtype=out_dtype, device=a.device)
+    if scale_result is not None:
+        scales.d = scale_result.data_ptr()
+    index = a.device.index
+    try:
+        with _torch.cuda.device(index):
+            table._launch_scaled(args, scales, a.data_ptr(), b.data_ptr(), c.data_ptr(), scale_a.data_ptr(),
+                                 scale_b.data_ptr(), _raw_stream(index))
+    except (NotSupportedError, BuildFailedError) as e:
+        return fallback(f"the table cannot run {what}: {e}")
+    return c
+

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 namespace gt::cli {
@@ -48,7 +49,9 @@ struct Entry {
 // The fastest row of a problem against cuBLASLt's pick, for the summary line.
 struct Best {
   std::string key, label;
-  double speed;
+  double speed;      // over cuBLASLt's pick
+  Problem problem{};
+  double time_us = kNaN;  // the fastest row's
 };
 
 // What compare runs with: the plan, the session, and the problems' hand-written families.
@@ -292,13 +295,13 @@ nlohmann::json print_problem(CompareRun& run, const Problem& p, const std::vecto
                "error", "config");
   }
   nlohmann::json rows = nlohmann::json::array();
-  Best best{p.key(), "", kNaN};
+  Best best{p.key(), "", kNaN, p};
   for (auto& e : entries) {
     bool ok = e.m.status == Status::ok;
     double tf = e.m.tflops(p.flops());
     double pct = ok ? 100.0 * p.flops() / (e.m.time_us() * 1e-6) / line.flops_per_s : kNaN;
     double speed = ok ? pick_us / e.m.time_us() : kNaN;
-    if (ok && !(speed <= best.speed)) best = {p.key(), e.label, speed};
+    if (ok && !(speed <= best.speed)) best = {p.key(), e.label, speed, p, e.m.time_us()};
     rows.push_back({{"label", e.label}, {"family", e.family}, {"config", e.name}, {"params", e.params},
                     {"transform", to_string(e.transform)},
                     {"description", e.description},
@@ -328,6 +331,33 @@ nlohmann::json print_problem(CompareRun& run, const Problem& p, const std::vecto
   return {{"problem", p.key()}, {"device", dev}, {"roof", roof_name}, {"roof_value", num(roof)},
           {"mem_roof_value", num(mem_roof)}, {"intensity", line.intensity}, {"roofline_value", num(line.flops_per_s)},
           {"bound", to_string(line.bound)}, {"replay", run.session.replay()}, {"rows", rows}};
+}
+
+// Each FP8 problem's fastest row against the fastest of the 16-bit problems of its shape (bf16
+// before f16) compared in the same run: the FP8 gain, one figure per problem. Returned per FP8
+// problem key for the JSON output; printed unless `json`.
+std::map<std::string, nlohmann::json> fp8_gains(const std::vector<Best>& bests, bool json) {
+  std::map<std::string, nlohmann::json> out;
+  bool header = false;
+  for (const Best& f : bests) {
+    if (!f.problem.fp8()) continue;
+    const Best* wide = nullptr;
+    for (DType t : {DType::bf16, DType::f16})
+      for (const Best& b : bests)
+        if (!wide && b.problem.in == t && b.problem.m == f.problem.m && b.problem.n == f.problem.n &&
+            b.problem.k == f.problem.k)
+          wide = &b;
+    if (!wide) continue;
+    const double gain = wide->time_us / f.time_us;
+    out[f.key] = {{"against", wide->key}, {"against_label", wide->label}, {"against_time_us", wide->time_us},
+                  {"time_us", f.time_us}, {"gain", gain}};
+    if (json) continue;
+    if (!header) fmt::print("\nFP8 against the fastest 16-bit config of the same shape, in this run:\n");
+    header = true;
+    fmt::print("  {:<40} {:>10.2f} us ({})  vs {:>10.2f} us {} ({}): {:.2f}x\n", f.key, f.time_us, f.label,
+               wide->time_us, to_string(wide->problem.in), wide->label, gain);
+  }
+  return out;
 }
 
 void print_summary(const std::vector<Best>& bests) {
@@ -385,8 +415,14 @@ int run_compare(Globals& g, const CompareArgs& a) {
     measure_entries(run, pp->problem, entries);
     all.push_back(print_problem(run, pp->problem, entries, g.json, bests));
   }
-  if (g.json) print_json(all);
-  else print_summary(bests);
+  auto gains = fp8_gains(bests, g.json);
+  if (g.json) {
+    for (auto& problem : all)
+      if (auto it = gains.find(problem["problem"].get<std::string>()); it != gains.end()) problem["fp8_gain"] = it->second;
+    print_json(all);
+  } else {
+    print_summary(bests);
+  }
   return 0;
 }
 

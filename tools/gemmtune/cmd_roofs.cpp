@@ -1,7 +1,7 @@
 // gemmtune roofs: the device's roofs measured in one run and stored: the fp32 FMA peak,
 // memory bandwidth (a streaming read and a device copy) and the tensor roof per dtype (the
-// best of cuBLASLt's top heuristic algorithms at a large shape). compare and the report use
-// these, never datasheet numbers.
+// best of cuBLASLt's top heuristic algorithms at a large shape; FP8: e4m3 with tensor scales,
+// on GPUs that have it). compare and the report use these, never datasheet numbers.
 #include "bench.hpp"
 #include "cli.hpp"
 #include "measure_service.hpp"
@@ -21,7 +21,7 @@ static Command add_roofs(CLI::App& app, Globals& g);
 static Registrar reg_roofs(70, add_roofs);
 
 static Command add_roofs(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("roofs", "measures and stores the device's fp32, tensor (per dtype) and memory roofs "
+  auto* sub = app.add_subcommand("roofs", "measures and stores the device's fp32, tensor (per dtype, e4m3 included) and memory roofs "
                                           "(needs a GPU)");
   static int device = 0;
   static std::string shape = "8192x8192x8192";
@@ -71,8 +71,11 @@ static Command add_roofs(CLI::App& app, Globals& g) {
               CubinCache cache = g.cache();
               MeasureService svc(g.plugins(), cache, device);
               std::random_device rd;
-              for (DType dt : {DType::tf32, DType::f16, DType::bf16}) {
-                Problem p = Problem::make(dims[0], dims[1], dims[2], dt, Problem::default_out(dt), Layout::nn);
+              for (DType dt : {DType::tf32, DType::f16, DType::bf16, DType::e4m3}) {
+                // FP8 (tensor scales, the one layout it has) where the GPU has FP8 tensor cores.
+                const Layout layout = is_fp8(dt) ? Layout::nt : Layout::nn;
+                Problem p = Problem::make(dims[0], dims[1], dims[2], dt, Problem::default_out(dt), layout);
+                if (fp8_device_refusal(p, dev.limits.cc_major, dev.limits.cc_minor)) continue;
                 Space s = lt->space(p, dev.limits);
                 auto picks = lt->suggest(p, dev.limits, candidates, s.dims());
                 svc.set_problem(p, Distribution::normal, (uint64_t(rd()) << 32) | rd());
