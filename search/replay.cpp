@@ -91,9 +91,14 @@ struct Reader {
     };
     int64_t m = dims("m"), n = dims("n"), k = dims("k");
     try {
+      // FP8: B's type and the scale mode, written only where they say something (problem_json).
+      std::optional<DType> in_b;
+      std::optional<ScaleMode> scale;
+      if (j.contains("in_b")) in_b = parse_dtype(str(j, where, "in_b"), sub(where, "in_b"));
+      if (j.contains("scale")) scale = parse_scale_mode(str(j, where, "scale"), sub(where, "scale"));
       Problem p = Problem::make(m, n, k, parse_dtype(str(j, where, "in"), sub(where, "in")),
                                 parse_dtype(str(j, where, "out"), sub(where, "out")),
-                                parse_layout(str(j, where, "layout"), sub(where, "layout")));
+                                parse_layout(str(j, where, "layout"), sub(where, "layout")), in_b, scale);
       if (j.contains("lda") || j.contains("ldb") || j.contains("ldc")) {
         p.lda = integer(j, where, "lda");
         p.ldb = integer(j, where, "ldb");
@@ -227,7 +232,9 @@ json param_json(const Param& p) {
 json problem_json(const Problem& p) {
   json j = {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"in", to_string(p.in)}, {"out", to_string(p.out)},
             {"layout", to_string(p.layout)}, {"align", p.align}};
-  Problem tight = Problem::make(p.m, p.n, p.k, p.in, p.out, p.layout);
+  if (p.in_b != p.in) j["in_b"] = to_string(p.in_b);
+  if (p.scale != ScaleMode::none) j["scale"] = to_string(p.scale);
+  Problem tight = Problem::make(p.m, p.n, p.k, p.in, p.out, p.layout, p.in_b, p.scale);
   if (p.lda != tight.lda || p.ldb != tight.ldb || p.ldc != tight.ldc) {
     j["lda"] = p.lda;
     j["ldb"] = p.ldb;
