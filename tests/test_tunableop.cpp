@@ -245,3 +245,45 @@ TEST_CASE("tunableop: gemmtune export --format tunableop on a store", "[tunableo
   }
   CHECK(test::read_file(db) == before);
 }
+
+TEST_CASE("tunableop: FP8 rows are torch._scaled_mm's ScaledGemmTunableOp keys, from PyTorch 2.15 on", "[tunableop][fp8]") {
+  const Problem row = Problem::make(64, 4096, 4096, DType::e4m3, DType::bf16, Layout::nt, std::nullopt, ScaleMode::row);
+  std::string why;
+  auto k = tunableop_scaled_key(row, false, &why);
+  REQUIRE(k);
+  // cuBLAS's a is mat2 (our B, N x K, its m = our N); row scales are RowWise (1) on both.
+  CHECK(k->op == "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN");
+  CHECK(k->params ==
+        "tn_4096_64_4096_ld_4096_4096_4096_a_Float8_e4m3fn_b_Float8_e4m3fn_c_BFloat16_as_Float_bs_Float_ast_1_bst_1_"
+        "dscale_0_fast_0_bias_None");
+  // Block scales: 128x128 on the weights (cuBLAS's a, BlockWise128x128 = 5), 1x128 on the activations (4);
+  // mixed types name mat1's type first; fast accumulation is in the key.
+  const Problem blk = Problem::make(256, 512, 1024, DType::e4m3, DType::f32, Layout::nt, DType::e5m2, ScaleMode::block);
+  auto kb = tunableop_scaled_key(blk, true, &why);
+  REQUIRE(kb);
+  CHECK(kb->op == "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_float_TN");
+  CHECK_THAT(kb->params, Catch::Contains("_a_Float8_e5m2_b_Float8_e4m3fn_c_float_") &&
+                             Catch::Contains("_ast_5_bst_4_dscale_0_fast_1_bias_None"));
+  // An FP8 output carries its D scale.
+  auto kd = tunableop_scaled_key(Problem::make(64, 64, 64, DType::e4m3, DType::e4m3, Layout::nt), false, &why);
+  REQUIRE(kd);
+  CHECK_THAT(kd->params, Catch::Contains("_ast_0_bst_0_dscale_1_"));
+  CHECK(torch_at_least("2.15.0", 2, 15));
+  CHECK(torch_at_least("3.0.0a0", 2, 15));
+  CHECK_FALSE(torch_at_least("2.14.1", 2, 15));
+
+  // In a file: written for 2.15, left out (saying why) for 2.14.
+  std::vector<StoredRow> rows = {cublaslt_row(row, 21.5),
+                                 cublaslt_row(Problem::make(1, 4096, 4096, DType::bf16, DType::bf16, Layout::nn), 14.5)};
+  TunableOpFile f15 = tunableop_file(rows, {"2.15.0", ""});
+  CHECK(f15.lines == 2);
+  CHECK_THAT(f15.text, Catch::Contains("ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN,tn_4096_64_4096_ld_"));
+  CHECK_THAT(f15.text, Catch::Contains(",Gemm_Cublaslt_id_66_"));
+  TunableOpFile f14 = tunableop_file(rows, {"2.14.0", ""});
+  CHECK(f14.lines == 1);
+  REQUIRE_FALSE(f14.notes.empty());
+  CHECK_THAT(f14.notes.front(), Catch::Contains("PyTorch 2.14.0's TunableOp has no cuBLASLt algorithms for "
+                                                "torch._scaled_mm") && Catch::Contains("2.15 has"));
+  CHECK_THROWS_WITH(tunableop_file({rows[0]}, {"2.14.0", ""}), Catch::Contains("no cuBLASLt result can be written") &&
+                                                                     Catch::Contains("torch._scaled_mm"));
+}

@@ -42,7 +42,9 @@ std::optional<CublasltAlgo> cublaslt_algo_of(const Config& c, const std::string&
     return refuse(fmt::format("cublaslt family version '{}' is not 1.x, whose parameters this export reads",
                               family_version));
   constexpr size_t n = std::size(kCublasltParams);
-  if (c.size() != n) return refuse(fmt::format("the config has {} values, cublaslt 1.x configs have {}", c.size(), n));
+  if (c.size() != n && c.size() != n + 1)
+    return refuse(fmt::format("the config has {} values, cublaslt 1.x configs have {} ({} with FP8's fast_accum)",
+                              c.size(), n, n + 1));
   enum { kAlgo, kTile, kStages, kSplitK, kReduction, kSwizzle, kCustom, kCluster, kInner, kWorkspace };
   if (!fits<int32_t>(c[kAlgo]) || !fits<uint32_t>(c[kTile]) || !fits<uint32_t>(c[kStages]) ||
       !fits<int32_t>(c[kSplitK]) || c[kSplitK] < 1 || !fits<uint32_t>(c[kReduction]) || !fits<uint32_t>(c[kSwizzle]) ||
@@ -59,6 +61,7 @@ std::optional<CublasltAlgo> cublaslt_algo_of(const Config& c, const std::string&
   a.cluster = uint16_t(c[kCluster]);
   a.inner = uint16_t(c[kInner]);
   a.workspace = uint64_t(c[kWorkspace]);
+  a.fast_accum = c.size() > n && c[n] != 0;
   if (!name_agrees(config_name, a))
     return refuse(fmt::format("its name {} does not spell its values (algo {}, split_k {}, swizzle {}, custom {})",
                               config_name, a.id, a.split_k, a.swizzle, a.custom));
@@ -103,6 +106,8 @@ const char* torch_type_name(DType in) {
     case DType::tf32: return "tf32";  // ... with TF32 matmuls allowed
     case DType::f16: return "Half";
     case DType::bf16: return "BFloat16";
+    case DType::e4m3: return "Float8_e4m3fn";
+    case DType::e5m2: return "Float8_e5m2";
   }
   return "?";
 }
@@ -143,6 +148,44 @@ std::optional<TunableOpKey> tunableop_key(const Problem& p, std::string* why) {
   // GemmParams::Signature: transa transb _ m _ n _ k _ld_ lda _ ldb _ ldc, in cuBLAS's terms.
   key.params = fmt::format("{}{}_{}_{}_{}_ld_{}_{}_{}", first.op, second.op, p.n, p.m, p.k, first.ld, second.ld, p.n);
   return key;
+}
+
+std::optional<TunableOpKey> tunableop_scaled_key(const Problem& p, bool fast_accum, std::string* why) {
+  auto refuse = [why](std::string s) -> std::optional<TunableOpKey> {
+    if (why) *why = std::move(s);
+    return std::nullopt;
+  };
+  if (!p.fp8()) return refuse(fmt::format("{} is not an FP8 problem", p.key()));
+  // torch._scaled_mm takes A row-major and B column-major (a transposed N x K weight): nt, tight.
+  const Problem tight = Problem::make(p.m, p.n, p.k, p.in, p.out, p.layout, p.in_b, p.scale);
+  if (p.lda != tight.lda || p.ldb != tight.ldb || p.ldc != tight.ldc || p.align != tight.align)
+    return refuse(fmt::format("was tuned with leading dimensions lda={} ldb={} ldc={} (a{}), not those of fresh "
+                              "tensors ({} {} {})",
+                              p.lda, p.ldb, p.ldc, p.align, tight.lda, tight.ldb, tight.ldc));
+  // ScalingType of each operand as cuBLAS sees them: its a is our B (128x128 blocks), its b our A (1x128).
+  auto scaling = [&](bool weights) {
+    switch (p.scale) {
+      case ScaleMode::row: return 1;
+      case ScaleMode::block: return weights ? 5 : 4;
+      default: return 0;
+    }
+  };
+  TunableOpKey key;
+  key.op = fmt::format("ScaledGemmTunableOp_{}_{}_{}_TN", torch_type_name(p.in), torch_type_name(p.in_b),
+                       torch_type_name(p.out));
+  key.params = fmt::format("tn_{}_{}_{}_ld_{}_{}_{}_a_{}_b_{}_c_{}_as_Float_bs_Float_ast_{}_bst_{}_dscale_{}_fast_{}_bias_None",
+                           p.n, p.m, p.k, p.ldb, p.lda, p.ldc, torch_type_name(p.in_b), torch_type_name(p.in),
+                           torch_type_name(p.out), scaling(true), scaling(false), is_fp8(p.out) ? 1 : 0,
+                           fast_accum ? 1 : 0);
+  return key;
+}
+
+bool torch_at_least(std::string_view version, int major, int minor) {
+  static const std::regex form(R"((\d+)\.(\d+).*)");
+  std::cmatch m;
+  if (!std::regex_match(version.begin(), version.end(), m, form)) return false;
+  const int a = std::stoi(m[1].str()), b = std::stoi(m[2].str());
+  return a > major || (a == major && b >= minor);
 }
 
 std::optional<std::string> tunableop_device(const std::string& device_name, const std::string& arch) {
@@ -211,8 +254,16 @@ TunableOpFile tunableop_file(const std::vector<StoredRow>& rows, const TunableOp
                                     r.key().text(), r.config_name, to_string(r.transform)));
       continue;
     }
+    if (r.problem.fp8() && !torch_at_least(o.torch_version, 2, 15)) {
+      f.notes.push_back(fmt::format("left out {}: PyTorch {}'s TunableOp has no cuBLASLt algorithms for "
+                                    "torch._scaled_mm (its FP8 GEMM); PyTorch 2.15 has",
+                                    r.key().text(), o.torch_version));
+      continue;
+    }
     auto algo = cublaslt_algo_of(r.config, r.config_name, r.prov.family_version, &why);
-    auto key = algo ? tunableop_key(r.problem, &why) : std::nullopt;
+    auto key = !algo                ? std::nullopt
+               : r.problem.fp8() ? tunableop_scaled_key(r.problem, algo->fast_accum, &why)
+                                 : tunableop_key(r.problem, &why);
     auto device = tunableop_device(r.prov.device_name, r.prov.arch);
     if (key && !device) why = fmt::format("its architecture '{}' is not sm_<major><minor>", r.prov.arch);
     if (!key || !device) {
