@@ -141,6 +141,7 @@ class Table:
         self.no_gpu_reason = no_gpu_reason
         lib = _capi.load()
         self._gemm_c = lib.gemmtune_gemm  # bound once: gemm and _launch call it per product
+        self._gemm_scaled_c = lib.gemmtune_gemm_scaled  # and _launch_scaled this one
         device, dry = ctypes.c_int32(), ctypes.c_int32()
         arch, name = ctypes.create_string_buffer(64), ctypes.create_string_buffer(_TEXT_CAP)
         _capi.check(lib.gemmtune_runtime_info(self._handle, ctypes.byref(device), ctypes.byref(dry), arch,
@@ -299,7 +300,7 @@ class Table:
         g.a, g.b, g.c = a, b, c
         sc = _capi.Scales.from_buffer_copy(scales)
         sc.a, sc.b = scale_a, scale_b
-        status = _capi.load().gemmtune_gemm_scaled(handle, g, sc, stream or None)
+        status = self._gemm_scaled_c(handle, g, sc, stream or None)
         if status:
             _capi.check(status)
 

@@ -197,7 +197,8 @@ def _why_not_scaled(a, b, scale_a, scale_b, out_dtype, table: Table):
         return f"shapes {tuple(a.shape)} and {tuple(b.shape)} are not an M x K and a K x N matrix"
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     # torch._scaled_mm's layout: A row-major, B column-major (a transposed N x K weight): gemmtune's nt.
-    if not (a.stride(1) == 1 and a.stride(0) >= k) or not (b.stride(0) == 1 and b.stride(1) >= k):
+    (a0, a1), (b0, b1) = a.stride(), b.stride()
+    if not (a1 == 1 and a0 >= k) or not (b0 == 1 and b1 >= k):
         return "A must be row-major and B column-major (a transposed N x K weight), as torch._scaled_mm takes them"
     out_name = _OUT.get(out_dtype)
     if out_name is None:
@@ -206,7 +207,7 @@ def _why_not_scaled(a, b, scale_a, scale_b, out_dtype, table: Table):
     if mode not in ("tensor", "row", "block"):
         return mode
     dtype, b_dtype = _FP8[a.dtype], _FP8[b.dtype]
-    args = table._prepare(m, n, k, dtype=dtype, layout="nt", lda=a.stride(0), ldb=b.stride(1), ldc=n,
+    args = table._prepare(m, n, k, dtype=dtype, layout="nt", lda=a0, ldb=b1, ldc=n,
                           out_dtype=out_name)
     from .table import _scales
     b_dtype = None if b_dtype == dtype else b_dtype

@@ -34,6 +34,7 @@ class dtype:  # noqa: N801  (torch's name)
 
 float16, bfloat16 = dtype("float16", 2), dtype("bfloat16", 2)
 float32, float64 = dtype("float32", 4), dtype("float64", 8)
+float8_e4m3fn, float8_e5m2 = dtype("float8_e4m3fn", 1), dtype("float8_e5m2", 1)
 half = float16
 
 
@@ -108,6 +109,15 @@ class Tensor:
     def data_ptr(self) -> int:
         return self._ptr
 
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def is_contiguous(self) -> bool:
+        return all(st == c for s, st, c in zip(self.shape, self._stride, _contiguous(self.shape)) if s != 1)
+
     def t(self) -> "Tensor":
         return Tensor(self.shape[::-1], self._stride[::-1], self.dtype, self.device, self.requires_grad, self._ptr)
 
@@ -150,6 +160,17 @@ def matmul(a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     if out is not None or not isinstance(a, Tensor) or not isinstance(b, Tensor):
         return out
     return empty(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
+
+
+scaled_mm_calls: List[dict] = []
+
+
+def _scaled_mm(a: Tensor, b: Tensor, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None,
+               use_fast_accum=False) -> Tensor:
+    """Records the call (torch._scaled_mm's arguments) and returns an M x N tensor of out_dtype."""
+    scaled_mm_calls.append(dict(a=a, b=b, scale_a=scale_a, scale_b=scale_b, bias=bias, scale_result=scale_result,
+                                out_dtype=out_dtype, use_fast_accum=use_fast_accum))
+    return empty(a.shape[0], b.shape[1], dtype=out_dtype or a.dtype, device=a.device)
 
 
 _grad = [True]
@@ -304,6 +325,7 @@ def reset() -> None:
     backends.cuda.matmul.fp32_precision = "none"
     _grad[0] = True
     matmul_calls.clear()
+    scaled_mm_calls.clear()
 
 
 def set_device(index: int) -> None:
