@@ -195,6 +195,10 @@ struct Gpu {
   int device = -1;
   int cc_major = 0, cc_minor = 0;
   cublasLtHandle_t handle = nullptr;
+  // 256 bytes of zeros on the device: the FP8 scale pointers while the heuristic and AlgoCheck
+  // are asked (no call's scales exist then). With null vector scales, cuBLASLt 13.1's heuristic
+  // answered CUBLAS_STATUS_INVALID_VALUE at some shapes (H100, 4096^3 with row scales).
+  void* scale_stub = nullptr;
 };
 
 // The current device's handle; refuses without a GPU, or when `d` names another
@@ -223,6 +227,8 @@ const Gpu& current_gpu(const gt_device* d) {
       throw std::runtime_error("cannot read the compute capability of device " + std::to_string(dev));
     cublasStatus_t s = cublasLtCreate(&g.handle);
     if (s != CUBLAS_STATUS_SUCCESS) throw Refusal(GT_REFUSAL_ARCH, no_gpu_reason("cublasLtCreate: " + status_text(s)));
+    if (cudaMalloc(&g.scale_stub, 256) != cudaSuccess || cudaMemset(g.scale_stub, 0, 256) != cudaSuccess)
+      throw std::runtime_error("cannot allocate 256 bytes on device " + std::to_string(dev));
     it = gpus.emplace(dev, g).first;
   }
   const Gpu& g = it->second;
@@ -354,6 +360,12 @@ struct Descs {
   cublasLtMatrixLayout_t yl() { return &y; }
   cublasLtMatrixLayout_t cl() { return &c; }
   cublasLtMatrixLayout_t dl() { return &d; }
+  // The scales while there is no call (the heuristic, AlgoCheck): every pointer at `stub`.
+  void stub_scales(const void* stub, bool fp8_out) {
+    set_scales(gt_scales{static_cast<const float*>(stub), static_cast<const float*>(stub), static_cast<const float*>(stub),
+                         nullptr},
+               fp8_out);
+  }
   // A call's scales: our A's are cuBLASLt's B scales, our B's its A scales (see the top).
   void set_scales(const gt_scales& s, bool fp8_out) {
     auto ptr = [&](cublasLtMatmulDescAttributes_t attr, const void* v, const char* what) {
@@ -605,6 +617,7 @@ struct Checked {
 // cuBLASLt's own verdict on an algorithm for the problem: "" when it accepts it, else why.
 std::string algo_check(const ProblemInfo& info, const Attrs& a, Checked* ch) {
   Descs d(info.map, a.fast_accum);
+  if (info.map.fp8) d.stub_scales(info.gpu.scale_stub, is_fp8(info.problem.out_dtype));
   ch->attrs = a;
   ch->algo = make_algo(info.gpu.handle, info.map, a);
   cublasStatus_t s =
@@ -715,6 +728,7 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   // The heuristic, asked as a user would ask it: the largest workspace budget, and the
   // problem's alignment (cuBLASLt otherwise assumes 256-byte aligned operands).
   Descs d(m);
+  if (m.fp8) d.stub_scales(gpu.scale_stub, is_fp8(p.out_dtype));
   cublasLtMatmulPreferenceOpaque_t pref;
   lt_must(cublasLtMatmulPreferenceInit(&pref), "cublasLtMatmulPreferenceInit");
   uint64_t max_ws = uint64_t(kWorkspaceValues[std::size(kWorkspaceValues) - 1]);

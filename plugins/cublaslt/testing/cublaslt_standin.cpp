@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -636,5 +637,14 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   return cudaSuccess;
 }
 const char* cudaGetErrorString(cudaError_t) { return "stand-in CUDA runtime error"; }
+// Device memory is host memory here (the plugin's scale stub).
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  *p = std::calloc(1, bytes);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaMemset(void* p, int value, size_t bytes) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
 
 }  // extern "C"
