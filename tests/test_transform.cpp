@@ -942,3 +942,58 @@ TEST_CASE("transforms on a GPU: the runtime runs a padded entry on the caller's 
   CHECK(rt.prepared() == 1);
   cudaStreamDestroy(st);
 }
+
+TEST_CASE("FP8 problems through pad and swap: 1-byte copies, and the scales padded where the sizes grow", "[transform][fp8]") {
+  // K and N odd: A, B and C are copied, so M, N and K round up to 16 one-byte elements.
+  Problem row = Problem::make(999, 1001, 1001, DType::e4m3, DType::bf16, Layout::nt, std::nullopt, ScaleMode::row);
+  auto pl = plan_transform(row, Transform::pad);
+  REQUIRE(pl);
+  CHECK(pl->inner.key() == "1008x1008x1008 e4m3>bf16 nt a16 row");
+  CHECK(pl->a.copy);
+  CHECK(pl->b.copy);
+  CHECK(pl->c.copy);
+  // Row scales: M and N grew, so both vectors are copied into 1008 floats.
+  CHECK(pl->scale_a.copy);
+  CHECK(pl->scale_a.rows == 1);
+  CHECK(pl->scale_a.cols == 999);
+  CHECK(pl->scale_a.cols_dst == 1008);
+  CHECK(pl->scale_b.copy);
+  CHECK(pl->scale_b.cols == 1001);
+  CHECK(pl->scale_b.cols_dst == 1008);
+  // The buffers do not overlap and fit the workspace.
+  std::vector<std::pair<size_t, size_t>> spans = {{pl->a.offset, pl->a.bytes()}, {pl->b.offset, pl->b.bytes()},
+                                                  {pl->scale_a.offset, size_t(pl->scale_a.cols_dst) * 4},
+                                                  {pl->scale_b.offset, size_t(pl->scale_b.cols_dst) * 4}};
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 0; i + 1 < spans.size(); ++i) CHECK(spans[i].first + spans[i].second <= spans[i + 1].first);
+  CHECK(spans.back().first + spans.back().second <= pl->workspace_bytes);
+  // Block scales: A's 1x128 rows of M are re-laid to the padded M; B's 128x128 blocks stay (a
+  // multiple of 128 is one of 16, so the number of 128-row blocks does not change).
+  Problem blk = row;
+  blk.scale = ScaleMode::block;
+  auto pb = plan_transform(blk, Transform::pad);
+  REQUIRE(pb);
+  CHECK(pb->scale_a.copy);
+  CHECK(pb->scale_a.rows == 8);  // ceil(1001 / 128)
+  CHECK(pb->scale_a.cols_dst == 1008);
+  CHECK_FALSE(pb->scale_b.copy);
+  CHECK(pb->inner.scale_count_b() == blk.scale_count_b());
+  // An aligned K: nothing is copied for the scales, whose sizes stay.
+  auto tight = plan_transform(Problem::make(999, 1024, 1024, DType::e4m3, DType::bf16, Layout::nt, std::nullopt,
+                                            ScaleMode::row),
+                              Transform::pad);
+  if (tight) {
+    CHECK_FALSE(tight->scale_a.copy);
+    CHECK_FALSE(tight->scale_b.copy);
+  }
+  // Swap keeps nt, exchanges the operands (and mixed types with them), and is refused for block scales.
+  Problem one = Problem::make(1, 4096, 4096, DType::e4m3, DType::bf16, Layout::nt, DType::e5m2, ScaleMode::row);
+  auto sw = plan_transform(one, Transform::swap);
+  REQUIRE(sw);
+  CHECK(sw->inner.key() == "4096x1x4096 e5m2:e4m3>bf16 nt a2 row");  // C' of one column: ldc' = 1
+  std::string why;
+  Problem one_blk = one;
+  one_blk.scale = ScaleMode::block;
+  CHECK_FALSE(plan_transform(one_blk, Transform::swap, &why));
+  CHECK_THAT(why, Catch::Contains("block scales are 1x128 for A and 128x128 for B"));
+}
