@@ -101,6 +101,17 @@ TEST_CASE("an FP8 job runs through tune, export, lookup and a TunableOp file wit
   for (auto& e : LookupTable::load(tmp.path / "t2.json").entries)
     fast_entry |= e.key.scale == ScaleMode::row && e.config.find("fast_accum1") != std::string::npos;
   CHECK(fast_entry);
+  // The report keeps each scale mode apart: its data carries the kind ("e4m3 row") the panels group by.
+  auto rep = test::run_command(gt + " report -o " + (tmp.path / "report").string());
+  INFO(rep.out);
+  const std::string data = test::read_file(tmp.path / "report" / "data.json");
+  CHECK_THAT(data, Catch::Contains("\"kind\": \"e4m3 row\"") && Catch::Contains("\"kind\": \"e4m3 tensor\""));
+  if (rep.exit_code == 0) {
+    CHECK_THAT(test::read_file(tmp.path / "report" / "index.html"), Catch::Contains("e4m3&gt;bf16 nt a16 row"));
+  } else {
+    CHECK_THAT(rep.out, Catch::Contains("matplotlib is missing") || Catch::Contains("python3 was not found"));
+    WARN("SKIPPED the report's HTML check: python3 with matplotlib is not available here");
+  }
 }
 
 TEST_CASE("bad FP8 input on the command line: exit 2 and the reason", "[fp8][cli]") {

@@ -44,11 +44,19 @@ FAMILY_COLORS = {
 }
 EXTRA_COLORS = ["#a5463b", "#6b8e23", "#8c6d4f", "#4f6d8c", "#8c4f6d"]
 PICK_COLOR = "#111111"
-DTYPE_MARKERS = {"f32": "o", "tf32": "s", "f16": "^", "bf16": "D"}
+DTYPE_MARKERS = {"f32": "o", "tf32": "s", "f16": "^", "bf16": "D", "e4m3": "v", "e5m2": "<"}
 ROOF_STYLES = {"fp32_fma": ("#3b6ea5", "fp32 FMA"), "tensor_tf32": ("#2e7d5b", "tensor tf32"),
-               "tensor_f16": ("#7a4f8c", "tensor f16"), "tensor_bf16": ("#c4521e", "tensor bf16")}
-DTYPE_ROOF = {"f32": "fp32_fma", "tf32": "tensor_tf32", "f16": "tensor_f16", "bf16": "tensor_bf16"}
-DTYPE_BYTES = {"f32": 4, "tf32": 4, "f16": 2, "bf16": 2}
+               "tensor_f16": ("#7a4f8c", "tensor f16"), "tensor_bf16": ("#c4521e", "tensor bf16"),
+               "tensor_e4m3": ("#8c2e4f", "tensor e4m3")}
+# FP8's tensor cores run e4m3 and e5m2 at one rate: `gemmtune roofs` measures it in e4m3.
+DTYPE_ROOF = {"f32": "fp32_fma", "tf32": "tensor_tf32", "f16": "tensor_f16", "bf16": "tensor_bf16",
+              "e4m3": "tensor_e4m3", "e5m2": "tensor_e4m3"}
+DTYPE_BYTES = {"f32": 4, "tf32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
+
+
+def base_dtype(kind):
+    """A's type of a measurement's kind ("e4m3:e5m2 row" -> "e4m3"): what its roof and bytes follow."""
+    return kind.split()[0].split(":")[0]
 
 plt.rcParams.update({
     "font.size": 9, "axes.edgecolor": "#8f887a", "axes.spines.top": False, "axes.spines.right": False,
@@ -173,6 +181,10 @@ class Model:
     def __init__(self, data):
         self.data = data
         self.meas = [m for m in data.get("measurements", []) if finite(m.get("time_us")) and m["time_us"] > 0]
+        # FP8 problems are grouped and labelled by their kind (types and scale mode, "e4m3 row"):
+        # every panel that groups by dtype keeps different scales apart.
+        for m in self.meas:
+            m["dtype"] = m.get("kind", m["dtype"])
         self.by_id = {m["id"]: m for m in self.meas}
         for m in self.meas:
             m["_params"] = OrderedDict((p[0], p[1]) for p in (m.get("params") or []))
@@ -245,7 +257,7 @@ def roofline_at(model, m):
     dtype's roof (the memory roof alone would rate a compute-bound problem against a rate no kernel reaches).
     As `gemmtune compare` (roofline_at in core/src/roofs.hpp), except that a store without mem_read falls back
     to mem_copy, as the roofline plot does."""
-    roof = model.dtype_roof(m["device"], m["dtype"])
+    roof = model.dtype_roof(m["device"], base_dtype(m["dtype"]))
     if not roof:
         return None
     bw = model.bandwidth(m["device"])
@@ -410,13 +422,13 @@ def section_roofline(model, dev):
         rest = [m for m in ms if not m.get("pick")]
         if rest:
             ax.scatter([m["intensity"] for m in rest], [m["tflops"] for m in rest], s=size,
-                       marker=DTYPE_MARKERS.get(dt, "o"), color=color_of(fam), alpha=alpha, linewidths=0, zorder=3)
+                       marker=DTYPE_MARKERS.get(base_dtype(dt), "o"), color=color_of(fam), alpha=alpha, linewidths=0, zorder=3)
         if pick:
             ax.scatter([m["intensity"] for m in pick], [m["tflops"] for m in pick], s=70,
-                       marker=DTYPE_MARKERS.get(dt, "o"), facecolors="none", edgecolors=PICK_COLOR, linewidths=1.3,
+                       marker=DTYPE_MARKERS.get(base_dtype(dt), "o"), facecolors="none", edgecolors=PICK_COLOR, linewidths=1.3,
                        zorder=4)
         fam_handles.setdefault(fam, Line2D([], [], ls="", marker="o", color=color_of(fam), label=fam))
-        dt_handles.setdefault(dt, Line2D([], [], ls="", marker=DTYPE_MARKERS.get(dt, "o"), color="#777777", label=dt))
+        dt_handles.setdefault(dt, Line2D([], [], ls="", marker=DTYPE_MARKERS.get(base_dtype(dt), "o"), color="#777777", label=dt))
     if any(m.get("pick") for m in pts):
         fam_handles["pick"] = Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor=PICK_COLOR,
                                      label="cuBLASLt's pick")
@@ -483,7 +495,8 @@ def section_sizes(model, dev):
             "TFLOP/s against size", "the store holds no square problem (configs/squares.toml sweeps them)")
     def sizes_of(g):
         return sorted({n for ser in sweeps[g].values() for n in ser})
-    keys = sorted(sweeps, key=lambda g: (list(DTYPE_ROOF).index(g[0]) if g[0] in DTYPE_ROOF else 9, g))
+    keys = sorted(sweeps, key=lambda g: (list(DTYPE_ROOF).index(base_dtype(g[0])) if base_dtype(g[0]) in DTYPE_ROOF
+                                         else 9, g))
     single = [g for g in keys if len(sizes_of(g)) == 1]
     ncol = min(3, len(keys))
     nrow = math.ceil(len(keys) / ncol)
@@ -496,10 +509,10 @@ def section_sizes(model, dev):
             style = dict(color=PICK_COLOR, ls="--", marker="s", ms=8, markerfacecolor="none", mew=1.2, zorder=2) \
                 if name == "cuBLASLt pick" else dict(color=color_of(name), marker="o", ms=4, zorder=3)
             ax.plot([n for n, _ in pts], [m["tflops"] for _, m in pts], lw=1.3, label=name, **style)
-        roof = model.dtype_roof(dev, g[0])
+        roof = model.dtype_roof(dev, base_dtype(g[0]))
         if roof:
             ax.axhline(roof / 1e12, color="#999999", lw=0.9, ls=":")
-            ax.annotate(f"measured {DTYPE_ROOF[g[0]]} roof", (0.99, roof / 1e12), xycoords=("axes fraction", "data"),
+            ax.annotate(f"measured {DTYPE_ROOF[base_dtype(g[0])]} roof", (0.99, roof / 1e12), xycoords=("axes fraction", "data"),
                         fontsize=7, color="#777777", va="bottom", ha="right")
         ax.set_xscale("log", base=2)
         ns = sorted({n for s in series.values() for n in s})
@@ -996,7 +1009,7 @@ def lab_tiles(lab):
                     bn = int(p.get("tile_n", p.get("bn")))
                 except (TypeError, ValueError):
                     continue
-                elem = DTYPE_BYTES.get(m["dtype"], 4)
+                elem = DTYPE_BYTES.get(base_dtype(m["dtype"]), 4)
                 ai = 2.0 * bm * bn / (elem * (bm + bn))  # FLOP per byte brought in for a bm×bn tile
                 pts.append((m, bm, bn, ai))
     if not pts:
@@ -1081,7 +1094,7 @@ def lab_cublas_size(lab):
         pts = sorted(series[d].items())
         ax.plot([n for n, _ in pts], [m["tflops"] for _, m in pts], "-o", ms=3.5, lw=1.3, label=d,
                 color=ROOF_STYLES.get(DTYPE_ROOF.get(d, ""), ("#555555",))[0])
-        roof = model.dtype_roof(dev, d)
+        roof = model.dtype_roof(dev, base_dtype(d))
         if roof:
             ax.axhline(roof / 1e12, lw=0.8, ls=":", color=ROOF_STYLES.get(DTYPE_ROOF.get(d, ""), ("#555555",))[0])
     ax.set_xscale("log", base=2)
@@ -1097,7 +1110,7 @@ def lab_cublas_size(lab):
     ax.set_xlabel("n (n×n·n×n)")
     ax.set_ylabel("TFLOP/s" + (" (log)" if ax.get_yscale() == "log" else ""))
     ax.set_title("cuBLASLt's pick against size" + (" (dotted: that dtype's measured roof)"
-                                                    if any(model.dtype_roof(dev, d) for d in dts) else ""))
+                                                    if any(model.dtype_roof(dev, base_dtype(d)) for d in dts) else ""))
     ax.legend(fontsize=8)
     out.append(fig_html(fig, "cuBLASLt against size"))
     return "\n".join(out)

@@ -226,12 +226,19 @@ std::optional<Params> from_description(const std::string& msg) {
 
 // ---------------------------------------------------------------------------------------
 
+// `kind`: the input types and, for FP8, the scale mode ("bf16", "e4m3:e5m2 row"): what the
+// report's panels group by, so that FP8 problems of different scales are not one series.
 json problem_fields(const Problem& p) {
+  std::string kind = in_types_text(p.in, p.in_b);
+  if (p.scale != ScaleMode::none) kind += std::string(" ") + to_string(p.scale);
   return {{"key", p.key()},
           {"m", p.m},
           {"n", p.n},
           {"k", p.k},
           {"dtype", to_string(p.in)},
+          {"b_dtype", to_string(p.in_b)},
+          {"scale", to_string(p.scale)},
+          {"kind", kind},
           {"out_dtype", to_string(p.out)},
           {"layout", to_string(p.layout)},
           {"align", p.align}};
@@ -622,8 +629,9 @@ json winners_json(const std::vector<Winner>& winners) {
                {"layout", to_string(w.key.layout)}, {"align", w.key.align}, {"family", w.family},
                {"config", w.config_name}, {"row_id", w.row_id}, {"note", w.note}, {"time_utc", w.time_utc},
                {"tie", d.tie}, {"tie_with", d.tie_with}, {"runner_up", d.runner_up}, {"margin", num(d.margin)}};
-    wj["key"] = fmt::format("{}x{}x{} {}>{} {} a{}", w.key.m, w.key.n, w.key.k, to_string(w.key.in),
-                            to_string(w.key.out), to_string(w.key.layout), w.key.align);
+    wj["key"] = w.key.text().substr(w.key.device_name.size() + 1);  // the problem's key, without the device
+    wj["b_dtype"] = to_string(w.key.in_b);
+    wj["scale"] = to_string(w.key.scale);
     out.push_back(std::move(wj));
   }
   return out;
