@@ -669,6 +669,8 @@ struct BlockScales {
 
 __device__ __forceinline__ float load_scale(const float* p) { return __ldg(p); }
 
+struct BlockCursor;
+
 struct Scales {
   const float* sa;
   const float* sb;
@@ -737,7 +739,7 @@ struct Scales {
   }
 
   // BLOCK: where this thread's scales of k block `kb` are (see BlockCursor).
-  __device__ __forceinline__ struct BlockCursor cursor(int kb, int row0, int col0) const;
+  __device__ __forceinline__ BlockCursor cursor(int kb, int row0, int col0) const;
 };
 
 // BLOCK: a thread's way through the block scales of one unit, k block by k block. The rows and
@@ -745,27 +747,27 @@ struct Scales {
 // that advance by M (A: M contiguous) and by 1 (B: rows of KB4): a few integer instructions a
 // stage rather than the indices' 64-bit arithmetic per load.
 struct BlockCursor {
-  const float* a;   // &sa[kb * M + row0 + roff]: the thread's first row (more at +64s, +8i)
-  const float* b;   // &sb[cb * KB4 + kb]: the consumer's first 128-column block of B
-  const float* b1;  // &sb[(cb + 1) * KB4 + kb]: the block after it
-  long long a_step;
-  unsigned rows_in;  // bit 2s + i: row 64s + 8i of the thread's lies inside C
-  bool b0_in, b1_in;
+  const float* a;  // &sa[kb * M + row0 + roff]: the thread's first row (more at +64s, +8i)
+  const float* b;  // &sb[cb * KB4 + kb]: the consumer's first 128-column block of B (the next at +KB4)
+  int a_step, b1;  // M; KB4
+  // Bit 2s + i: row 64s + 8i of the thread's lies inside C; bits 30, 31: the first and the
+  // second column block exist. (One word: the single-consumer m64n192 build has no register
+  // to spare beside its two sets of 96 accumulators.)
+  unsigned in;
 
   __device__ __forceinline__ BlockScales load() const {
     BlockScales r;
 #pragma unroll
     for (int s = 0; s < M_SUB; ++s)
 #pragma unroll
-      for (int i = 0; i < 2; ++i) r.a[s][i] = (rows_in >> (2 * s + i)) & 1u ? load_scale(a + s * 64 + 8 * i) : 0.f;
-    r.b[0] = b0_in ? load_scale(b) : 0.f;
-    r.b[1] = b1_in ? load_scale(b1) : 0.f;
+      for (int i = 0; i < 2; ++i) r.a[s][i] = (in >> (2 * s + i)) & 1u ? load_scale(a + s * 64 + 8 * i) : 0.f;
+    r.b[0] = (in >> 30) & 1u ? load_scale(b) : 0.f;
+    r.b[1] = (in >> 31) & 1u ? load_scale(b + b1) : 0.f;
     return r;
   }
   __device__ __forceinline__ void next() {
     a += a_step;
     ++b;
-    ++b1;
   }
 };
 
@@ -774,17 +776,17 @@ __device__ __forceinline__ BlockCursor Scales::cursor(int kb, int row0, int col0
   const int row = row0 + roff;
   c.a = sa + (long long)kb * M + row;
   c.a_step = M;
-  c.rows_in = 0;
+  c.in = 0;
 #pragma unroll
   for (int s = 0; s < M_SUB; ++s)
 #pragma unroll
-    for (int i = 0; i < 2; ++i) c.rows_in |= (row + s * 64 + 8 * i < M ? 1u : 0u) << (2 * s + i);
+    for (int i = 0; i < 2; ++i) c.in |= (row + s * 64 + 8 * i < M ? 1u : 0u) << (2 * s + i);
   const int cb = col0 >> 7;
   c.b = sb + (long long)cb * kb4 + kb;
-  c.b1 = c.b + kb4;
-  c.b0_in = cb < nb;
+  c.b1 = kb4;
+  c.in |= (cb < nb ? 1u : 0u) << 30;
   // The second block: for 192 columns always, for 128 only when they start mid-block.
-  c.b1_in = (WN > 128 || (WN > 64 && (col0 & 127) != 0)) && cb + 1 < nb;
+  c.in |= ((WN > 128 || (WN > 64 && (col0 & 127) != 0)) && cb + 1 < nb ? 1u : 0u) << 31;
   return c;
 }
 
