@@ -43,8 +43,12 @@ constexpr RegisterSplit kRegs2x2{56, 224};
 static_assert(kRegs.fits() && kRegs2x2.fits(), "consumers ask more registers than the producer frees");
 constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 224 registers
 // Block scales keep a second set beside them (one stage's products before its scales): two sets
-// of 96 (m64n192) fit, highest register R215 of 232 (R209 of 224 in 2x2); two of 128 cannot.
+// of 96 (m64n192) fit two consumers, highest register R210-R219 of 232 (224 in 2x2) over every
+// cluster shape; two of 128 cannot. A single consumer's m64n192 build spills 16 to 48 bytes in
+// three of five cluster shapes (ptxas of CUDA 13.0; the register count a 256-thread kernel gets
+// is not the 384-thread one's), so one consumer holds at most two sets of 64 (m64n128).
 constexpr int kMaxBlockAccumulators = 96;
+constexpr int kMaxBlockAccumulatorsOneConsumer = 64;
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 
@@ -174,11 +178,12 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     if (cfg[pInflight] != 0)
       throw Refusal(GT_REFUSAL_CONFIG, "block scales promote each stage's wgmma group before the next is issued: "
                                        "inflight=1 is the same kernel as inflight=0");
-    if (acc > kMaxBlockAccumulators)
+    const int64_t room = consumers == 2 ? kMaxBlockAccumulators : kMaxBlockAccumulatorsOneConsumer;
+    if (acc > room)
       throw Refusal(GT_REFUSAL_RESOURCES, str(pl.wm) + "x" + str(pl.wn) + " per consumer with block scales needs 2 x " +
                                               str(acc) + " fp32 accumulators per thread (the sums and one stage's "
                                               "products); " + str(kRegs2x2.consumer) + " registers leave room for 2 x " +
-                                              str(kMaxBlockAccumulators));
+                                              str(room) + (consumers == 2 ? "" : " in a single consumer (more spills)"));
   }
   pl.threads = int(128 * (consumers + 1));
   if (pl.threads > d.max_threads_per_block)
