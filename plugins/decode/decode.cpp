@@ -43,7 +43,7 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
   };
 }
 
-// Candidates in order of preference; the default is the first the problem and device allow.
+// Candidates in order of preference; the default is chosen from them (choose_default).
 // The first fills an SM's shared memory with 192 KiB of ring (H100/H200: 227 KiB per block),
 // deep enough that a CTA's share of a 32 MiB weight (254 KiB over 132 SMs) is mostly in flight
 // at its first microsecond; the cp.async ones fit an A100's 163 KiB and smaller parts.
@@ -51,7 +51,8 @@ const std::vector<std::vector<int64_t>>& candidates() {
   static const std::vector<std::vector<int64_t>> c = {
       {kTma, 128, 128, 6, 1, 4},     {kTma, 128, 64, 8, 1, 4},      {kTma, 128, 128, 3, 2, 4},
       {kTma, 128, 64, 6, 2, 4},      {kTma, 256, 64, 6, 1, 4},      {kTma, 256, 128, 3, 1, 4},
-      {kTma, 64, 128, 8, 1, 2},      {kTma, 128, 256, 3, 1, 4},     {kCpAsync, 128, 128, 4, 1, 4},
+      {kTma, 64, 128, 8, 1, 2},      {kTma, 128, 256, 3, 1, 4},     {kTma, 64, 64, 8, 1, 4},
+      {kTma, 64, 64, 4, 2, 4},       {kCpAsync, 128, 128, 4, 1, 4},
       {kCpAsync, 128, 64, 8, 1, 4},  {kCpAsync, 128, 64, 4, 2, 4},  {kCpAsync, 64, 64, 8, 1, 2},
       {kCpAsync, 64, 64, 4, 1, 2},   {kCpAsync, 64, 64, 2, 1, 2},
   };
@@ -174,10 +175,22 @@ bool buildable(const gt_problem& p, const std::vector<int64_t>& c, const gt_devi
   }
 }
 
+// The first candidate whose blocks fill its grid (a CTA on every SM, `ctas` per SM); where none
+// does (a weight of a few MiB), the one with the most blocks, so that the most SMs read.
 std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
-  for (auto& c : candidates())
-    if (buildable(p, c, d)) return c;
-  return candidates().front();  // nothing runs: every config is refused with its reason
+  const std::vector<int64_t>* most = nullptr;
+  int64_t most_blocks = 0;
+  for (auto& c : candidates()) {
+    Plan pl;
+    try {
+      pl = plan(p, c.data(), kParams, d);
+    } catch (const Refusal&) {
+      continue;
+    }
+    if (pl.blocks >= c[pCtas] * std::max<int64_t>(1, d.sm_count)) return c;
+    if (!most || pl.blocks > most_blocks) most = &c, most_blocks = pl.blocks;
+  }
+  return most ? *most : candidates().front();  // nothing runs: every config is refused with its reason
 }
 
 gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
