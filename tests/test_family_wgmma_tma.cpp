@@ -725,11 +725,11 @@ TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of 
   WARN("FP8 builds checked: " << n << ", highest register " << highest_seen << "\n" << summary);
 }
 
-TEST_CASE("wgmma_tma: core encodes FP8 operands' tensor maps as bytes", "[wgmma_tma][fp8][!mayfail]") {
+TEST_CASE("wgmma_tma: core encodes FP8 operands' tensor maps as bytes", "[wgmma_tma][fp8]") {
   // The kernel's boxes are 128 FP8 elements (128 bytes) along K. Core must encode A and B as
   // one-byte elements (CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0), or cuTensorMapEncodeTiled sees 4-byte
-  // elements and 512-byte box rows under a 128-byte swizzle and fails on the GPU. At d399200
-  // core's data_type_of has no FP8 case (FLOAT32 = 7): a core fix, outside this family.
+  // elements and 512-byte box rows under a 128-byte swizzle and fails on the GPU (it did before
+  // b8eaa41: core's data_type_of had no FP8 case).
   Problem p = fp8(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e4m3, DType::e5m2);
   Space s = family().space(p, kHopper);
   auto ks = family().build(p, s.default_config(), kHopper, nullptr);
