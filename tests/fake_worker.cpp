@@ -14,8 +14,8 @@
 // interval; `settle` answers at once.
 // Options: --uuid U (the GPU's UUID, default GPU-fake); --delay-ms D: every problem, measure,
 // settle and re-timed candidate takes D ms, as a GPU's work would (default 0).
-#include "device.hpp"
-#include "measurement.hpp"
+#include "gpu/device.hpp"
+#include "measure/measurement.hpp"
 
 #include <nlohmann/json.hpp>
 

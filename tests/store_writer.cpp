@@ -4,7 +4,7 @@
 // it reported is in the store, intact.
 //
 //   store_writer DB COUNT TAG     COUNT rows (0: until killed); TAG goes into every row
-#include "store.hpp"
+#include "store/store.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -59,7 +59,7 @@ std::filesystem::path naive_only_dir();
     }                                                                      \
   } while (0)
 
-#include "evaluate.hpp"
+#include "measure/evaluate.hpp"
 
 #include <future>
 #include <memory>
@@ -130,7 +130,7 @@ void compile_ahead_jobs(const Family& fam, const Jobs& jobs) {
 }
 }  // namespace gt::test
 
-#include "measurer.hpp"
+#include "measure/measurer.hpp"
 
 namespace gt::test {
 // Measures whatever it is given in 100 us and counts it: a stand-in for a GPU (sm_90 limits)

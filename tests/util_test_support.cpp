@@ -1,6 +1,6 @@
 #include "test_util.hpp"
 
-#include "device.hpp"
+#include "gpu/device.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,12 +2,12 @@
 // and a launch on every later one.
 #include "gemmtune_runtime.hpp"
 
-#include "compiler.hpp"
-#include "device.hpp"
-#include "errors.hpp"
-#include "evaluate.hpp"
-#include "plugin.hpp"
-#include "table.hpp"
+#include "build/compiler.hpp"
+#include "gpu/device.hpp"
+#include "base/errors.hpp"
+#include "measure/evaluate.hpp"
+#include "build/plugin.hpp"
+#include "table/table.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -3,8 +3,8 @@
 #include "gemmtune_runtime.h"
 #include "gemmtune_runtime.hpp"
 
-#include "provenance.hpp"
-#include "transform.hpp"
+#include "measure/provenance.hpp"
+#include "transform/transform.hpp"
 
 #include <algorithm>
 #include <cstring>

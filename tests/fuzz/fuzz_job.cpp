@@ -1,9 +1,9 @@
-// libFuzzer target for the job loader (search/job.cpp): any bytes given as a job file must
+// libFuzzer target for the job loader (search/job/job.cpp): any bytes given as a job file must
 // either load or be refused with an InputError. Any other exception escapes to libFuzzer
 // (std::terminate: reported as a crash), and so does a loaded job that breaks the
 // promises the tuner relies on without checking again.
-#include "errors.hpp"
-#include "job.hpp"
+#include "base/errors.hpp"
+#include "job/job.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -1,13 +1,13 @@
-// libFuzzer target for the replay-recording loader (search/replay.cpp): any bytes read as a
+// libFuzzer target for the replay-recording loader (search/replay/replay.cpp): any bytes read as a
 // recording must either load or be refused with an InputError. A recording that loads must
 // keep the measurement rules the loader promises (replay.hpp: one space per device, problem
 // and family; one result per config; an ok result with a time of at least
 // kMinRecordedTimeUs), write out and read back unchanged, and serve a search over each of its
 // spaces without surprises (the objective answers every recorded config as recorded).
 // Anything else (another exception type, a crash, a sanitizer report) is a bug.
-#include "errors.hpp"
-#include "replay.hpp"
-#include "strategy.hpp"
+#include "base/errors.hpp"
+#include "replay/replay.hpp"
+#include "strategies/strategy.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the lookup-table loader (core/src/table.cpp): any bytes read as a
+// libFuzzer target for the lookup-table loader (core/src/table/table.cpp): any bytes read as a
 // TOML or JSON table must either load or be refused with an InputError. A table that
 // loads must then be usable without surprises: it serialises to every format without
 // throwing, TOML and JSON round-trip it exactly (table.hpp promises that), and lookups
@@ -6,8 +6,8 @@
 // as TOML refuses it (the last one silently winning would be another table than written).
 // Anything else (another exception type, a crash, a sanitizer report, a broken round trip, a
 // duplicate key accepted) is a bug.
-#include "errors.hpp"
-#include "table.hpp"
+#include "base/errors.hpp"
+#include "table/table.hpp"
 
 #include <nlohmann/json.hpp>
 
