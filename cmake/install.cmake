@@ -8,7 +8,7 @@
 #   lib/pkgconfig/gemmtune{,-static}.pc   pkg-config, for the shared library and the archive
 #   share/gemmtune/configs/, report.py    the job files and the report script the CLI uses
 # The CLI and the shared library find lib/gemmtune/plugins from where they are installed
-# (core/src/plugin.cpp), so the prefix can be anything and no environment variable is needed.
+# (core/src/build/plugin.cpp), so the prefix can be anything and no environment variable is needed.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS gemmtune EXPORT gemmtune-targets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -15,12 +15,12 @@
 // over the pick on that problem, and their geomean the most a table could gain over a job. B's read is
 // a floor only as good as this simple kernel: a row where a GEMM beats it says so.
 // Usage: bench_floor [--config JOB.toml] [--table FILE] [--roof-shape MxNxK] [--device I] [--family F]
-#include "bench.hpp"
-#include "evaluate.hpp"
-#include "gpu_kernels.hpp"
-#include "job.hpp"
-#include "plugin.hpp"
-#include "table.hpp"
+#include "measure/bench.hpp"
+#include "measure/evaluate.hpp"
+#include "gpu/gpu_kernels.hpp"
+#include "job/job.hpp"
+#include "build/plugin.hpp"
+#include "table/table.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

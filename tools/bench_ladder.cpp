@@ -4,11 +4,11 @@
 //   the best register_tile and wmma configs (from the store, else the family default),
 //   cuBLASLt fp32, cuBLASLt fp16 -> fp32, cuBLASLt fp16.
 // Usage: bench_ladder [--sizes 1024,4096] [--db FILE]   (plugins: ../plugins beside it)
-#include "bench.hpp"
-#include "evaluate.hpp"
-#include "measure_service.hpp"
-#include "roofs.hpp"
-#include "store.hpp"
+#include "measure/bench.hpp"
+#include "measure/evaluate.hpp"
+#include "measure/measure_service.hpp"
+#include "measure/roofs.hpp"
+#include "store/store.hpp"
 
 #include <fmt/format.h>
 

@@ -8,9 +8,9 @@
 // differ from each other; if it does not, all agree within the noise of one pass.
 // Usage: bench_placement [--family cublaslt] [--params K=V,...] [--shape 4096x4096x4096]
 //                        [--dtype f16] [--sets 4] [--passes 2] [--device 0]
-#include "bench.hpp"
-#include "evaluate.hpp"
-#include "plugin.hpp"
+#include "measure/bench.hpp"
+#include "measure/evaluate.hpp"
+#include "build/plugin.hpp"
 
 #include <fmt/format.h>
 

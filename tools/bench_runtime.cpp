@@ -12,11 +12,11 @@
 // run-time failure, 2 bad input, 3 no GPU where one was needed.
 #include "gemmtune_runtime.hpp"
 
-#include "device.hpp"
-#include "errors.hpp"
-#include "evaluate.hpp"
-#include "plugin.hpp"
-#include "table.hpp"
+#include "gpu/device.hpp"
+#include "base/errors.hpp"
+#include "measure/evaluate.hpp"
+#include "build/plugin.hpp"
+#include "table/table.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -6,12 +6,12 @@
 // config costs its recorded measure seconds, plus its compile seconds over the recording's
 // compile threads; where the recording holds no times, the estimate a replay charges:
 // replay_measurer.hpp); the worst seed at 5 %, and the strategy's own wall time per proposal.
-#include "driver.hpp"
-#include "errors.hpp"
-#include "replay.hpp"
-#include "replay_measurer.hpp"
-#include "strategy.hpp"
-#include "synthetic.hpp"
+#include "tune/driver.hpp"
+#include "base/errors.hpp"
+#include "replay/replay.hpp"
+#include "replay/replay_measurer.hpp"
+#include "strategies/strategy.hpp"
+#include "replay/synthetic.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

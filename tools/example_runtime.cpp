@@ -10,12 +10,12 @@
 // for, so bad input is exit 2 on any machine.
 #include "gemmtune_runtime.h"
 
-#include "bench.hpp"
-#include "device.hpp"
-#include "errors.hpp"
-#include "gpu_kernels.hpp"
-#include "plugin.hpp"
-#include "table.hpp"
+#include "measure/bench.hpp"
+#include "gpu/device.hpp"
+#include "base/errors.hpp"
+#include "gpu/gpu_kernels.hpp"
+#include "build/plugin.hpp"
+#include "table/table.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -255,7 +255,7 @@ def problem_order(m):
 def roofline_at(model, m):
     """The roofline at m's problem: min(the dtype's roof, intensity x memory roof), FLOP/s; None without the
     dtype's roof (the memory roof alone would rate a compute-bound problem against a rate no kernel reaches).
-    As `gemmtune compare` (roofline_at in core/src/roofs.hpp), except that a store without mem_read falls back
+    As `gemmtune compare` (roofline_at in core/src/measure/roofs.hpp), except that a store without mem_read falls back
     to mem_copy, as the roofline plot does."""
     roof = model.dtype_roof(m["device"], base_dtype(m["dtype"]))
     if not roof:

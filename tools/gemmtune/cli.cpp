@@ -1,6 +1,6 @@
 #include "cli.hpp"
 
-#include "tuner.hpp"
+#include "tune/tuner.hpp"
 
 #include <charconv>
 #include <cerrno>

@@ -1,14 +1,14 @@
 // Shared pieces of the gemmtune command line: global options, problem options, output.
 #pragma once
 
-#include "compiler.hpp"
-#include "device.hpp"
-#include "errors.hpp"
-#include "files.hpp"
-#include "job.hpp"
-#include "measurer.hpp"
-#include "plugin.hpp"
-#include "problem.hpp"
+#include "build/compiler.hpp"
+#include "gpu/device.hpp"
+#include "base/errors.hpp"
+#include "base/files.hpp"
+#include "job/job.hpp"
+#include "measure/measurer.hpp"
+#include "build/plugin.hpp"
+#include "base/problem.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -54,7 +54,7 @@ void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required = fa
 
 // Numeric flags: the text read exactly (decimal digits for a whole number: no wrap-around of
 // -1, no 1e3 taken as 1; a real number is finite) and held to the range, the job file's for
-// the key a flag replaces (search/job.hpp); the help shows the range.
+// the key a flag replaces (search/job/job.hpp); the help shows the range.
 CLI::Validator whole_in(const search::WholeRange& r);
 CLI::Validator number_in(const search::RealRange& r);
 // Ranges of flags that no job key shares.

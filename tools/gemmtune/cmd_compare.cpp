@@ -8,10 +8,10 @@
 // misaligned problem, cuBLASLt's pick for the padded problem.
 // Parse -> resolve (the job plan tune resolves too: its families, strategy, seed, budgets
 // per family and margin, for the families compare tunes first) -> run -> print.
-#include "bench.hpp"
+#include "measure/bench.hpp"
 #include "cli.hpp"
-#include "plan.hpp"
-#include "roofs.hpp"
+#include "job/plan.hpp"
+#include "measure/roofs.hpp"
 #include "session.hpp"
 
 #include <algorithm>

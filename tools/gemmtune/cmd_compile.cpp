@@ -1,6 +1,6 @@
 // gemmtune compile: NVRTC-compile every valid candidate of a family for a problem (no GPU).
 #include "cli.hpp"
-#include "evaluate.hpp"
+#include "measure/evaluate.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 // gemmtune devices: the GPUs, their limits and the software versions that matter.
 #include "cli.hpp"
-#include "nvml.hpp"
+#include "gpu/nvml.hpp"
 
 namespace gt::cli {
 

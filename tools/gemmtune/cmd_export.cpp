@@ -3,10 +3,10 @@
 // (--format tunableop); or, with --recording, one tune's measurements as a replay
 // recording. Needs no GPU.
 #include "cli.hpp"
-#include "replay_measurer.hpp"
-#include "store.hpp"
-#include "table.hpp"
-#include "tunableop.hpp"
+#include "replay/replay_measurer.hpp"
+#include "store/store.hpp"
+#include "table/table.hpp"
+#include "table/tunableop.hpp"
 
 #include <cstdio>
 #include <cctype>

@@ -3,7 +3,7 @@
 // holds. Needs no GPU.
 #include "cli.hpp"
 #include "session.hpp"
-#include "table.hpp"
+#include "table/table.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // gemmtune merge: combine result stores (e.g. one per shard or per host) into one.
 #include "cli.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 namespace gt::cli {
 

@@ -4,9 +4,9 @@
 // and the page. Keeping the plotting in Python keeps matplotlib out of the C++ build; the
 // JSON stays behind even when Python is missing, so the data are never lost to a plot.
 #include "cli.hpp"
-#include "job.hpp"
-#include "plan.hpp"
-#include "store.hpp"
+#include "job/job.hpp"
+#include "job/plan.hpp"
+#include "store/store.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -2,11 +2,11 @@
 // memory bandwidth (a streaming read and a device copy) and the tensor roof per dtype (the
 // best of cuBLASLt's top heuristic algorithms at a large shape; FP8: e4m3 with tensor scales,
 // on GPUs that have it). compare and the report use these, never datasheet numbers.
-#include "bench.hpp"
+#include "measure/bench.hpp"
 #include "cli.hpp"
-#include "measure_service.hpp"
-#include "roofs.hpp"
-#include "store.hpp"
+#include "measure/measure_service.hpp"
+#include "measure/roofs.hpp"
+#include "store/store.hpp"
 
 #include <cmath>
 #include <random>

@@ -1,8 +1,8 @@
 // gemmtune run: verify one config against float64, then time it in settled steady state.
-#include "bench.hpp"
+#include "measure/bench.hpp"
 #include "cli.hpp"
-#include "evaluate.hpp"
-#include "files.hpp"
+#include "measure/evaluate.hpp"
+#include "base/files.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,11 +1,11 @@
 // gemmtune tune: search the families' spaces for one problem or every problem of a job,
 // store every measurement, print the winners. Parse (the flags) -> resolve (a job plan,
-// search/plan.hpp, checked before any GPU work) -> run (search/run.hpp, over one or more
+// search/job/plan.hpp, checked before any GPU work) -> run (search/job/run.hpp, over one or more
 // GPUs, or a recording) -> print.
-#include "bench.hpp"
+#include "measure/bench.hpp"
 #include "cli.hpp"
-#include "plan.hpp"
-#include "run.hpp"
+#include "job/plan.hpp"
+#include "job/run.hpp"
 #include "session.hpp"
 
 #include <atomic>

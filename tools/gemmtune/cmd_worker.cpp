@@ -3,7 +3,7 @@
 // stdout; while a request runs it sends heartbeats so the parent can tell a slow kernel
 // from a hung one. A sticky CUDA error ends it after its answer: the parent restarts it.
 #include "cli.hpp"
-#include "measure_service.hpp"
+#include "measure/measure_service.hpp"
 
 #include <chrono>
 #include <csignal>

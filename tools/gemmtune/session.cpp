@@ -1,7 +1,7 @@
 #include "session.hpp"
 
-#include "device_cache.hpp"
-#include "measure_service.hpp"
+#include "gpu/device_cache.hpp"
+#include "measure/measure_service.hpp"
 
 #include <cstdlib>
 #include <ctime>

@@ -4,12 +4,12 @@
 #pragma once
 
 #include "cli.hpp"
-#include "plan.hpp"
-#include "replay_measurer.hpp"
-#include "run.hpp"
-#include "store.hpp"
-#include "tuner.hpp"
-#include "worker_client.hpp"
+#include "job/plan.hpp"
+#include "replay/replay_measurer.hpp"
+#include "job/run.hpp"
+#include "store/store.hpp"
+#include "tune/tuner.hpp"
+#include "measure/worker_client.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -74,7 +74,7 @@ std::vector<std::string> known_families(const Globals& g, const search::Recordin
 // one of `known`. Checked before any GPU work.
 void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
                           const std::string& replay);
-// What a plan may use (search/plan.hpp): the loaded plugins, or a recording's families and
+// What a plan may use (search/job/plan.hpp): the loaded plugins, or a recording's families and
 // problems (`replay` names its file).
 search::Catalog catalog_of(const Globals& g, const search::Recording* rec, const std::string& replay);
 // The measurers a plan asks for: its GPUs (every one for --devices all), or the recording.
