@@ -60,7 +60,7 @@ namespace gt {
 // '', 'a', 'b', 'a,b'; '' before), and results.transform takes 'round'.
 // A store of an older schema is upgraded when opened for writing (store.cpp, `migrations()`:
 // one step per version, in order), and read as it is when opened read-only.
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 7;
 
 // A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
 // I/O error): the message names the store and SQLite's reason. It is never a reason to go on

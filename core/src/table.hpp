@@ -30,7 +30,7 @@ namespace gt {
 // carry `b_dtype` and `scale` (FP8: B's type and the scale mode; older tables are read as B's
 // type = dtype and scale "none"). 4: entries carry `constant` (the operands the time took as
 // prepared once: "", "b", ...; older tables are read as ""), and transform may be "round".
-inline constexpr int kTableFormatVersion = 3;
+inline constexpr int kTableFormatVersion = 4;
 
 enum class TableFormat { toml, json, csv, cpp };
 const char* to_string(TableFormat f);
