@@ -71,6 +71,10 @@ typedef enum gemmtune_scale_mode {
   GEMMTUNE_SCALE_BLOCK = 3
 } gemmtune_scale_mode;
 typedef enum gemmtune_layout { GEMMTUNE_NN = 0, GEMMTUNE_NT = 1, GEMMTUNE_TN = 2, GEMMTUNE_TT = 3 } gemmtune_layout;
+
+/* Operands a program keeps constant from call to call (its weights), for gemmtune_gemm_constant. */
+#define GEMMTUNE_CONSTANT_A 1u
+#define GEMMTUNE_CONSTANT_B 2u
 typedef enum gemmtune_match {
   GEMMTUNE_MATCH_EXACT = 0,   /* an entry for exactly this key */
   GEMMTUNE_MATCH_NEAREST = 1, /* the nearest tuned shape (log space over M, N, K) */
@@ -135,6 +139,18 @@ gemmtune_status gemmtune_gemm(gemmtune_runtime* rt, const gemmtune_gemm_args* ar
 gemmtune_status gemmtune_gemm_scaled(gemmtune_runtime* rt, const gemmtune_gemm_args* args, const gemmtune_scales* scales,
                                      void* stream);
 
+/* gemmtune_gemm with operands declared constant (`constant`: GEMMTUNE_CONSTANT_A | _B): the
+ * program passes the same buffer, with the same contents, on every call (a layer's weights).
+ * Where the config's transform pads such an operand, it is copied once per buffer, at the first
+ * call with that buffer, into a buffer the runtime owns; later calls read that copy (so change a
+ * constant buffer's contents only under a new pointer). Table entries tuned with a constant
+ * operand (`gemmtune tune --constant b`) serve only calls that declare it; gemmtune_gemm never
+ * uses them. */
+gemmtune_status gemmtune_gemm_constant(gemmtune_runtime* rt, const gemmtune_gemm_args* args, uint32_t constant,
+                                       void* stream);
+/* gemmtune_choice for a call of gemmtune_gemm_constant. */
+gemmtune_status gemmtune_choice_constant(gemmtune_runtime* rt, const gemmtune_gemm_args* args, uint32_t constant,
+                                         int32_t* match, char* config, size_t config_cap, char* how, size_t how_cap);
 /* Picks and builds the config for the problem of `args` (the pointers count for their
  * alignment only) without running it, and says what it chose: `match`, the config's
  * canonical name (with its problem transform, "...+pad", where the entry has one: the runtime

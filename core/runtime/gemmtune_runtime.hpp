@@ -69,6 +69,11 @@ struct GemmArgs {
   const float* scale_b = nullptr;
   const float* scale_d = nullptr;  // an FP8 output's d scale (nullptr: 1)
   float* amax_d = nullptr;         // receives max|C| where the config computes it (nullptr: not asked)
+  // The operands the program keeps constant from call to call (its weights):
+  // GEMMTUNE_CONSTANT_A | GEMMTUNE_CONSTANT_B. A transform then copies such an operand once per
+  // buffer (the first call with it) into a buffer of its own, and each later call copies only
+  // what changes; entries tuned with a constant operand serve only calls that declare it.
+  uint32_t constant = 0;
 };
 
 // What the runtime chose for a problem, and what preparing it cost.

@@ -35,7 +35,10 @@ namespace {
 // and leading dimensions baked into its launch, and the alignment decides what may run.
 struct Key {
   int64_t m, n, k, lda, ldb, ldc;
-  int32_t in, in_b, out, layout, align, pointer_align, scale;
+  int32_t in, in_b, out, layout, align, pointer_align, scale, constant;
+  // The buffers of the operands declared constant (0 for the others): each weight buffer gets a
+  // prepared problem, and so a copy, of its own.
+  uintptr_t constant_a, constant_b;
   bool operator==(const Key&) const = default;
 };
 
@@ -55,7 +58,9 @@ struct KeyHash {
     mix(uint64_t(k.ldc));
     mix(uint64_t(uint32_t(k.in)) | uint64_t(uint32_t(k.out)) << 8 | uint64_t(uint32_t(k.layout)) << 16 |
         uint64_t(uint32_t(k.align)) << 24 | uint64_t(uint32_t(k.pointer_align)) << 32 |
-        uint64_t(uint32_t(k.in_b)) << 40 | uint64_t(uint32_t(k.scale)) << 48);
+        uint64_t(uint32_t(k.in_b)) << 40 | uint64_t(uint32_t(k.scale)) << 48 | uint64_t(uint32_t(k.constant)) << 56);
+    mix(uint64_t(k.constant_a));
+    mix(uint64_t(k.constant_b));
     return size_t(h);
   }
 };
@@ -73,6 +78,8 @@ gt::Problem problem_of(const GemmArgs& g) {
     invalid(fmt::format("output dtype {} is not f32, f16, bf16, e4m3 or e5m2", int(g.out)));
   if (uint32_t(g.layout) > 3u) invalid(fmt::format("layout {} is not a gemmtune_layout", int(g.layout)));
   if (uint32_t(g.scale) > 3u) invalid(fmt::format("scale mode {} is not a gemmtune_scale_mode", int(g.scale)));
+  if (g.constant > (GEMMTUNE_CONSTANT_A | GEMMTUNE_CONSTANT_B))
+    invalid(fmt::format("constant {} is not a set of GEMMTUNE_CONSTANT_A and GEMMTUNE_CONSTANT_B", g.constant));
   gt::Problem p;
   p.m = g.m;
   p.n = g.n;
@@ -82,6 +89,7 @@ gt::Problem problem_of(const GemmArgs& g) {
   p.out = gt::DType(g.out);
   p.layout = gt::Layout(g.layout);
   p.scale = gt::ScaleMode(g.scale);
+  p.constant = int32_t(g.constant);
   p.lda = g.lda;
   p.ldb = g.ldb;
   p.ldc = g.ldc;
@@ -125,11 +133,25 @@ gt::LookupPolicy policy_of(const Options& o, const std::string& gpu_name, const 
   return policy;
 }
 
-Key key_of(const gt::Problem& p) {
+Key key_of(const gt::Problem& p, const GemmArgs& g) {
   // The pointers' own alignment too: a transformed config (pad, swap) decides by it what it
   // may use in place, and two calls of one key may differ in it.
-  return Key{p.m,     p.n,     p.k,     p.lda,   p.ldb, p.ldc, int32_t(p.in), int32_t(p.in_b), int32_t(p.out),
-             int32_t(p.layout), p.align, p.pointer_align, int32_t(p.scale)};
+  return Key{p.m,
+             p.n,
+             p.k,
+             p.lda,
+             p.ldb,
+             p.ldc,
+             int32_t(p.in),
+             int32_t(p.in_b),
+             int32_t(p.out),
+             int32_t(p.layout),
+             p.align,
+             p.pointer_align,
+             int32_t(p.scale),
+             p.constant,
+             p.constant & gt::kConstantA ? reinterpret_cast<uintptr_t>(g.a) : 0,
+             p.constant & gt::kConstantB ? reinterpret_cast<uintptr_t>(g.b) : 0};
 }
 
 struct Prepared {
@@ -336,7 +358,7 @@ void Runtime::gemm(const GemmArgs& g, cudaStream_t stream) {
   if (!im.opt.dry_run && p.fp8() && (!g.scale_a || !g.scale_b))
     invalid(fmt::format("{}: A's and B's scales must be device pointers, not null", p.key()));
   im.check_device();
-  Key k = key_of(p);
+  Key k = key_of(p, g);
   const Prepared* pr = im.find(k);
   if (!pr) pr = &im.prepare(p, k);
   if (im.opt.dry_run) return;
@@ -353,13 +375,13 @@ void Runtime::gemm(const GemmArgs& g, cudaStream_t stream) {
 const Choice& Runtime::prepare(const GemmArgs& g) {
   gt::Problem p = problem_of(g);
   impl_->check_device();
-  Key k = key_of(p);
+  Key k = key_of(p, g);
   if (const Prepared* pr = impl_->find(k)) return pr->choice;
   return impl_->prepare(p, k).choice;
 }
 
 const gt::Runnable* Runtime::runnable(const GemmArgs& g) const {
-  const Prepared* pr = impl_->find(key_of(problem_of(g)));
+  const Prepared* pr = impl_->find(key_of(problem_of(g), g));
   return pr ? pr->run.get() : nullptr;
 }
 

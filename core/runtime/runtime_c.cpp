@@ -160,6 +160,29 @@ gemmtune_status gemmtune_gemm_scaled(gemmtune_runtime* rt, const gemmtune_gemm_a
   });
 }
 
+gemmtune_status gemmtune_gemm_constant(gemmtune_runtime* rt, const gemmtune_gemm_args* args, uint32_t constant,
+                                       void* stream) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    gemmtune::GemmArgs g = args_of(args);
+    g.constant = constant;
+    rt->rt.gemm(g, static_cast<cudaStream_t>(stream));
+  });
+}
+
+gemmtune_status gemmtune_choice_constant(gemmtune_runtime* rt, const gemmtune_gemm_args* args, uint32_t constant,
+                                         int32_t* match, char* config, size_t config_cap, char* how, size_t how_cap) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    gemmtune::GemmArgs g = args_of(args);
+    g.constant = constant;
+    const gemmtune::Choice& c = rt->rt.prepare(g);
+    if (match) *match = int32_t(c.match);
+    copy_out(config, config_cap, gt::transformed_name(c.config, gt::parse_transform(c.transform)));
+    copy_out(how, how_cap, c.how);
+  });
+}
+
 gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* args, int32_t* match, char* config,
                                 size_t config_cap, char* how, size_t how_cap) {
   return gemmtune_choice_scaled(rt, args, nullptr, match, config, config_cap, how, how_cap);

@@ -256,7 +256,8 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
   std::map<std::string, size_t> seen;  // problem key -> its index in job.problems
   for (auto& node : *arr) {
     const toml::table& t = *node.as_table();
-    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "scales", "families", "configs"},
+    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "scales", "constant", "families",
+                   "configs"},
                   "[[problems]]");
     std::map<std::string, std::vector<std::string>> fixed;
     if (const toml::node* cn = t.get("configs")) {
@@ -282,6 +283,13 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
     const auto layout_list = ctx.strings(t, "layouts");
     // FP8 inputs' scale modes (default: tensor); refused for a set without FP8 inputs.
     auto scales = ctx.strings(t, "scales");
+    // The operands the program keeps constant (its weights, ["b"]): copied once, not per call.
+    int32_t constant = 0;
+    for (auto& c : ctx.strings(t, "constant")) {
+      const int32_t bit = parse_constant(c, ctx.at_key(t, "constant"));
+      if (constant & bit) ctx.fail(*t.get("constant"), fmt::format("operand '{}' is named twice", c));
+      constant |= bit;
+    }
     // Counted before anything is expanded: the product of a few lists can be astronomical.
     const uint64_t mnk = times({ms.size(), ns.size(), ks.size()});
     const uint64_t sizes = mnk > std::numeric_limits<uint64_t>::max() - shapes.size() ? mnk : mnk + shapes.size();
@@ -320,6 +328,7 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
             Problem p;
             try {
               p = Problem::make(s[0], s[1], s[2], in, od, lay, in_b, mode);
+              p.constant = constant;
             } catch (const InputError& e) {
               ctx.fail(node, fmt::format("{}x{}x{} {} {}: {}", s[0], s[1], s[2], d, l, e.what()));
             }

@@ -48,6 +48,19 @@ std::optional<std::string> skip_form(const TransformPolicy& policy, const Proble
     case Transform::pad:
       if (p.align >= 16) return std::string("the problem is 16-byte aligned");
       return std::nullopt;
+    case Transform::round: {
+      if (p.align >= 16) return std::string("the problem is 16-byte aligned");
+      std::string why;
+      auto round = plan_transform(p, t, &why);
+      if (!round) return why;
+      // Both forms are worth a tune only where they differ: where pad already rounds every size
+      // (or M, N and K are multiples of 16 bytes), round is pad.
+      auto pad = plan_transform(p, Transform::pad);
+      if (pad && pad->inner.key() == round->inner.key() && pad->inner.lda == round->inner.lda &&
+          pad->inner.ldb == round->inner.ldb && pad->inner.ldc == round->inner.ldc)
+        return fmt::format("it is pad here (both run {})", round->inner.key());
+      return std::nullopt;
+    }
     case Transform::swap: {
       std::string why;
       auto plan = plan_transform(p, t, &why);

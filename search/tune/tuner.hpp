@@ -83,10 +83,16 @@ struct FormOutcome {
   uint64_t valid_space = 0, evaluated = 0;
   std::string best_name;  // its fastest config by the figures it had ("" when none passed)
   double best_us = kNaN;
+  // What stopped its search: each form has the family's whole budget, its own clock.
+  std::string stop_reason;
+  // Seconds the GPU waited on this form's compiles: left out of its budget's clock, so that a
+  // form whose configs compile slowly (wgmma_tma's, tens of seconds) still gets its evaluations.
+  double compile_wait_s = 0;
 };
 
 // A family's search over its forms. The counts add up every form's; skipped, strategy,
-// valid_space and stop_reason are the plain form's (the first form searched, when it was not).
+// valid_space and stop_reason are the plain form's (the first form searched, when it was not);
+// each form's own stop reason is in `forms`.
 struct FamilyOutcome {
   std::string family;
   std::string skipped;  // why the family was not tuned ("" when it was, in some form)

@@ -73,7 +73,9 @@ Problem ProblemArgs::resolve(const std::string& default_shape) const {
     mode = parse_scale_mode(scale, "--scale");
   }
   try {
-    return Problem::make(d[0], d[1], d[2], in, out, l, in_b, mode);
+    Problem p = Problem::make(d[0], d[1], d[2], in, out, l, in_b, mode);
+    p.constant = parse_constant(constant, "--constant");
+    return p;
   } catch (const InputError& e) {
     throw InputError(fmt::format("--dtype {} --layout {}{}: {}", dtype, to_string(l),
                                  scale.empty() ? "" : " --scale " + scale, e.what()));
@@ -157,6 +159,10 @@ void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {
   app->add_option("--scale", a.scale,
                   "FP8 scales: tensor (one per operand, the default), row (one per row of A and per column of C) or "
                   "block (1x128 blocks of A along K, 128x128 blocks of B)");
+  app->add_option("--constant", a.constant,
+                  "operands the program keeps constant from call to call (its weights): b, a or a,b. A transform "
+                  "then copies them once, not per call, and the result serves only calls that declare them "
+                  "constant (default: none)");
 }
 
 static double now_s() {

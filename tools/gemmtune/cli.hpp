@@ -44,7 +44,8 @@ struct ProblemArgs {
   std::string dtype = "f32";
   std::string out_dtype;
   std::string layout;  // "": nn, or nt for FP8 inputs (the only layout FP8 has)
-  std::string scale;   // FP8: tensor (default), row or block
+  std::string scale;     // FP8: tensor (default), row or block
+  std::string constant;  // the operands kept constant from call to call ("b"; "": none)
   bool given() const { return !shape.empty(); }
   // InputError naming the flag on bad input.
   Problem resolve(const std::string& default_shape = "") const;

@@ -197,8 +197,11 @@ void print_problem(const search::ProblemOutcome& po, const std::string& gpu, con
         if (!form.skipped.empty())
           fmt::print("  {:<14} form {}: not explored: {}\n", "", what, form.skipped);
         else
-          fmt::print("  {:<14} form {}: {} evaluated, fastest {} us {}\n", "", what, form.evaluated, fmt_us(form.best_us),
-                     form.best_name.empty() ? "(none passed)" : form.best_name);
+          fmt::print("  {:<14} form {}: {} evaluated, fastest {} us {}; stopped: {}{}\n", "", what, form.evaluated,
+                     fmt_us(form.best_us), form.best_name.empty() ? "(none passed)" : form.best_name, form.stop_reason,
+                     form.compile_wait_s > 0 ? fmt::format(" (waited {} on compiles, not counted)",
+                                                           human_seconds(form.compile_wait_s))
+                                             : "");
       }
     if (!f.figure_note.empty()) fmt::print("  {:<14} figure: {}\n", "", f.figure_note);
     if (!f.note.empty()) fmt::print("  {:<14} note: {}\n", "", f.note);
@@ -232,6 +235,7 @@ nlohmann::json problem_json(const search::ProblemOutcome& po, bool replay) {
     for (const auto& form : f.forms)
       forms.push_back({{"transform", to_string(form.transform)}, {"plan", form.plan}, {"skipped", form.skipped},
                        {"valid_space", form.valid_space}, {"evaluated", form.evaluated}, {"best", form.best_name},
+                       {"stop_reason", form.stop_reason}, {"compile_wait_s", form.compile_wait_s},
                        {"best_us", std::isfinite(form.best_us) ? nlohmann::json(form.best_us) : nlohmann::json()}});
     fj["forms"] = forms;
     if (f.best) {

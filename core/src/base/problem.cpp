@@ -160,7 +160,32 @@ std::string Problem::shape() const { return fmt::format("{}x{}x{}", m, n, k); }
 std::string Problem::key() const {
   std::string k = fmt::format("{} {}>{} {} a{}", shape(), in_types_text(in, in_b), to_string(out), to_string(layout), align);
   if (scale != ScaleMode::none) k += fmt::format(" {}", to_string(scale));
+  if (constant) k += " const=" + constant_text(constant);
   return k;
+}
+
+std::string constant_text(int32_t constant) {
+  std::string s;
+  if (constant & kConstantA) s = "a";
+  if (constant & kConstantB) s += s.empty() ? "b" : ",b";
+  return s;
+}
+
+int32_t parse_constant(std::string_view s, std::string_view where) {
+  if (s.empty() || s == "none") return 0;
+  int32_t bits = 0;
+  size_t at = 0;
+  while (at <= s.size()) {
+    size_t end = std::min(s.find(',', at), s.size());
+    const std::string_view item = s.substr(at, end - at);
+    const int32_t bit = item == "a" ? kConstantA : item == "b" ? kConstantB : 0;
+    if (!bit) throw InputError(fmt::format("{}: unknown operand '{}' (expected a, b or a,b: the operands that stay constant "
+                                           "from call to call)", where, item));
+    if (bits & bit) throw InputError(fmt::format("{}: operand '{}' is named twice", where, item));
+    bits |= bit;
+    at = end + 1;
+  }
+  return bits;
 }
 
 std::optional<std::string> fp8_device_refusal(const Problem& p, int cc_major, int cc_minor) {
@@ -238,6 +263,7 @@ void to_json(nlohmann::json& j, const Problem& p) {
   // Written only where they say something, so that older readers read every other problem.
   if (p.in_b != p.in) j["in_b"] = to_string(p.in_b);
   if (p.scale != ScaleMode::none) j["scale"] = to_string(p.scale);
+  if (p.constant) j["constant"] = constant_text(p.constant);
 }
 void from_json(const nlohmann::json& j, Problem& p) {
   try {
@@ -256,6 +282,7 @@ void from_json(const nlohmann::json& j, Problem& p) {
       q.align = alignment_of(q);
     }
     if (j.contains("align")) q.align = std::min(q.align, j.at("align").get<int32_t>());
+    if (j.contains("constant")) q.constant = parse_constant(j.at("constant").get<std::string>(), "problem.constant");
     q.validate();
     p = q;
   } catch (const nlohmann::json::exception& e) {

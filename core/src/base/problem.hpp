@@ -38,6 +38,12 @@ Layout parse_layout(std::string_view s, std::string_view where = "--layout");
 ScaleMode parse_scale_mode(std::string_view s, std::string_view where = "--scale");
 // "MxNxK" with M, N, K in [1, kMaxDim]; InputError naming `where` otherwise.
 std::array<int64_t, 3> parse_shape(std::string_view s, std::string_view where = "--shape");
+// Problem::constant's bits: the caller's A and B.
+inline constexpr int32_t kConstantA = 1, kConstantB = 2;
+// "" (none), "a", "b" or "a,b".
+std::string constant_text(int32_t constant);
+// The inverse of constant_text; also takes "none" and "b,a". InputError naming `where` otherwise.
+int32_t parse_constant(std::string_view s, std::string_view where = "--constant");
 // The storage type of a result: tf32 is fp32 data.
 DType storage_of(DType d);
 
@@ -54,6 +60,11 @@ struct Problem {
   // part of the key (align is); a transform (transform.hpp) needs to know whether a misaligned
   // key comes from a leading dimension or from a pointer.
   int32_t pointer_align = 16;
+  // The operands the program declares constant (its weights): kConstantA | kConstantB bits.
+  // Part of the key: a transform copies a constant operand once, when the program prepares the
+  // problem, and not on every call, so a time measured that way holds only for calls that
+  // declare the operand constant too (docs/transforms.md).
+  int32_t constant = 0;
 
   // A problem with tight leading dimensions and buffers from cudaMalloc (256-byte aligned).
   // B's type is A's unless given; FP8 inputs are scaled tensor-wise unless a mode is given.
@@ -87,8 +98,8 @@ struct Problem {
   }
 
   std::string shape() const;  // "MxNxK"
-  // "4096x4096x4096 f16>f16 nn a16" (FP8: "4096x4096x4096 e4m3>bf16 nt a16 row"): the key
-  // without the device.
+  // "4096x4096x4096 f16>f16 nn a16" (FP8: "4096x4096x4096 e4m3>bf16 nt a16 row"; a constant B:
+  // "... a2 const=b"): the key without the device.
   std::string key() const;
   gt_problem abi() const;
   // InputError on inconsistent fields, and on an FP8 problem no GPU can run: a layout other

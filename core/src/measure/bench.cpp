@@ -120,7 +120,12 @@ ProblemBench::ProblemBench(const Problem& p, const DeviceInfo& dev, Distribution
 
 Operands ProblemBench::operands(int set) const {
   const Set& s = sets_.at(size_t(set));
-  Operands o{s.a.get(), s.b.get(), s.c.get(), {}};
+  // A constant operand is one buffer a program passes on every call (its weights), which a
+  // transform copies once: every set passes set 0's, so that rotating does not make it look
+  // changed (and copied) on each call.
+  const Set& first = sets_.front();
+  Operands o{p_.constant & kConstantA ? first.a.get() : s.a.get(), p_.constant & kConstantB ? first.b.get() : s.b.get(),
+             s.c.get(), {}};
   o.scales.a = static_cast<const float*>(s.scale_a.get());
   o.scales.b = static_cast<const float*>(s.scale_b.get());
   o.scales.d = static_cast<const float*>(s.scale_d.get());

@@ -98,9 +98,19 @@ cudaError_t Runnable::launch_transformed(const Operands& ops, cudaStream_t s) co
                  pl.c.copy ? ws + pl.c.offset : c, ops.scales};
   if (pl.swap_operands) std::swap(inner.scales.a, inner.scales.b);
   void* ic = inner.c;
-  if (pl.a.copy)
+  // A constant operand (the caller's weights) is copied when its buffer is first seen, then read
+  // from its copy by every call with that buffer: what a program that prepares its weights pays.
+  const int32_t const_a = pl.swap_operands ? kConstantB : kConstantA, const_b = pl.swap_operands ? kConstantA : kConstantB;
+  auto needs_copy = [&](const void* src, int32_t bit, const void*& prepared) {
+    if (!(pl.outer.constant & bit)) return true;
+    std::lock_guard lk(mu_);
+    if (prepared == src) return false;
+    prepared = src;
+    return true;
+  };
+  if (pl.a.copy && needs_copy(src_a, const_a, prepared_a_))
     if (cudaError_t e = launch_pad_copy(src_a, ws + pl.a.offset, size_of(pl.inner.in), pl.a, s); e != cudaSuccess) return e;
-  if (pl.b.copy)
+  if (pl.b.copy && needs_copy(src_b, const_b, prepared_b_))
     if (cudaError_t e = launch_pad_copy(src_b, ws + pl.b.offset, size_of(pl.inner.in_b), pl.b, s); e != cudaSuccess) return e;
   if (cudaError_t e = copy_scales(pl, ops.scales, ws, s, &inner.scales); e != cudaSuccess) return e;
   if (cudaError_t e = inner_->launch(inner, s); e != cudaSuccess) return e;

@@ -68,6 +68,10 @@ class Runnable {
   std::unique_ptr<Runnable> inner_;
   std::unique_ptr<TransformPlan> plan_;
   DeviceBuffer copies_;
+  // The caller's buffers whose copies the workspace holds, for operands the problem declares
+  // constant (Problem::constant): the family's A and B. Another buffer is copied again.
+  mutable const void* prepared_a_ = nullptr;
+  mutable const void* prepared_b_ = nullptr;
   mutable std::mutex mu_;
   mutable std::vector<TensorMaps> maps_;  // the most recent buffer triples, newest last
   mutable std::string last_error_;

@@ -29,13 +29,14 @@ static constexpr int32_t kApplicationId = 0x474D544E;
 // Keys, ids, time
 
 ResultKey ResultKey::of(const std::string& device_name, const Problem& p) {
-  return ResultKey{device_name, p.m, p.n, p.k, p.in, p.out, p.layout, p.align, p.in_b, p.scale};
+  return ResultKey{device_name, p.m, p.n, p.k, p.in, p.out, p.layout, p.align, p.in_b, p.scale, p.constant};
 }
 
 std::string ResultKey::text() const {
   std::string t = fmt::format("{} {}x{}x{} {}>{} {} a{}", device_name, m, n, k, in_types_text(in, in_b),
                               to_string(out), to_string(layout), align);
   if (scale != ScaleMode::none) t += fmt::format(" {}", to_string(scale));
+  if (constant) t += " const=" + constant_text(constant);
   return t;
 }
 
@@ -51,6 +52,7 @@ RowFilter RowFilter::of(const ResultKey& k) {
   f.align = k.align;
   f.in_b = k.in_b;
   f.scale = k.scale;
+  f.constant = k.constant;
   return f;
 }
 
@@ -160,7 +162,12 @@ struct Namer {
     cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'median' CHECK ({} IN ('median', 'mean'))", n));
   }
   void transform(const char* n, const Transform&) {
-    cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'none' CHECK ({} IN ('none', 'pad', 'swap', 'pad+swap'))", n));
+    cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT 'none' CHECK ({} IN ('none', 'pad', 'round', 'swap', "
+                                     "'pad+swap'))",
+                                     n));
+  }
+  void constant(const char* n, const int32_t&) {
+    cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT '' CHECK ({} IN ('', 'a', 'b', 'a,b'))", n));
   }
 };
 
@@ -187,6 +194,7 @@ struct Binder {
   void build(const char* n, const uint64_t& v) { text(n, v ? hex64(v) : std::string()); }
   void center(const char* n, const Center& v) { text(n, to_string(v)); }
   void transform(const char* n, const Transform& v) { text(n, to_string(v)); }
+  void constant(const char* n, const int32_t& v) { text(n, constant_text(v)); }
 };
 
 struct Reader {
@@ -224,6 +232,7 @@ struct Reader {
   }
   void center(const char*, Center& v) { v = str() == "mean" ? Center::mean : Center::median; }
   void transform(const char*, Transform& v) { v = parse_transform(str(), "stored transform"); }
+  void constant(const char*, int32_t& v) { v = parse_constant(str(), "stored constant"); }
 };
 
 // Every column of `results` but the id, in order. R is StoredRow or const StoredRow.
@@ -245,6 +254,7 @@ void row_fields(IO& io, R& r) {
   io.integer("align", r.problem.align);
   io.dtype("b_dtype", r.problem.in_b);      // schema v6
   io.scale("scale_mode", r.problem.scale);  // schema v6
+  io.constant("constant", r.problem.constant);  // schema v7
   io.integer("lda", r.problem.lda);
   io.integer("ldb", r.problem.ldb);
   io.integer("ldc", r.problem.ldc);
@@ -352,6 +362,7 @@ std::string column_list(int version = kStoreSchemaVersion) {
          : version < 5 && name == "transform"  ? ", 'none' AS transform"
          : version < 6 && name == "b_dtype"    ? ", in_dtype AS b_dtype"
          : version < 6 && name == "scale_mode" ? ", 'none' AS scale_mode"
+         : version < 7 && name == "constant"   ? ", '' AS constant"
                                                : ", " + name;
   return s;
 }
@@ -381,14 +392,16 @@ StoredRow read_row(sqlite3_stmt* s) {
   return r;
 }
 
-// The key's columns, in read_key's order (schema v6; before it b_dtype and scale_mode did not
-// exist: key_select reads them as A's type and 'none').
-const char* kKeyCols = "device_name, m, n, k, in_dtype, out_dtype, layout, align, b_dtype, scale_mode";
+// The key's columns, in read_key's order (schema v7; before v6 b_dtype and scale_mode did not
+// exist: key_select reads them as A's type and 'none'; before v7 constant: '').
+const char* kKeyCols = "device_name, m, n, k, in_dtype, out_dtype, layout, align, b_dtype, scale_mode, constant";
+const char* kKeyColsV6 = "device_name, m, n, k, in_dtype, out_dtype, layout, align, b_dtype, scale_mode";
 const char* kKeyColsV5 = "device_name, m, n, k, in_dtype, out_dtype, layout, align";
-std::string key_partition(int version) { return version >= 6 ? kKeyCols : kKeyColsV5; }
+std::string key_partition(int version) { return version >= 7 ? kKeyCols : version >= 6 ? kKeyColsV6 : kKeyColsV5; }
 std::string key_select(int version, const char* prefix = "") {
   std::string s = fmt::format("{0}device_name, {0}m, {0}n, {0}k, {0}in_dtype, {0}out_dtype, {0}layout, {0}align, ", prefix);
-  return s + (version >= 6 ? fmt::format("{0}b_dtype, {0}scale_mode", prefix) : fmt::format("{0}in_dtype, 'none'", prefix));
+  s += version >= 6 ? fmt::format("{0}b_dtype, {0}scale_mode", prefix) : fmt::format("{0}in_dtype, 'none'", prefix);
+  return s + (version >= 7 ? fmt::format(", {0}constant", prefix) : std::string(", ''"));
 }
 
 struct Where {
@@ -427,6 +440,8 @@ Where where_of(const RowFilter& f, int version) {
   } else if ((f.scale && *f.scale != ScaleMode::none) || (f.in_b && (!f.in || *f.in_b != *f.in))) {
     w.raw("0");  // before v6 every row is unscaled, B's type A's
   }
+  if (f.constant && version >= 7) w.eq("constant", constant_text(*f.constant));
+  else if (f.constant && *f.constant) w.raw("0");  // before v7 no operand was constant
   if (f.family) w.eq("family", *f.family);
   if (f.config_hash) w.eq("config_hash", *f.config_hash);
   if (f.tune_id) w.eq("tune_id", *f.tune_id);
@@ -456,15 +471,16 @@ ResultKey read_key(sqlite3_stmt* s, int first) {
   k.in_b = parse_dtype(text(first + 8), "stored b_dtype");
   const std::string scale = text(first + 9);
   k.scale = scale == "none" ? ScaleMode::none : parse_scale_mode(scale, "stored scale_mode");
+  k.constant = parse_constant(text(first + 10), "stored constant");
   return k;
 }
-constexpr int kKeyColCount = 10;
+constexpr int kKeyColCount = 11;
 
 void bind_key(sqlite3_stmt* s, int first, const ResultKey& k) {
   Where w;
   w.args = {k.device_name, k.m, k.n, k.k, std::string(to_string(k.in)), std::string(to_string(k.out)),
             std::string(to_string(k.layout)), int64_t(k.align), std::string(to_string(k.in_b)),
-            std::string(to_string(k.scale))};
+            std::string(to_string(k.scale)), constant_text(k.constant)};
   w.bind(s, first);
 }
 
@@ -568,7 +584,7 @@ struct Store::Impl {
   }
   void put_winner(const Winner& x) {
     Stmt st(db, fmt::format("INSERT OR REPLACE INTO winners ({}, family, config_name, row_uuid, note, time_utc, "
-                            "time_unix, {}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            "time_unix, {}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             kKeyCols, decision_list(kStoreSchemaVersion, "")));
     bind_key(st.get(), 1, x.key);
     Binder b{st.get(), kKeyColCount + 1};
@@ -691,6 +707,7 @@ std::string winners_ddl(const char* table) {
                      "  in_dtype TEXT NOT NULL, out_dtype TEXT NOT NULL, layout TEXT NOT NULL,\n"
                      "  align INTEGER NOT NULL,\n"
                      "  b_dtype TEXT NOT NULL, scale_mode TEXT NOT NULL DEFAULT 'none',\n"
+                     "  constant TEXT NOT NULL DEFAULT '',\n"
                      "  family TEXT NOT NULL,  -- '*': over every family\n"
                      "  config_name TEXT NOT NULL,\n"
                      "  row_uuid TEXT NOT NULL REFERENCES results (row_uuid),\n"
@@ -801,9 +818,38 @@ void add_fp8_key(sqlite3* db) {
   exec(db, "ALTER TABLE winners_v6 RENAME TO winners");
 }
 
+// v6 -> v7: the operands declared constant join the key (every older row: none, ''), and
+// results.transform takes 'round'. A CHECK cannot change in place, so results is copied into a
+// table of the new shape; winners, which refers to it, is set aside first (with foreign keys on,
+// the old results could not be dropped under it) and copied back with the new key.
+void add_constant_key(sqlite3* db) {
+  std::string names;
+  for (auto& [name, type] : result_columns())
+    if (name != "constant") names += ", " + name;
+  std::string decisions;
+  for (auto& [name, type] : decision_columns()) decisions += ", " + name;
+  exec(db, "CREATE TABLE winners_before_v7 AS SELECT * FROM winners");
+  exec(db, "DROP TABLE winners");
+  exec(db, "DROP INDEX IF EXISTS results_by_key");
+  exec(db, "DROP INDEX IF EXISTS results_by_tune");
+  exec(db, "ALTER TABLE results RENAME TO results_before_v7");
+  exec(db, results_ddl());
+  exec(db, fmt::format("INSERT INTO results (id{0}, constant) SELECT id{0}, '' FROM results_before_v7", names));
+  exec(db, "DROP TABLE results_before_v7");
+  exec(db, fmt::format("CREATE INDEX results_by_key ON results ({}, family, config_hash, time_unix)", kKeyCols));
+  exec(db, "CREATE INDEX results_by_tune ON results (tune_id)");
+  exec(db, winners_ddl("winners"));
+  exec(db, fmt::format("INSERT INTO winners ({0}, family, config_name, row_uuid, note, time_utc, time_unix{1}) "
+                       "SELECT {2}, '', family, config_name, row_uuid, note, time_utc, time_unix{1} "
+                       "FROM winners_before_v7",
+                       kKeyCols, decisions, kKeyColsV6));
+  exec(db, "DROP TABLE winners_before_v7");
+}
+
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash},
-                                               {5, add_transform},   {6, add_fp8_key}};
+                                               {5, add_transform},   {6, add_fp8_key},
+                                               {7, add_constant_key}};
   return steps;
 }
 
@@ -1373,6 +1419,7 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.align = j.at("align").get<int32_t>();
   p.in_b = j.contains("in_b") ? parse_dtype(j.at("in_b").get<std::string>(), "problem.in_b") : p.in;
   p.scale = j.contains("scale") ? parse_scale_mode(j.at("scale").get<std::string>(), "problem.scale") : ScaleMode::none;
+  p.constant = j.contains("constant") ? parse_constant(j.at("constant").get<std::string>(), "problem.constant") : 0;
   p.validate();
   return p;
 }
@@ -1382,6 +1429,7 @@ void to_json(nlohmann::json& j, const ResultKey& k) {
        {"out", to_string(k.out)}, {"layout", to_string(k.layout)}, {"align", k.align}, {"text", k.text()}};
   if (k.in_b != k.in) j["in_b"] = to_string(k.in_b);
   if (k.scale != ScaleMode::none) j["scale"] = to_string(k.scale);
+  if (k.constant) j["constant"] = constant_text(k.constant);
 }
 
 void from_json(const nlohmann::json& j, ResultKey& k) {
@@ -1395,6 +1443,7 @@ void from_json(const nlohmann::json& j, ResultKey& k) {
   k.align = j.at("align").get<int32_t>();
   k.in_b = j.contains("in_b") ? parse_dtype(j.at("in_b").get<std::string>(), "key.in_b") : k.in;
   k.scale = j.contains("scale") ? parse_scale_mode(j.at("scale").get<std::string>(), "key.scale") : ScaleMode::none;
+  k.constant = j.contains("constant") ? parse_constant(j.at("constant").get<std::string>(), "key.constant") : 0;
 }
 
 void to_json(nlohmann::json& j, const StoredRow& r) {

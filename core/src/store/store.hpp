@@ -56,9 +56,11 @@ namespace gt {
 // columns. v4: results.build_hash (each measurement's exact build). v5: results.transform (the
 // problem transform a config ran through). v6: b_dtype and scale_mode in the key of results and
 // winners (FP8: B's type where it differs from A's, and how A and B are scaled; 'none' before).
+// v7: `constant` in the key of results and winners (the operands a program declares constant:
+// '', 'a', 'b', 'a,b'; '' before), and results.transform takes 'round'.
 // A store of an older schema is upgraded when opened for writing (store.cpp, `migrations()`:
 // one step per version, in order), and read as it is when opened read-only.
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 7;
 
 // A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
 // I/O error): the message names the store and SQLite's reason. It is never a reason to go on
@@ -80,6 +82,7 @@ struct ResultKey {
   int32_t align = 16;
   DType in_b = DType::f32;            // B's type (Problem::in_b)
   ScaleMode scale = ScaleMode::none;  // FP8 (Problem::scale)
+  int32_t constant = 0;               // the operands declared constant (Problem::constant; v7)
 
   static ResultKey of(const std::string& device_name, const Problem& p);
   // "NVIDIA H200 4096x4096x4096 f16>f16 nn a16" ("... e4m3>bf16 nt a16 row")
@@ -117,6 +120,7 @@ struct RowFilter {
   std::optional<Layout> layout;
   std::optional<int32_t> align;
   std::optional<ScaleMode> scale;
+  std::optional<int32_t> constant;
   std::optional<std::string> family, config_hash, tune_id, fingerprint;
   std::optional<uint64_t> build_hash;  // rows of this build (Provenance::build_hash)
   std::optional<Transform> transform;

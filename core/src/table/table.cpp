@@ -133,6 +133,7 @@ Problem problem_of(const TableEntry& e) {
   const int64_t step_out = step_of(e.key.out);
   p.ldc = round_up(p.ldc, step_out);
   p.align = std::min(alignment_of(p), e.key.align);
+  p.constant = e.key.constant;
   return p;
 }
 
@@ -152,7 +153,7 @@ struct RawTable {
 };
 
 const std::set<std::string> kEntryFields = {
-    "device", "m", "n", "k", "dtype", "b_dtype", "out_dtype", "layout", "align", "scale", "family", "family_version", "source_hash",
+    "device", "m", "n", "k", "dtype", "b_dtype", "out_dtype", "layout", "align", "scale", "constant", "family", "family_version", "source_hash",
     "config", "params", "transform", "time_us", "tflops", "measured_at", "arch", "driver", "cuda_runtime", "nvrtc", "library",
     "gemmtune_version", "row_uuid", "origin", "replay"};
 const std::set<std::string> kHeaderFields = {"gemmtune_table", "generated_at", "generator", "source", "entries"};
@@ -263,6 +264,16 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
       r.fail("scale", fmt::format("unknown scale mode '{}' (expected none, tensor, row or block)", s), r.line_of("scale"));
     }
   }
+  // Format 4: the operands the entry's timing took as constant (older tables: none).
+  if (r.find("constant")) {
+    std::string s = r.str("constant", false);
+    try {
+      e.key.constant = parse_constant(s, "constant");
+    } catch (const InputError&) {
+      r.fail("constant", fmt::format("unknown operands '{}' (expected \"\", \"a\", \"b\" or \"a,b\")", s),
+             r.line_of("constant"));
+    }
+  }
   {
     std::string s = r.str("layout", true);
     try {
@@ -298,7 +309,7 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
     try {
       e.transform = parse_transform(t, "transform");
     } catch (const InputError&) {
-      r.fail("transform", fmt::format("unknown transform '{}' (expected none, pad, swap or pad+swap)", t),
+      r.fail("transform", fmt::format("unknown transform '{}' (expected none, pad, round, swap or pad+swap)", t),
              r.line_of("transform"));
     }
   }
@@ -568,6 +579,7 @@ std::vector<Field> fields_of(const TableEntry& e) {
           S("layout", to_string(e.key.layout)),
           I("align", e.key.align),
           S("scale", to_string(e.key.scale)),
+          S("constant", constant_text(e.key.constant)),
           S("family", e.family),
           S("config", e.config),
           S("params", e.params),
@@ -710,7 +722,8 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
   o += "// One tuned result. The key: device, m, n, k, dtype (A), b_dtype (B), out_dtype (C), layout (first\n"
        "// letter A, second B; n = as written, t = stored transposed), align (bytes dividing every leading\n"
        "// dimension times the element size and every base pointer), scale (FP8: tensor, row or block;\n"
-       "// none otherwise). What to run: family + config (its canonical name); params spells the same config\n"
+       "// none otherwise), constant (the operands the time assumes the program prepared once: \"b\" for\n"
+       "// weights; such an entry serves only a program that keeps them constant). What to run: family + config (its canonical name); params spells the same config\n"
        "// as name=value pairs; transform says how to run it (below). The rest is where it was measured.\n";
   o += R"(//
 // transform: "none" runs the config on the problem as it is. Otherwise the config is of its family
@@ -724,7 +737,10 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
 //   "swap"     run the config on C^T = B^T A^T: B as its A, A as its B (the stored matrices as they are),
 //              M and N exchanged, each layout letter flipped (nn <-> tt; nt and tn stay). Served only where
 //              C is a single row (M = 1) or a single column with ldc = 1, which are C^T's own buffer.
+//   "round"    as pad, but M, N and K all become padded_ld() of themselves, so every operand spanning a
+//              size that grows is copied too (zeros in the extra rows and columns).
 //   "pad+swap" swap, then pad's copies; the config writes C^T into a buffer copied back transposed.
+// A constant operand (constant = "b") is copied once, when the program prepares its weights, not per call.
 // A program that cannot do this runs cuBLASLt's own choice for such an entry instead.
 )";
   o += "constexpr std::int64_t padded_ld(std::int64_t elements, std::int64_t element_bytes) {\n"
@@ -752,21 +768,23 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
     o += "},\n";
   }
   o += "}};\n\n";
-  o += R"(// Whether an entry is for these types, layout, alignment and scales (an empty b_dtype: dtype's).
+  o += R"(// Whether an entry is for these types, layout, alignment and scales (an empty b_dtype: dtype's). An
+// entry timed with constant operands serves only a program that keeps exactly those constant.
 constexpr bool same_kind(const Entry& e, std::string_view dtype, std::string_view out_dtype, std::string_view layout,
-                         std::int64_t align, std::string_view b_dtype, std::string_view scale) {
+                         std::int64_t align, std::string_view b_dtype, std::string_view scale,
+                         std::string_view constant = {}) {
   return e.dtype == dtype && e.b_dtype == (b_dtype.empty() ? dtype : b_dtype) && e.out_dtype == out_dtype &&
-         e.layout == layout && e.align == align && e.scale == scale;
+         e.layout == layout && e.align == align && e.scale == scale && (e.constant.empty() || e.constant == constant);
 }
 
 // The entry tuned for exactly this key, or nullptr. An empty device matches every device.
 constexpr const Entry* find_exact(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,
                                   std::string_view dtype, std::string_view out_dtype, std::string_view layout,
                                   std::int64_t align, std::string_view b_dtype = {},
-                                  std::string_view scale = "none") {
+                                  std::string_view scale = "none", std::string_view constant = {}) {
   for (const Entry& e : kEntries)
     if ((device.empty() || e.device == device) && e.m == m && e.n == n && e.k == k &&
-        same_kind(e, dtype, out_dtype, layout, align, b_dtype, scale))
+        same_kind(e, dtype, out_dtype, layout, align, b_dtype, scale, constant))
       return &e;
   return nullptr;
 }
@@ -788,11 +806,12 @@ inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::i
                                  std::string_view dtype, std::string_view out_dtype, std::string_view layout,
                                  std::int64_t align, double max_distance = 1.3862943611198906,
                                  std::int64_t decode_max_m = 16, std::string_view b_dtype = {},
-                                 std::string_view scale = "none") {
+                                 std::string_view scale = "none", std::string_view constant = {}) {
   const Entry* best = nullptr;
   double best_d = 0;
   for (const Entry& e : kEntries) {
-    if ((!device.empty() && e.device != device) || !same_kind(e, dtype, out_dtype, layout, align, b_dtype, scale))
+    if ((!device.empty() && e.device != device) ||
+        !same_kind(e, dtype, out_dtype, layout, align, b_dtype, scale, constant))
       continue;
     double d = shape_distance(m, n, k, e);
     bool exact = e.m == m && e.n == n && e.k == k;
@@ -933,13 +952,21 @@ struct Candidate {
 
 // Step 0's second half: the pool's entries of the problem's class, nearest first; at equal
 // distance (mirror-image shapes, or one key on several devices) the faster entry, then the key
-// order: deterministic.
-std::vector<Candidate> candidates_for(const std::vector<const TableEntry*>& pool, const Problem& p) {
+// order: deterministic. An entry timed with constant operands the call did not declare constant
+// is passed over (its time left out the copies such a call pays each time).
+std::vector<Candidate> candidates_for(const std::vector<const TableEntry*>& pool, const Problem& p, LookupResult& r) {
   std::vector<Candidate> cands;
   for (const TableEntry* e : pool)
     if (e->key.in == p.in && e->key.in_b == p.in_b && e->key.out == p.out && e->key.layout == p.layout &&
-        e->key.align == p.align && e->key.scale == p.scale)
+        e->key.align == p.align && e->key.scale == p.scale) {
+      if (const int32_t undeclared = e->key.constant & ~p.constant) {
+        r.passed_over.emplace_back(e->text(), fmt::format("timed with {} constant (copied once, not per call); the "
+                                                          "call did not declare {} constant",
+                                                          constant_text(undeclared), constant_text(undeclared)));
+        continue;
+      }
       cands.push_back({e, shape_distance(p.m, p.n, p.k, e->key.m, e->key.n, e->key.k)});
+    }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.d != b.d) return a.d < b.d;
     if (a.e->time_us != b.e->time_us) return a.e->time_us < b.e->time_us;
@@ -990,7 +1017,7 @@ LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, c
   const std::string table_name = origin.empty() ? "table" : origin;
   if (policy.exact_device && !policy.device)
     throw InputError("an exact device match needs a device: name one (--device, or the runtime's device_name)");
-  std::vector<Candidate> cands = candidates_for(candidate_pool(*this, policy, r), p);
+  std::vector<Candidate> cands = candidates_for(candidate_pool(*this, policy, r), p, r);
 
   size_t unreachable = 0, refused = 0;
   for (const Candidate& c : cands) {

@@ -28,8 +28,9 @@ namespace gt {
 
 // 2: entries carry `transform` (version 1 tables are read as transform "none"). 3: entries
 // carry `b_dtype` and `scale` (FP8: B's type and the scale mode; older tables are read as B's
-// type = dtype and scale "none").
-inline constexpr int kTableFormatVersion = 3;
+// type = dtype and scale "none"). 4: entries carry `constant` (the operands the time took as
+// prepared once: "", "b", ...; older tables are read as ""), and transform may be "round".
+inline constexpr int kTableFormatVersion = 4;
 
 enum class TableFormat { toml, json, csv, cpp };
 const char* to_string(TableFormat f);

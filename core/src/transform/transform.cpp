@@ -17,6 +17,7 @@ const char* to_string(Transform t) {
     case Transform::pad: return "pad";
     case Transform::swap: return "swap";
     case Transform::pad_swap: return "pad+swap";
+    case Transform::round: return "round";
   }
   return "?";
 }
@@ -24,7 +25,7 @@ const char* to_string(Transform t) {
 Transform parse_transform(std::string_view s, std::string_view where) {
   for (Transform t : kTransforms)
     if (s == to_string(t)) return t;
-  throw InputError(fmt::format("{}: unknown transform '{}' (expected none, pad, swap or pad+swap)", where, s));
+  throw InputError(fmt::format("{}: unknown transform '{}' (expected none, pad, round, swap or pad+swap)", where, s));
 }
 
 std::string transformed_name(const std::string& config_name, Transform t) {
@@ -106,11 +107,20 @@ void relabel_vectors(Problem& q, bool c_in_place) {
 
 // pad's copies for the (possibly swapped) problem q: which operands are copied, K rounded up
 // when both are, the padded leading dimensions. `c_in_place`: C' can be written in place.
-void plan_copies(TransformPlan& pl, Problem& q, bool c_in_place, int32_t ptr) {
+// `round_all` (round): every size is rounded up, so each operand spanning a size that is not a
+// multiple of 16 bytes is copied too.
+void plan_copies(TransformPlan& pl, Problem& q, bool c_in_place, int32_t ptr, bool round_all) {
   const bool ptr_ok = ptr >= 16;
   pl.a.copy = !aligned16(q.lda, q.in) || !ptr_ok;
   pl.b.copy = !aligned16(q.ldb, q.in_b) || !ptr_ok;
   pl.c.copy = !c_in_place || !aligned16(q.ldc, q.out) || !ptr_ok;
+  if (round_all) {
+    const int64_t per = per16(q.in);
+    const bool m_odd = q.m % per != 0, n_odd = q.n % per != 0, k_odd = q.k % per != 0;
+    pl.a.copy = pl.a.copy || m_odd || k_odd;
+    pl.b.copy = pl.b.copy || k_odd || n_odd;
+    pl.c.copy = pl.c.copy || m_odd || n_odd;
+  }
   // A dimension is rounded up to 16 bytes' worth of elements, with zeros, where every matrix
   // that spans it is copied anyway (K: A and B; M: A and C; N: B and C), so the family sees
   // sizes that are multiples of 8 (16-bit): cuBLASLt offers its TMA kernels only for those, and
@@ -206,7 +216,10 @@ std::optional<TransformPlan> plan_transform(const Problem& p, Transform t, std::
         p.m, p.n, p.ldc));
   relabel_vectors(q, c_in_place);
   if (pads(t)) {
-    plan_copies(pl, q, c_in_place, pl.pointer_align);
+    plan_copies(pl, q, c_in_place, pl.pointer_align, t == Transform::round);
+    if (!pl.copies() && t == Transform::round)
+      return refuse("round copies nothing here: M, N, K and every leading dimension are multiples of 16 bytes and "
+                    "every base pointer is 16-byte aligned: it is the plain problem");
     if (!pl.copies())
       return refuse(t == Transform::pad
                         ? std::string("pad copies nothing here: every leading dimension and base pointer is 16-byte "

@@ -13,6 +13,11 @@
 //            The family then writes Cᵀ row-major, N x M, which is another buffer than C (M x N
 //            row-major) unless C is a single row (M = 1) or a single contiguous column (N = 1,
 //            ldc = 1): swap serves those only, and refuses the rest with that reason.
+//  round     pad's rounding taken to every size: M, N and K are rounded up to 16 bytes' worth of
+//            elements, each operand that spans a size that grows (or is misaligned) copied, so
+//            that the family sees the aligned problem whatever it costs in copies (at
+//            4096x4096x4097 pad copies A alone and K stays odd, which keeps cuBLASLt on its slow
+//            kernels; round copies A and B and K becomes 4104).
 //  pad+swap  the swapped product with pad's copies; C' = Cᵀ always lands in the workspace and is
 //            written back transposed (unless C is a single row or column as above), so it
 //            serves every problem.
@@ -35,13 +40,15 @@
 
 namespace gt {
 
-enum class Transform : int32_t { none = 0, pad = 1, swap = 2, pad_swap = 3 };
-inline constexpr Transform kTransforms[] = {Transform::none, Transform::pad, Transform::swap, Transform::pad_swap};
+enum class Transform : int32_t { none = 0, pad = 1, swap = 2, pad_swap = 3, round = 4 };
+// The order a tune explores them in (forms.hpp): round after pad, whose plan it is compared with.
+inline constexpr Transform kTransforms[] = {Transform::none, Transform::pad, Transform::round, Transform::swap,
+                                            Transform::pad_swap};
 
-const char* to_string(Transform t);  // "none", "pad", "swap", "pad+swap"
+const char* to_string(Transform t);  // "none", "pad", "round", "swap", "pad+swap"
 // InputError naming `where` for anything else.
 Transform parse_transform(std::string_view s, std::string_view where = "--transforms");
-inline bool pads(Transform t) { return t == Transform::pad || t == Transform::pad_swap; }
+inline bool pads(Transform t) { return t == Transform::pad || t == Transform::pad_swap || t == Transform::round; }
 inline bool swaps(Transform t) { return t == Transform::swap || t == Transform::pad_swap; }
 
 // The name of a transformed config: the family's canonical name, then "+pad", "+swap" or

@@ -12,7 +12,8 @@
 // would be. It stands in for behaviour, not for performance or for cuBLASLt's real lists,
 // with one exception: for 16-bit inputs, algorithm 66 takes the tiles, custom options and
 // split-K of the H200 table in docs/results/ (as the real one does), so that the lookup tests
-// can ask the committed table with this stand-in where a GPU would be needed.
+// can ask the committed table with this stand-in where a GPU would be needed, and that it
+// serves only sizes that are multiples of 8 (what the rounding pad, transform.hpp, is for).
 //
 // FP8 as cuBLASLt 13 has it on Hopper: A and B e4m3 or e5m2 (not both e5m2), TN only (its A
 // transposed), 16-byte alignment, the four scale modes of the header applied as documented
@@ -489,6 +490,10 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t de
   if (al->swizzle > 1 || (al->swizzle && !m->swizzle) || int32_t(al->custom) > m->custom_max)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (al->id == 66 && al->cluster == CUBLASLT_CLUSTER_SHAPE_2x2x1) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // For 16-bit inputs the TMA algorithm serves only M, N and K that are multiples of 8, as the
+  // H100's cuBLASLt 13 was seen to (issue 55: 4096x4096x4097 bf16 with A padded to a 16-byte
+  // ld still got algorithm 24 alone; the 4104 twin got 66).
+  if (m == model(66, kHalf) && (k % 8 || c->rows % 8 || c->cols % 8)) return CUBLAS_STATUS_NOT_SUPPORTED;
   for (const Layout* l : {a, b, dl})
     if ((uint64_t(l->ld) * elem_size(l->type)) % m->align) return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(result, 0, sizeof(*result));
