@@ -128,6 +128,8 @@ struct Ctx {
       auto s = e.value<std::string>();
       if (!s) fail(e, fmt::format("'{}' must hold strings only", key));
       if (where) where->emplace(std::string(key) + ":" + *s, at(e));
+      // A repeated entry is a slip (a copied line): said where it is, not quietly merged.
+      if (std::find(out.begin(), out.end(), *s) != out.end()) fail(e, fmt::format("'{}' names '{}' twice", key, *s));
       out.push_back(*s);
     }
     return out;
@@ -154,6 +156,7 @@ struct Ctx {
       if (!v) fail(e, fmt::format("'{}' must hold whole numbers only", key));
       if (*v < 1) fail(e, fmt::format("'{}' = {}: every dimension must be at least 1", key, *v));
       if (*v > kMaxDim) fail(e, fmt::format("'{}' = {} is too large (at most {})", key, *v, kMaxDim));
+      if (std::find(out.begin(), out.end(), *v) != out.end()) fail(e, fmt::format("'{}' names {} twice", key, *v));
       out.push_back(*v);
     }
     return out;

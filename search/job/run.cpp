@@ -44,36 +44,36 @@ void on_every_gpu(size_t n, std::atomic<bool>& failed, F&& f) {
 
 }  // namespace
 
-RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const RunContext& ctx) {
+RunResult run_job(const ResolvedJob& resolved, const std::vector<RunGpu>& gpus, const RunContext& ctx) {
   // An FP8 problem a GPU cannot run at all is bad input, found before the first measurement.
   for (const RunGpu& gpu : gpus)
-    for (size_t i : plan.mine) {
+    for (size_t i : resolved.mine) {
       const gt_device& d = gpu.measurer->device().limits;
-      if (auto why = fp8_device_refusal(plan.problems[i].problem, d.cc_major, d.cc_minor)) throw InputError(*why);
+      if (auto why = fp8_device_refusal(resolved.problems[i].problem, d.cc_major, d.cc_minor)) throw InputError(*why);
     }
   RunResult res;
-  res.outcomes.resize(plan.problems.size());
-  res.gpu_of.assign(plan.problems.size(), -1);
+  res.outcomes.resize(resolved.problems.size());
+  res.gpu_of.assign(resolved.problems.size(), -1);
   std::atomic<size_t> next{0};
   std::mutex mu;  // guards res and ctx.on_problem
   std::atomic<bool> failed{false};
-  auto stopped = [&] { return (plan.options.stop && plan.options.stop->load()) || failed; };
+  auto stopped = [&] { return (resolved.options.stop && resolved.options.stop->load()) || failed; };
   // Every problem's fixed configs on every GPU, before the first measurement: a config a
   // library family (cuBLASLt, asked on the GPU) does not have is bad input, found now and not
   // after the problems before it were tuned.
   std::vector<std::map<size_t, std::map<std::string, std::vector<Config>>>> fixed(gpus.size());
   for (size_t g = 0; g < gpus.size(); ++g)
-    for (size_t i : plan.mine)
-      if (!plan.problems[i].configs.empty())
-        fixed[g][i] = fixed_configs(plan.problems[i], gpus[g].spaces, ctx.plugins, gpus[g].measurer->device().limits,
-                                    plan.job);
+    for (size_t i : resolved.mine)
+      if (!resolved.problems[i].configs.empty())
+        fixed[g][i] = fixed_configs(resolved.problems[i], gpus[g].spaces, ctx.plugins, gpus[g].measurer->device().limits,
+                                    resolved.job);
   on_every_gpu(gpus.size(), failed, [&](size_t g) {
     const RunGpu& gpu = gpus[g];
-    Tuner tuner(ctx.plugins, *gpu.measurer, ctx.store, ctx.pool, gpu.spaces, gpu.provenance, plan.options);
+    Tuner tuner(ctx.plugins, *gpu.measurer, ctx.store, ctx.pool, gpu.spaces, gpu.provenance, resolved.options);
     if (ctx.on_tuner) ctx.on_tuner(tuner, g);
-    for (size_t j; (j = next++) < plan.mine.size() && !stopped();) {
-      const size_t i = plan.mine[j];
-      const PlannedProblem& pp = plan.problems[i];
+    for (size_t j; (j = next++) < resolved.mine.size() && !stopped();) {
+      const size_t i = resolved.mine[j];
+      const ResolvedProblem& pp = resolved.problems[i];
       ProblemOutcome po = tuner.tune(pp.problem, pp.families, fixed[g][i]);
       std::lock_guard lock(mu);
       if (ctx.on_problem) ctx.on_problem(po, g);
@@ -82,19 +82,19 @@ RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const R
     }
   });
   res.stopped = stopped();
-  if (gpus.size() > 1 && plan.consistency_sample.value_or(gpus.size()) > 0 && !res.stopped)
-    res.consistency = check_consistency(plan, gpus, ctx, res);
+  if (gpus.size() > 1 && resolved.consistency_sample.value_or(gpus.size()) > 0 && !res.stopped)
+    res.consistency = check_consistency(resolved, gpus, ctx, res);
   return res;
 }
 
 std::string consistency_tune_id(const std::string& tune_id) { return tune_id + "/consistency"; }
 
-std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std::vector<RunGpu>& gpus,
+std::vector<ConsistencySample> check_consistency(const ResolvedJob& resolved, const std::vector<RunGpu>& gpus,
                                                  const RunContext& ctx, const RunResult& done) {
-  // The sample: the first problem each GPU decided (by the plan's order), then the next ones,
-  // up to the plan's sample size; each its problem's winner.
+  // The sample: the first problem each GPU decided (in the job's order), then the next ones,
+  // up to the sample size; each its problem's winner.
   std::vector<ConsistencySample> sample;
-  const size_t want = plan.consistency_sample.value_or(gpus.size());
+  const size_t want = resolved.consistency_sample.value_or(gpus.size());
   for (size_t round = 0; sample.size() < want; ++round) {
     bool any = false;
     for (size_t g = 0; g < gpus.size() && sample.size() < want; ++g) {
@@ -124,14 +124,14 @@ std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std:
         auto c = space.parse(family_config_name(s.config_name, s.transform), &err);
         if (!c) throw RuntimeFailure(err);
         Candidate cand{s.family, ctx.plugins ? ctx.plugins->find(s.family) : nullptr, *c, s.transform};
-        gpu.measurer->set_problem(s.problem, plan.options.dist, plan.options.input_seed);
-        gpu.measurer->settle(cand, plan.options.settle_s);
+        gpu.measurer->set_problem(s.problem, resolved.options.dist, resolved.options.input_seed);
+        gpu.measurer->settle(cand, resolved.options.settle_s);
         m = gpu.measurer->measure(cand, false);
         m.message = fmt::format("consistency: the winner of GPU {}'s problem, timed on each of {} GPUs", s.decided_on,
                                 gpus.size());
         if (ctx.store)
           ctx.store->insert(measured_row(s.problem, space, *c, m, gpu.provenance(s.family, false),
-                                         consistency_tune_id(plan.options.tune_id), gpu.measurer->is_replay(),
+                                         consistency_tune_id(resolved.options.tune_id), gpu.measurer->is_replay(),
                                          s.transform));
       } catch (const StoreWriteError&) {
         throw;

@@ -1,4 +1,4 @@
-// A plan's problems over one or more GPUs. Each problem is explored, re-timed and decided on
+// A resolved job's problems over one or more GPUs. Each problem is explored, re-timed and decided on
 // one GPU (ratios are taken within a GPU, never across two), and the problems are handed out
 // as the GPUs free up: a GPU that finishes a problem takes the next one not yet started. No
 // GPU waits for another. Afterwards, with more than one GPU, cross-GPU consistency is checked
@@ -6,7 +6,7 @@
 // on every GPU, and the spread is reported.
 #pragma once
 
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 #include "tune/tuner.hpp"
 
 #include <functional>
@@ -44,13 +44,13 @@ struct ConsistencySample {
 };
 
 struct RunResult {
-  std::vector<std::optional<ProblemOutcome>> outcomes;  // per problem of the plan (unset: not tuned here)
+  std::vector<std::optional<ProblemOutcome>> outcomes;  // per problem of the resolved job (unset: not tuned here)
   std::vector<int> gpu_of;                              // per problem: the GPU that decided it (-1: none)
   std::vector<ConsistencySample> consistency;
   bool stopped = false;  // Ctrl-C
 };
 
-RunResult run_plan(const JobPlan& plan, const std::vector<RunGpu>& gpus, const RunContext& ctx);
+RunResult run_job(const ResolvedJob& resolved, const std::vector<RunGpu>& gpus, const RunContext& ctx);
 
 std::string consistency_tune_id(const std::string& tune_id);
 
@@ -58,7 +58,7 @@ std::string consistency_tune_id(const std::string& tune_id);
 // settle), each GPU in its own thread; every timing is stored, under the run's tune id with
 // "/consistency" added (consistency_tune_id): they are not the tune's own measurements, and
 // a recording of the run (--record) leaves them out.
-std::vector<ConsistencySample> check_consistency(const JobPlan& plan, const std::vector<RunGpu>& gpus,
+std::vector<ConsistencySample> check_consistency(const ResolvedJob& resolved, const std::vector<RunGpu>& gpus,
                                                  const RunContext& ctx, const RunResult& done);
 
 }  // namespace gt::search

@@ -16,7 +16,7 @@ namespace gt::search {
 namespace {
 
 // Verifying a candidate besides its one call: filling C with NaN, the float64 comparison on
-// the GPU, the worker's round trip (a few ms on the H200).
+// the GPU, the worker's round trip (a few ms).
 constexpr double kVerifyOverheadS = 0.003;
 
 Stats point(double us) {

@@ -49,7 +49,6 @@ class ReplayMeasurer : public Measurer {
   bool clock_estimated() const { return estimated_; }
   const ReplayFigures& figures() const { return figures_; }
   // The fastest time the recording's roofs allow the current problem (NaN: no roofs).
-  double roofline_us() const { return roofline_us_; }
 
  private:
   const RecordedSpace* space_of(const std::string& family) const;

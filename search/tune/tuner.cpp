@@ -34,10 +34,10 @@ std::string describe(const TuneOptions& o) {
 // ---------------------------------------------------------------------------------------
 // The pieces the phases share
 
-struct Tuner::FamilyPlan {
+struct Tuner::FormSetup {
   std::string family;
   Transform transform = Transform::none;  // the form: the problem as it is, or through this
-  TransformPlan xplan;                     // its plan; xplan.inner is the problem the family runs
+  TransformPlan xplan;                     // the transform's plan; xplan.inner is the problem the family runs
   std::string label;                       // "wmma", "wmma+pad": the form in notes and progress
   Space space;                             // the family's, for xplan.inner
   const Family* fam = nullptr;  // null in replay
@@ -58,10 +58,10 @@ struct Tuner::Result {
   Config config;
   Measurement m;
   int64_t row = 0;
-  std::string name;         // with its transform (FamilyPlan::name)
+  std::string name;         // with its transform (FormSetup::name)
   std::string figure_note;  // how the measurer had its re-timed figure, where it says (replay)
-  const FamilyPlan* plan = nullptr;  // its form
-  Candidate candidate() const { return plan->candidate(config); }
+  const FormSetup* setup = nullptr;  // its form
+  Candidate candidate() const { return setup->candidate(config); }
 };
 
 struct Tuner::Finalists {
@@ -154,18 +154,18 @@ Retimed Tuner::retime(const Problem& p, const std::vector<Candidate>& cs, uint64
   return measurer_.retime(cs, o_.retime, seed);
 }
 
-std::optional<StoredRow> Tuner::reusable(const Problem& p, const FamilyPlan& plan, const Config& c,
+std::optional<StoredRow> Tuner::reusable(const Problem& p, const FormSetup& setup, const Config& c,
                                          bool* stale_build) const {
   if (!store_ || !o_.reuse) return std::nullopt;
   // The same config built the same way: its build hash (source, defines, launch, requests)
   // pins what a change of host code would change.
   const std::string& device = measurer_.device().name;
-  const std::string config_hash = hex64(transformed_hash(plan.space.hash(c), plan.transform));
-  const uint64_t build = build_hash_of(p, plan.family, c, plan.transform);
-  auto hit = store_->find_reusable(p, device, plan.family, config_hash, plan.fingerprint, !o_.quick_explore,
+  const std::string config_hash = hex64(transformed_hash(setup.space.hash(c), setup.transform));
+  const uint64_t build = build_hash_of(p, setup.family, c, setup.transform);
+  auto hit = store_->find_reusable(p, device, setup.family, config_hash, setup.fingerprint, !o_.quick_explore,
                                    measurer_.is_replay(), build);
   if (!hit && build && stale_build)
-    *stale_build = bool(store_->find_reusable(p, device, plan.family, config_hash, plan.fingerprint, false,
+    *stale_build = bool(store_->find_reusable(p, device, setup.family, config_hash, setup.fingerprint, false,
                                               measurer_.is_replay()));
   return hit;
 }
@@ -216,23 +216,23 @@ int64_t Tuner::record(const Problem& p, const Space& s, Transform t, const Confi
   // with every successful row so a report can name the kernel without the plugin; and what
   // the transform does for the problem.
   if (m.status == Status::ok) {
-    auto plan = plan_transform(p, t);
-    if (const Family* fam = plugin(s.family()); fam && plan)
-      if (std::string d = fam->describe(plan->inner, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
-    if (plan && t != Transform::none)
-      r.m.message += fmt::format("{}{}: {}", r.m.message.empty() ? "" : "; ", to_string(t), plan->describe());
+    auto xplan = plan_transform(p, t);
+    if (const Family* fam = plugin(s.family()); fam && xplan)
+      if (std::string d = fam->describe(xplan->inner, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
+    if (xplan && t != Transform::none)
+      r.m.message += fmt::format("{}{}: {}", r.m.message.empty() ? "" : "; ", to_string(t), xplan->describe());
   }
   return store_->insert(r);
 }
 
 // ---------------------------------------------------------------------------------------
-// One family: plan -> explore -> finalists -> decide
+// One family: setup -> explore -> finalists -> decide
 
 FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed) {
   FamilyOutcome out;
   out.family = family;
   const double t0 = now();
-  Plans plans;
+  Setups setups;
   std::vector<Result> ok;
   FormsSoFar sofar;
   for (Transform t : kTransforms) {
@@ -249,7 +249,7 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
         continue;
       }
     }
-    FormOutcome form = tune_form(p, family, t, fixed, plans, ok, out);
+    FormOutcome form = tune_form(p, family, t, fixed, setups, ok, out);
     const bool runs = form.skipped.empty();
     if (t == Transform::none) sofar.plain_runs = runs;
     sofar.any_runs = sofar.any_runs || runs;
@@ -257,32 +257,32 @@ FamilyOutcome Tuner::tune_family(const Problem& p, const std::string& family, co
   }
   if (!sofar.any_runs) out.skipped = out.forms.front().skipped;  // the plain form's reason
   if (!ok.empty()) {
-    Finalists fin = finalists(p, plans, std::move(ok), out);
-    decide_family(p, plans, fin, out);
+    Finalists fin = finalists(p, setups, std::move(ok), out);
+    decide_family(p, setups, fin, out);
   }
   out.seconds = now() - t0;
   return out;
 }
 
 FormOutcome Tuner::tune_form(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
-                             Plans& plans, std::vector<Result>& ok, FamilyOutcome& out) {
+                             Setups& setups, std::vector<Result>& ok, FamilyOutcome& out) {
   FormOutcome form;
   form.transform = t;
   FamilyOutcome part;  // this form's own counts
   part.family = family;
-  FamilyPlan& plan = plans.emplace_back();
-  plan.t0 = now();
-  if (!plan_family(p, family, t, fixed, plan, part)) {
-    plans.pop_back();  // the last one, never referenced: nothing moves
+  FormSetup& setup = setups.emplace_back();
+  setup.t0 = now();
+  if (!set_up_form(p, family, t, fixed, setup, part)) {
+    setups.pop_back();  // the last one, never referenced: nothing moves
     form.skipped = part.skipped;
     if (t != Transform::none && on_note) on_note(fmt::format("{}: {} not explored: {}", family, to_string(t), part.skipped));
     return form;
   }
   if (t != Transform::none) {
-    form.plan = plan.xplan.describe();
+    form.plan = setup.xplan.describe();
     if (on_note) on_note(fmt::format("{}: exploring {} beside the plain problem: {}", family, to_string(t), form.plan));
   }
-  std::vector<Result> found = explore(p, plan, part);
+  std::vector<Result> found = explore(p, setup, part);
   for (const Result& r : found)
     if (!(r.m.time_us() >= form.best_us)) {
       form.best_us = r.m.time_us();
@@ -292,7 +292,7 @@ FormOutcome Tuner::tune_form(const Problem& p, const std::string& family, Transf
   form.valid_space = part.valid_space;
   form.evaluated = part.evaluated;
   form.stop_reason = part.stop_reason;
-  form.compile_wait_s = plan.compile_wait_s;
+  form.compile_wait_s = setup.compile_wait_s;
   // The family's figures are its plain form's, or the first form's that ran.
   const bool first = std::none_of(out.forms.begin(), out.forms.end(), [](const FormOutcome& f) { return f.skipped.empty(); });
   if (first) {
@@ -310,27 +310,27 @@ FormOutcome Tuner::tune_form(const Problem& p, const std::string& family, Transf
   return form;
 }
 
-bool Tuner::plan_family(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
-                        FamilyPlan& plan, FamilyOutcome& out) {
-  plan.family = family;
-  plan.transform = t;
-  plan.label = transformed_name(family, t);
+bool Tuner::set_up_form(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
+                        FormSetup& setup, FamilyOutcome& out) {
+  setup.family = family;
+  setup.transform = t;
+  setup.label = transformed_name(family, t);
   std::string why;
   auto xplan = plan_transform(p, t, &why);
   if (!xplan) {
     out.skipped = why;
     return false;
   }
-  plan.xplan = *xplan;
-  const Problem& q = plan.xplan.inner;  // what the family runs (p itself for the plain form)
+  setup.xplan = *xplan;
+  const Problem& q = setup.xplan.inner;  // what the family runs (p itself for the plain form)
   try {
-    plan.space = spaces_(family, q);
+    setup.space = spaces_(family, q);
   } catch (const std::exception& e) {
     out.skipped = e.what();
     return false;
   }
-  if (!o_.fast_accum) rule_out_fast_accum(plan.space);
-  const Space& space = plan.space;
+  if (!o_.fast_accum) rule_out_fast_accum(setup.space);
+  const Space& space = setup.space;
   if (space.raw_size() == 0) {
     out.skipped = "its parameter space is empty for this problem";
     return false;
@@ -343,43 +343,43 @@ bool Tuner::plan_family(const Problem& p, const std::string& family, Transform t
       return false;
     }
   }
-  plan.fam = plugin(family);
-  plan.source = plan.fam && !plan.fam->is_library();
-  plan.budget = o_.budget_for(family);
+  setup.fam = plugin(family);
+  setup.source = setup.fam && !setup.fam->is_library();
+  setup.budget = o_.budget_for(family);
   out.strategy = fixed ? "list" : o_.strategy;
   if (out.strategy == "auto") {
     // Exhaustive only where the budget lets it finish: cut short, it would have searched a
     // prefix of the enumeration order (cuBLASLt: its heuristic's picks, then whatever comes next).
     auto names = strategy_names();
     const bool whole = out.valid_space && out.valid_space <= o_.auto_exhaustive_below &&
-                       out.valid_space <= plan.budget.max_evaluations && plan.budget.max_fraction >= 1.0;
+                       out.valid_space <= setup.budget.max_evaluations && setup.budget.max_fraction >= 1.0;
     out.strategy = whole ? "exhaustive" : std::count(names.begin(), names.end(), "bayes") ? "bayes" : "random";
   }
   if (fixed) {
-    plan.strategy = std::make_unique<FixedList>(*fixed);
+    setup.strategy = std::make_unique<FixedList>(*fixed);
   } else {
     // The family's own first choice (its first suggestion, e.g. cuBLASLt's heuristic pick,
     // else its default): always a finalist, so the winner is never one that only looked
     // faster than it in the short exploration timings.
     std::vector<Config> first;
-    if (plan.fam) first = plan.fam->suggest(q, measurer_.device().limits, 32, space.dims());
+    if (setup.fam) first = setup.fam->suggest(q, measurer_.device().limits, 32, space.dims());
     first.push_back(space.default_config());
-    plan.baseline = first.front();
-    plan.strategy = make_strategy(out.strategy, space, o_.seed, first);
+    setup.baseline = first.front();
+    setup.strategy = make_strategy(out.strategy, space, o_.seed, first);
   }
-  plan.planned = fixed ? std::min<uint64_t>(fixed->size(), plan.budget.planned(fixed->size()))
-                       : plan.budget.planned(out.valid_space);
-  plan.prov_quick = provenance_(family, true);
-  plan.prov_full = provenance_(family, false);
-  plan.fingerprint = plan.prov_full.fingerprint();
+  setup.planned = fixed ? std::min<uint64_t>(fixed->size(), setup.budget.planned(fixed->size()))
+                       : setup.budget.planned(out.valid_space);
+  setup.prov_quick = provenance_(family, true);
+  setup.prov_full = provenance_(family, false);
+  setup.fingerprint = setup.prov_full.fingerprint();
   if (store_) {
     // So that an export can spell the configs readably where the space cannot be had again.
     std::vector<std::string> names;
     for (auto& prm : space.params()) names.push_back(prm.name);
-    store_->note_param_names(family, plan.prov_full.family_version, names);
+    store_->note_param_names(family, setup.prov_full.family_version, names);
   }
   if (store_ && t == Transform::none) {  // the family's stale rows, all forms': counted once
-    out.stale = uint64_t(store_->count_stale(p, measurer_.device().name, family, plan.fingerprint));
+    out.stale = uint64_t(store_->count_stale(p, measurer_.device().name, family, setup.fingerprint));
     if (out.stale && on_note)
       on_note(fmt::format("{}: {} stored measurements were made with another toolchain or plugin source: "
                           "they are stale and are measured again",
@@ -393,11 +393,11 @@ bool Tuner::plan_family(const Problem& p, const std::string& family, Transform t
 // is stored and counted in the family's outcome.
 class Tuner::Explorer : public Evaluator {
  public:
-  Explorer(Tuner& t, const Problem& p, FamilyPlan& plan, FamilyOutcome& out) : t_(t), p_(p), plan_(plan), out_(out) {}
+  Explorer(Tuner& t, const Problem& p, FormSetup& setup, FamilyOutcome& out) : t_(t), p_(p), setup_(setup), out_(out) {}
 
   std::optional<Outcome> ahead(const Config& c) override {
     bool stale_build = false;
-    if (auto hit = t_.reusable(p_, plan_, c, &stale_build)) {
+    if (auto hit = t_.reusable(p_, setup_, c, &stale_build)) {
       ++out_.reused;
       Outcome o = counted(c, hit->m, hit->id);
       // Its GPU seconds only: its compile overlapped other configs' measuring then.
@@ -406,17 +406,17 @@ class Tuner::Explorer : public Evaluator {
     }
     if (stale_build) ++out_.stale_builds;  // stored with another build of this config: measured again
     std::shared_future<CompileResult> compile;  // invalid: nothing to compile
-    if (plan_.source && t_.pool_) {
+    if (setup_.source && t_.pool_) {
       Refused why;
       const DeviceInfo& dev = t_.measurer_.device();
-      auto req = compile_request(*plan_.fam, plan_.xplan.inner, c, dev.limits, dev.arch(), nullptr, &why);
+      auto req = compile_request(*setup_.fam, setup_.xplan.inner, c, dev.limits, dev.arch(), nullptr, &why);
       if (!req) {
         Measurement m;
         m.status = refusal_status(why.code);
-        m.message = plan_.transform == Transform::none
+        m.message = setup_.transform == Transform::none
                         ? why.why
-                        : fmt::format("under {} ({}): {}", to_string(plan_.transform), plan_.xplan.inner.key(), why.why);
-        return counted(c, m, t_.record(p_, plan_.space, plan_.transform, c, m, plan_.prov_full));
+                        : fmt::format("under {} ({}): {}", to_string(setup_.transform), setup_.xplan.inner.key(), why.why);
+        return counted(c, m, t_.record(p_, setup_.space, setup_.transform, c, m, setup_.prov_full));
       }
       compile = t_.pool_->submit(std::move(*req));
     }
@@ -435,7 +435,7 @@ class Tuner::Explorer : public Evaluator {
       const double limit = t_.o_.compile_timeout_s;
       const double waited_from = t_.now();
       const bool ready = compile.wait_for(std::chrono::duration<double>(limit)) == std::future_status::ready;
-      plan_.compile_wait_s += t_.now() - waited_from;
+      setup_.compile_wait_s += t_.now() - waited_from;
       if (!ready) {
         m.status = Status::timeout;
         m.message = fmt::format("compilation took longer than {:g} s", limit);
@@ -452,7 +452,7 @@ class Tuner::Explorer : public Evaluator {
     }
     if (runnable) {
       t_.ensure_problem(p_);
-      m = t_.measure_settled(plan_.candidate(c));
+      m = t_.measure_settled(setup_.candidate(c));
       if (m.res.registers < 0) m.res = cr.res;
     }
     if (compile.valid()) {
@@ -461,13 +461,13 @@ class Tuner::Explorer : public Evaluator {
     }
     if (!m.compiled_from_cache) out_.compile_s += m.compile_s;
     out_.measure_s += m.measure_s;
-    return counted(c, m, t_.record(p_, plan_.space, plan_.transform, c, m, m.quick ? plan_.prov_quick : plan_.prov_full));
+    return counted(c, m, t_.record(p_, setup_.space, setup_.transform, c, m, m.quick ? setup_.prov_quick : setup_.prov_full));
   }
 
   // The form's budget counts what the GPU does for it, not the time it stood waiting for a
   // compile: at 4096x4096x4097 wgmma_tma's pad form spent its 4 s compiling and measured one
   // config (issue 55). Compiles still run ahead on the pool while the GPU measures others.
-  double seconds() const override { return t_.now() - plan_.t0 - plan_.compile_wait_s; }
+  double seconds() const override { return t_.now() - setup_.t0 - setup_.compile_wait_s; }
   bool stop_requested() const override { return t_.stopping(); }
 
   std::vector<Result> ok;  // every config that passed
@@ -478,10 +478,10 @@ class Tuner::Explorer : public Evaluator {
   Outcome counted(const Config& c, const Measurement& m, int64_t row) {
     ++out_.by_status[m.status];
     if (m.status == Status::ok && std::isfinite(m.time_us())) {
-      ok.push_back({c, m, row, plan_.name(c), "", &plan_});
+      ok.push_back({c, m, row, setup_.name(c), "", &setup_});
       if (!(m.time_us() >= best_us)) {
         best_us = m.time_us();
-        best_name = plan_.space.readable(c);  // shown in the progress display
+        best_name = setup_.space.readable(c);  // shown in the progress display
       }
     }
     return outcome_of(m);
@@ -489,38 +489,38 @@ class Tuner::Explorer : public Evaluator {
 
   Tuner& t_;
   const Problem& p_;
-  FamilyPlan& plan_;
+  FormSetup& setup_;
   FamilyOutcome& out_;
   std::deque<std::shared_future<CompileResult>> compiles_;
 };
 
-std::vector<Tuner::Result> Tuner::explore(const Problem& p, FamilyPlan& plan, FamilyOutcome& out) {
-  Explorer ev(*this, p, plan, out);
+std::vector<Tuner::Result> Tuner::explore(const Problem& p, FormSetup& setup, FamilyOutcome& out) {
+  Explorer ev(*this, p, setup, out);
   SearchOptions so;
   so.lookahead = o_.lookahead ? o_.lookahead : (pool_ ? 2 * size_t(pool_->threads()) : 8);
   so.valid_space = out.valid_space;
-  so.shuffle_seed = o_.seed ^ stable_hash(p.key() + plan.label);  // the label is the family for the plain form
+  so.shuffle_seed = o_.seed ^ stable_hash(p.key() + setup.label);  // the label is the family for the plain form
   so.on_evaluated = [&](const Observation&, const Progress& prog) {
     if (!on_progress) return;
-    const uint64_t total = plan.planned, done = prog.evaluations;
+    const uint64_t total = setup.planned, done = prog.evaluations;
     const double left = total > done ? prog.seconds / double(done) * double(total - done) : kNaN;
-    on_progress(TuneEvent{&p, plan.label, done, total, ev.best_us, ev.best_name, prog.seconds, left});
+    on_progress(TuneEvent{&p, setup.label, done, total, ev.best_us, ev.best_name, prog.seconds, left});
   };
-  SearchResult r = drive(*plan.strategy, ev, plan.budget, so);
+  SearchResult r = drive(*setup.strategy, ev, setup.budget, so);
   out.evaluated = r.history.size();
   out.stop_reason = r.stop_reason;
   return std::move(ev.ok);
 }
 
 namespace {
-// The name of a plan's baseline (its family's first choice for its problem), "" without one.
-template <class Plan>
-std::string baseline_name(const Plan& plan) {
-  return plan.baseline ? plan.name(*plan.baseline) : std::string();
+// The name of a setup's baseline (its family's first choice for its problem), "" without one.
+template <class Setup>
+std::string baseline_name(const Setup& setup) {
+  return setup.baseline ? setup.name(*setup.baseline) : std::string();
 }
 }  // namespace
 
-Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vector<Result> ok, FamilyOutcome& out) {
+Tuner::Finalists Tuner::finalists(const Problem& p, const Setups& setups, std::vector<Result> ok, FamilyOutcome& out) {
   // The fastest distinct configs of every form, and beside them each form's baseline and fastest
   // config: every form is in the one re-timing.
   std::sort(ok.begin(), ok.end(), faster<Result>);
@@ -530,11 +530,11 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vec
   };
   for (auto& r : ok)
     if (fin.list.size() < size_t(std::max(1, o_.finalists)) && in(r.name) == fin.list.end()) fin.list.push_back(r);
-  for (const FamilyPlan& plan : plans) {
-    const std::string bname = baseline_name(plan);
+  for (const FormSetup& setup : setups) {
+    const std::string bname = baseline_name(setup);
     auto b = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return !bname.empty() && r.name == bname; });
     if (b != ok.end() && in(bname) == fin.list.end()) fin.list.push_back(*b);
-    auto fastest = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return r.plan == &plan; });
+    auto fastest = std::find_if(ok.begin(), ok.end(), [&](const Result& r) { return r.setup == &setup; });
     if (fastest != ok.end() && in(fastest->name) == fin.list.end()) fin.list.push_back(*fastest);
   }
   // A warm re-tune that measured nothing new: the winner settled last time stands. Its reused
@@ -542,7 +542,7 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vec
   // exploration rows, so it need not rank among the fastest explored.
   const ResultKey key = ResultKey::of(measurer_.device().name, p);
   if (store_ && o_.reuse && out.reused == out.evaluated)
-    if (auto stored = store_->winner(key, plans.front().family)) {
+    if (auto stored = store_->winner(key, setups.front().family)) {
       auto it = in(stored->config_name);
       if (it == fin.list.end()) {
         auto o = std::find_if(ok.begin(), ok.end(), [&](const Result& x) { return x.name == stored->config_name; });
@@ -568,7 +568,7 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vec
       Result& f = fin.list[i];
       f.m.time = rt.stats[i];
       if (i < rt.notes.size()) f.figure_note = rt.notes[i];
-      f.row = record_retimed(p, f.plan->space, f.plan->transform, f.config, f.m, f.plan->prov_full,
+      f.row = record_retimed(p, f.setup->space, f.setup->transform, f.config, f.m, f.setup->prov_full,
                              fmt::format("finalist: re-timed interleaved with {} others {}{}", fin.list.size() - 1,
                                          describe(o_.retime, rt.capped),
                                          f.figure_note.empty() ? "" : " (" + f.figure_note + ")"));
@@ -579,7 +579,7 @@ Tuner::Finalists Tuner::finalists(const Problem& p, const Plans& plans, std::vec
     throw;  // a measurement not kept stops the tune (a full disk is no reason to go on)
   } catch (const RuntimeFailure& e) {
     if (on_note)
-      on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", plans.front().family,
+      on_note(fmt::format("{}: re-timing the finalists failed ({}); keeping the exploration timings", setups.front().family,
                           e.what()));
   }
   return fin;
@@ -604,32 +604,32 @@ std::optional<std::pair<Verdict, std::string>> Tuner::confirm(const Problem& p, 
     d = retime(p, {leader.candidate(), baseline.candidate()}, o_.seed + 2);
   } catch (const RuntimeFailure& e) {
     return kept(fmt::format("the confirmation of {} against the baseline failed ({}); the baseline kept",
-                            leader.plan->space.readable(leader.config),
+                            leader.setup->space.readable(leader.config),
                             e.what()));
   }
   const std::string what = "confirmation: the winner and the baseline re-timed alone " + describe(o_.retime, d.capped);
   leader.m.time = d.stats[0];
   baseline.m.time = d.stats[1];
-  leader.row = record_retimed(p, leader.plan->space, leader.plan->transform, leader.config, leader.m,
-                              leader.plan->prov_full, what);
-  baseline.row = record_retimed(p, baseline.plan->space, baseline.plan->transform, baseline.config, baseline.m,
-                                baseline.plan->prov_full, what);
-  const std::vector<Contender> pair = {{leader.name, leader.m.time, leader.plan->space.readable(leader.config)},
-                                       {baseline.name, baseline.m.time, baseline.plan->space.readable(baseline.config)}};
+  leader.row = record_retimed(p, leader.setup->space, leader.setup->transform, leader.config, leader.m,
+                              leader.setup->prov_full, what);
+  baseline.row = record_retimed(p, baseline.setup->space, baseline.setup->transform, baseline.config, baseline.m,
+                                baseline.setup->prov_full, what);
+  const std::vector<Contender> pair = {{leader.name, leader.m.time, leader.setup->space.readable(leader.config)},
+                                       {baseline.name, baseline.m.time, baseline.setup->space.readable(baseline.config)}};
   Verdict v = decide(pair, size_t(1), o_.min_gain);
   if (v.kept == Kept::no) return std::nullopt;
   return std::make_pair(v, family_note(v, pair, o_.min_gain, true));
 }
 
-void Tuner::decide_family(const Problem& p, const Plans& plans, Finalists& fin, FamilyOutcome& out) {
+void Tuner::decide_family(const Problem& p, const Setups& setups, Finalists& fin, FamilyOutcome& out) {
   std::vector<Result>& list = fin.list;
   size_t w = 0;
   if (!fin.from_store) {
     std::vector<Contender> cs;
-    for (auto& f : list) cs.push_back({f.name, f.m.time, f.plan->space.readable(f.config)});
+    for (auto& f : list) cs.push_back({f.name, f.m.time, f.setup->space.readable(f.config)});
     // The reference: the plain form's baseline (the first form's, where the plain problem
     // could not be planned). A transformed config replaces it only by the rule, as any other.
-    const std::string bname = baseline_name(plans.front());
+    const std::string bname = baseline_name(setups.front());
     auto b = std::find_if(list.begin(), list.end(), [&](const Result& r) { return !bname.empty() && r.name == bname; });
     std::optional<size_t> ref;
     if (b != list.end()) ref = size_t(b - list.begin());
@@ -646,7 +646,7 @@ void Tuner::decide_family(const Problem& p, const Plans& plans, Finalists& fin, 
       }
   }
   const Result& best = list[w];
-  const FamilyPlan& form = *best.plan;
+  const FormSetup& form = *best.setup;
   out.best = best.config;
   out.best_transform = form.transform;
   out.best_name = best.name;

@@ -1,5 +1,5 @@
 // The tune of one problem, as named phases. For each family:
-//   plan      the space, the strategy, the baseline and the budget (plan_family);
+//   set up    the space, the strategy, the baseline and the budget (set_up_form);
 //   explore   the one search loop (driver.hpp): the store answers what it already knows, NVRTC
 //             compiles ahead on a thread pool, the measurer verifies and times in a shuffled
 //             order per batch, every outcome is stored, the strategy learns (explore);
@@ -7,7 +7,7 @@
 //   decide    the decision rule (decide.hpp): the baseline stays unless beaten measurably and
 //             by the margin, confirmed against the baseline alone (decide_family).
 // A family is searched in more than one form where problem transforms can matter (forms.hpp):
-// the plain problem, and the problem padded or swapped, each form a plan and an exploration of
+// the plain problem, and the problem padded or swapped, each form a setup and an exploration of
 // its own (its space is the family's for the transformed problem), all of them verified against
 // the problem as given; the finalists of every form are re-timed together, the plain form's
 // baseline the reference.
@@ -78,7 +78,7 @@ struct TuneOptions {
 // One form of a family's search: the family on the problem as it is, or through a transform.
 struct FormOutcome {
   Transform transform = Transform::none;
-  std::string plan;       // what the transform does for the problem (TransformPlan::describe); "" for none
+  std::string plan;        // what the transform does for the problem (TransformPlan::describe); "" for none
   std::string skipped;    // why it was not searched ("" when it was)
   uint64_t valid_space = 0, evaluated = 0;
   std::string best_name;  // its fastest config by the figures it had ("" when none passed)
@@ -160,23 +160,23 @@ class Tuner {
 
  private:
   struct Result;      // a config that passed, with its measurement and row
-  struct FamilyPlan;  // what plan_family settled for one family
+  struct FormSetup;  // what set_up_form settled for one family
   struct Finalists;   // the configs re-timed at the end, and how
   class Explorer;     // the search loop's evaluator: store, compile ahead, measure, record
 
-  using Plans = std::deque<FamilyPlan>;  // a family's forms' plans (a plan never moves)
+  using Setups = std::deque<FormSetup>;  // a family's forms' setups (a setup never moves)
 
   FamilyOutcome tune_family(const Problem& p, const std::string& family, const std::vector<Config>* fixed);
-  // One form: plan and explore it; its results are added to `ok`, its counts to `out`.
+  // One form: setup and explore it; its results are added to `ok`, its counts to `out`.
   FormOutcome tune_form(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
-                        Plans& plans, std::vector<Result>& ok, FamilyOutcome& out);
-  // False when the form is skipped (out.skipped says why). The plan's strategy holds its space:
-  // a plan is filled in place, never moved.
-  bool plan_family(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
-                   FamilyPlan& plan, FamilyOutcome& out);
-  std::vector<Result> explore(const Problem& p, FamilyPlan& plan, FamilyOutcome& out);
-  Finalists finalists(const Problem& p, const Plans& plans, std::vector<Result> ok, FamilyOutcome& out);
-  void decide_family(const Problem& p, const Plans& plans, Finalists& fin, FamilyOutcome& out);
+                        Setups& setups, std::vector<Result>& ok, FamilyOutcome& out);
+  // False when the form is skipped (out.skipped says why). The setup's strategy holds its space:
+  // a setup is filled in place, never moved.
+  bool set_up_form(const Problem& p, const std::string& family, Transform t, const std::vector<Config>* fixed,
+                   FormSetup& setup, FamilyOutcome& out);
+  std::vector<Result> explore(const Problem& p, FormSetup& setup, FamilyOutcome& out);
+  Finalists finalists(const Problem& p, const Setups& setups, std::vector<Result> ok, FamilyOutcome& out);
+  void decide_family(const Problem& p, const Setups& setups, Finalists& fin, FamilyOutcome& out);
   // The confirmation of a family's leader against its baseline alone; nullopt when it stands.
   std::optional<std::pair<Verdict, std::string>> confirm(const Problem& p, Result& leader, Result& baseline);
   void decide_problem(ProblemOutcome& po);
@@ -187,7 +187,7 @@ class Tuner {
   // The one question to the store while exploring: a stored measurement of the same build that
   // stands in for measuring config `c` again (a warm re-tune), or nullopt; *stale_build says
   // whether one of another build (a host-code change) was passed over.
-  std::optional<StoredRow> reusable(const Problem& p, const FamilyPlan& plan, const Config& c,
+  std::optional<StoredRow> reusable(const Problem& p, const FormSetup& setup, const Config& c,
                                     bool* stale_build = nullptr) const;
   // The config's build hash (Family::build_hash for the transform's problem, the transform
   // mixed in) on this tune's device; 0 without a plugin.

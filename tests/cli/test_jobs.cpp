@@ -3,7 +3,7 @@
 #include "gpu/device.hpp"
 #include "base/errors.hpp"
 #include "job/job.hpp"
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -50,40 +50,40 @@ TEST_CASE("every shipped job parses, names known families, and the default is em
 TEST_CASE("tune's default budget applies whole when no budget is named, and not at all once one is", "[jobs]") {
   Catalog cat;
   cat.families = {"a", "b"};
-  PlanRequest r;
+  JobRequest r;
   r.problem = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
   r.shard = "0/1";
   r.default_budget = default_tune_budget();
-  JobPlan plan = resolve_plan(r, cat);
-  CHECK(plan.options.budget_is_default);
-  CHECK(plan.options.budget.max_evaluations == 100);
-  CHECK(plan.options.budget.max_seconds == 30);
-  CHECK_THAT(describe(plan.options), Catch::Contains("budget 100 evaluations or 30 s per family (the default)"));
+  ResolvedJob resolved = resolve_job(r, cat);
+  CHECK(resolved.options.budget_is_default);
+  CHECK(resolved.options.budget.max_evaluations == 100);
+  CHECK(resolved.options.budget.max_seconds == 30);
+  CHECK_THAT(describe(resolved.options), Catch::Contains("budget 100 evaluations or 30 s per family (the default)"));
   // --budget alone: only the evaluations limit the search (the default's 30 s do not stay).
   r.evaluations = 200;
-  plan = resolve_plan(r, cat);
-  CHECK_FALSE(plan.options.budget_is_default);
-  CHECK(plan.options.budget.max_evaluations == 200);
-  CHECK_FALSE(std::isfinite(plan.options.budget.max_seconds));
+  resolved = resolve_job(r, cat);
+  CHECK_FALSE(resolved.options.budget_is_default);
+  CHECK(resolved.options.budget.max_evaluations == 200);
+  CHECK_FALSE(std::isfinite(resolved.options.budget.max_seconds));
   // A job's [tune] budget key replaces the default too; a job with none gets it.
   test::TempDir tmp;
   auto with = tmp.path / "with.toml", without = tmp.path / "without.toml";
   std::ofstream(with) << "[tune]\nseconds = 12\n[[problems]]\nshapes = [\"64x64x64\"]\n";
   std::ofstream(without) << "[tune]\nseed = 3\n[tune.budget.b]\nevaluations = 7\n[[problems]]\nshapes = [\"64x64x64\"]\n";
-  PlanRequest j;
+  JobRequest j;
   j.shard = "0/1";
   j.default_budget = default_tune_budget();
   j.config = with.string();
-  plan = resolve_plan(j, cat);
-  CHECK_FALSE(plan.options.budget_is_default);
-  CHECK(plan.options.budget.max_seconds == 12);
-  CHECK(plan.options.budget.max_evaluations == std::numeric_limits<uint64_t>::max());
+  resolved = resolve_job(j, cat);
+  CHECK_FALSE(resolved.options.budget_is_default);
+  CHECK(resolved.options.budget.max_seconds == 12);
+  CHECK(resolved.options.budget.max_evaluations == std::numeric_limits<uint64_t>::max());
   j.config = without.string();
-  plan = resolve_plan(j, cat);
-  CHECK(plan.options.budget_is_default);
-  CHECK(plan.options.budget_for("a").max_evaluations == 100);
-  CHECK(plan.options.budget_for("b").max_evaluations == 7);  // its own key over the default it starts from
-  CHECK(plan.options.budget_for("b").max_seconds == 30);
+  resolved = resolve_job(j, cat);
+  CHECK(resolved.options.budget_is_default);
+  CHECK(resolved.options.budget_for("a").max_evaluations == 100);
+  CHECK(resolved.options.budget_for("b").max_evaluations == 7);  // its own key over the default it starts from
+  CHECK(resolved.options.budget_for("b").max_seconds == 30);
 }
 
 TEST_CASE("the README's example job parses, and its families and fixed configs exist", "[jobs]") {
@@ -265,10 +265,10 @@ TEST_CASE("bad jobs name the file, line, column and field", "[jobs]") {
   CHECK_THROWS_WITH(load_job("/nonexistent/job.toml"), Catch::Contains("cannot read '/nonexistent/job.toml'"));
 }
 
-// The one resolution of a run (search/job/plan.hpp) that tune, compare and report share: a flag
+// The one resolution of a run (search/job/resolve.hpp) that tune, compare and report share: a flag
 // over the job's family budget over its [tune] over the command's default; families from
 // --family, the problem set, [tune], else the command's default; all checked up front.
-TEST_CASE("a job plan resolves flags over per-family budgets over [tune] over the command's default", "[jobs]") {
+TEST_CASE("a resolved job takes flags over per-family budgets over [tune] over the command's default", "[jobs]") {
   test::TempDir tmp;
   auto job = tmp.path / "plan.toml";
   std::ofstream(job) << "[tune]\nstrategy = \"random\"\nevaluations = 30\nseed = 4\nmin_gain = 5\n"
@@ -278,54 +278,54 @@ TEST_CASE("a job plan resolves flags over per-family budgets over [tune] over th
                         "[[problems]]\nshapes = [\"128x64x64\"]\nfamilies = [\"c\"]\n";
   Catalog cat;
   cat.families = {"a", "b", "c"};
-  PlanRequest r;
+  JobRequest r;
   r.config = job.string();
   r.shard = "0/1";
   r.base.budget.max_evaluations = 60;  // compare's default
-  JobPlan plan = resolve_plan(r, cat);
-  CHECK(plan.options.strategy == "random");
-  CHECK(plan.options.seed == 4);
-  CHECK(plan.options.min_gain == Approx(0.05));
-  CHECK(plan.options.budget_for("a").max_evaluations == 30);
-  CHECK(plan.options.budget_for("b").max_evaluations == 7);
-  REQUIRE(plan.problems.size() == 2);
-  CHECK(plan.problems[0].families == std::vector<std::string>{"a", "b"});
-  CHECK(plan.problems[1].families == std::vector<std::string>{"c"});
-  CHECK(plan.mine == std::vector<size_t>{0, 1});
+  ResolvedJob resolved = resolve_job(r, cat);
+  CHECK(resolved.options.strategy == "random");
+  CHECK(resolved.options.seed == 4);
+  CHECK(resolved.options.min_gain == Approx(0.05));
+  CHECK(resolved.options.budget_for("a").max_evaluations == 30);
+  CHECK(resolved.options.budget_for("b").max_evaluations == 7);
+  REQUIRE(resolved.problems.size() == 2);
+  CHECK(resolved.problems[0].families == std::vector<std::string>{"a", "b"});
+  CHECK(resolved.problems[1].families == std::vector<std::string>{"c"});
+  CHECK(resolved.mine == std::vector<size_t>{0, 1});
 
   r.evaluations = 3;  // --budget replaces both
   r.families = {"c"};
   r.seed = 9;
-  plan = resolve_plan(r, cat);
-  CHECK(plan.options.budget_for("a").max_evaluations == 3);
-  CHECK(plan.options.budget_for("b").max_evaluations == 3);
-  CHECK(plan.options.seed == 9);
-  CHECK(plan.problems[0].families == std::vector<std::string>{"c"});
+  resolved = resolve_job(r, cat);
+  CHECK(resolved.options.budget_for("a").max_evaluations == 3);
+  CHECK(resolved.options.budget_for("b").max_evaluations == 3);
+  CHECK(resolved.options.seed == 9);
+  CHECK(resolved.problems[0].families == std::vector<std::string>{"c"});
 
   // Without the job's budget: the command's default.
-  PlanRequest one;
+  JobRequest one;
   one.problem = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
   one.base.budget.max_evaluations = 60;
   one.default_families = {"a"};
   one.shard = "0/1";
-  plan = resolve_plan(one, cat);
-  CHECK(plan.options.budget.max_evaluations == 60);
-  CHECK(plan.problems[0].families == std::vector<std::string>{"a"});
+  resolved = resolve_job(one, cat);
+  CHECK(resolved.options.budget.max_evaluations == 60);
+  CHECK(resolved.problems[0].families == std::vector<std::string>{"a"});
 
   // Checked before any GPU work, naming where.
-  r = PlanRequest{};
+  r = JobRequest{};
   r.config = job.string();
   r.shard = "0/1";
   cat.families = {"a", "c"};
-  CHECK_THROWS_WITH(resolve_plan(r, cat), Catch::Contains("plan.toml:6:") && Catch::Contains("unknown family 'b'"));
+  CHECK_THROWS_WITH(resolve_job(r, cat), Catch::Contains("plan.toml:6:") && Catch::Contains("unknown family 'b'"));
   cat.families = {"a", "b", "c"};
   r.strategy = "hillclimb";
-  CHECK_THROWS_WITH(resolve_plan(r, cat), Catch::Contains("--strategy: unknown strategy 'hillclimb' (known: auto,"));
+  CHECK_THROWS_WITH(resolve_job(r, cat), Catch::Contains("--strategy: unknown strategy 'hillclimb' (known: auto,"));
   r.strategy.clear();
   r.devices = "0,x";
-  CHECK_THROWS_WITH(resolve_plan(r, cat), Catch::Contains("--devices: 'x' is not a GPU index"));
+  CHECK_THROWS_WITH(resolve_job(r, cat), Catch::Contains("--devices: 'x' is not a GPU index"));
   r.devices = "1,0";
-  CHECK(resolve_plan(r, cat).devices == std::vector<int>{1, 0});
+  CHECK(resolve_job(r, cat).devices == std::vector<int>{1, 0});
   r.shard = "2/2";
-  CHECK_THROWS_AS(resolve_plan(r, cat), InputError);
+  CHECK_THROWS_AS(resolve_job(r, cat), InputError);
 }

@@ -529,17 +529,17 @@ TEST_CASE("N stand-in GPUs finish N equal problems in about the time one takes f
                         return p;
                       }});
     }
-    JobPlan plan;
-    for (size_t i = 0; i < n; ++i) plan.problems.push_back({problems[i], {"toy"}, {}});
-    for (size_t i = 0; i < n; ++i) plan.mine.push_back(i);
-    plan.options.strategy = "exhaustive";
-    plan.options.settle_s = 0.01;
-    plan.options.tune_id = fmt::format("gpus{}", n);
-    plan.consistency_sample = 0;  // timed alone: the cross-GPU check has its own test (test_finalists.cpp)
+    ResolvedJob resolved;
+    for (size_t i = 0; i < n; ++i) resolved.problems.push_back({problems[i], {"toy"}, {}});
+    for (size_t i = 0; i < n; ++i) resolved.mine.push_back(i);
+    resolved.options.strategy = "exhaustive";
+    resolved.options.settle_s = 0.01;
+    resolved.options.tune_id = fmt::format("gpus{}", n);
+    resolved.consistency_sample = 0;  // timed alone: the cross-GPU check has its own test (test_finalists.cpp)
     RunContext ctx;
     ctx.store = store;
     auto t0 = std::chrono::steady_clock::now();
-    RunResult res = run_plan(plan, gpus, ctx);
+    RunResult res = run_job(resolved, gpus, ctx);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::make_pair(res, wall);
   };

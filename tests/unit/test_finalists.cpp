@@ -311,18 +311,18 @@ TEST_CASE("with several GPUs each problem is explored, re-timed and decided on t
       return p;
     };
   };
-  JobPlan plan;
-  plan.problems = {{pa, {"toy"}, {}}, {pb, {"toy"}, {}}};
-  plan.mine = {0, 1};
-  plan.options.strategy = "exhaustive";
-  plan.options.finalists = 3;
-  plan.options.settle_s = 0;
-  plan.options.tune_id = "multi";
-  plan.consistency_sample = 2;
+  ResolvedJob resolved;
+  resolved.problems = {{pa, {"toy"}, {}}, {pb, {"toy"}, {}}};
+  resolved.mine = {0, 1};
+  resolved.options.strategy = "exhaustive";
+  resolved.options.finalists = 3;
+  resolved.options.settle_s = 0;
+  resolved.options.tune_id = "multi";
+  resolved.consistency_sample = 2;
   std::vector<RunGpu> gpus = {{&b0, toys.spaces(), prov_of("GPU-b0")}, {&b1, toys.spaces(), prov_of("GPU-b1")}};
   RunContext ctx;
   ctx.store = &store;
-  RunResult res = run_plan(plan, gpus, ctx);
+  RunResult res = run_job(resolved, gpus, ctx);
   const Config truth[2] = {Config{2}, Config{0}};
   for (size_t i = 0; i < 2; ++i) {
     REQUIRE(res.outcomes[i]);
@@ -332,7 +332,7 @@ TEST_CASE("with several GPUs each problem is explored, re-timed and decided on t
     REQUIRE(res.outcomes[i]->families[0].best);
     CHECK(*res.outcomes[i]->families[0].best == truth[g]);  // re-timed on its own GPU
     // Every row of the tune of this problem (exploration, finalists, confirmation) is its GPU's.
-    RowFilter f = RowFilter::of(ResultKey::of("Test GPU", plan.problems[i].problem));
+    RowFilter f = RowFilter::of(ResultKey::of("Test GPU", resolved.problems[i].problem));
     f.tune_id = "multi";
     auto rows = store.rows(f);
     CHECK(rows.size() > 8);

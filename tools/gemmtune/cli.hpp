@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +37,9 @@ struct Globals {
   std::filesystem::path cache_path() const;
   // Loads plugins; reports skipped ones on stderr (once).
   const PluginRegistry& plugins() const;
-  CubinCache cache() const { return CubinCache(cache_path()); }
+  // The compile cache, its folder checked first (created when missing; exit 1 naming it when it
+  // is a file or cannot be written).
+  CubinCache cache() const;
 };
 
 struct ProblemArgs {
@@ -78,6 +81,18 @@ struct Command {
   Runner run;
 };
 using CommandFactory = Command (*)(CLI::App& app, Globals& g);
+
+// The one shape of a command: its options are a struct `XArgs`; `add_X_options` declares them
+// (options only, each default written once: in the struct); `run_X` resolves them, does the
+// work and prints. The arguments live as long as the command (the runner shares them).
+template <class Args>
+Command make_command(CLI::App& app, Globals& g, const std::string& name, const std::string& help,
+                     void (*add_options)(CLI::App*, Args&), int (*run)(Globals&, const Args&)) {
+  auto* sub = app.add_subcommand(name, help);
+  auto args = std::make_shared<Args>();
+  add_options(sub, *args);
+  return {sub, [&g, args, run] { return run(g, *args); }};
+}
 
 // Each cmd_*.cpp registers its command with a static Registrar; `order` sorts --help.
 // A new command is a new file: main.cpp does not change.

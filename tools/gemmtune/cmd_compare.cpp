@@ -6,11 +6,11 @@
 // candidates (pad, swap: docs/transforms.md) stand beside plain ones: a family's winner in the
 // form it won in, its best stored measurement in each other form it was tuned in, and, for a
 // misaligned problem, cuBLASLt's pick for the padded problem.
-// Parse -> resolve (the job plan tune resolves too: its families, strategy, seed, budgets
+// Parse -> resolve (the resolved job tune uses too: its families, strategy, seed, budgets
 // per family and margin, for the families compare tunes first) -> run -> print.
 #include "measure/bench.hpp"
 #include "cli.hpp"
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 #include "measure/roofs.hpp"
 #include "session.hpp"
 
@@ -54,9 +54,9 @@ struct Best {
   double time_us = kNaN;  // the fastest row's
 };
 
-// What compare runs with: the plan, the session, and the problems' hand-written families.
+// What compare runs with: the resolved job, the session, and the problems' hand-written families.
 struct CompareRun {
-  const search::JobPlan& plan;
+  const search::ResolvedJob& resolved;
   Session& session;
   const CompareArgs& a;
   search::SpaceSource spaces;
@@ -88,8 +88,8 @@ void add_compare_options(CLI::App* sub, CompareArgs& a) {
                   "problems");
 }
 
-search::PlanRequest request_of(const CompareArgs& a, const search::Catalog& cat) {
-  search::PlanRequest r;
+search::JobRequest request_of(const CompareArgs& a, const search::Catalog& cat) {
+  search::JobRequest r;
   r.config = a.config;
   r.max_problems = a.max_problems;
   // A replay with neither a problem nor a job compares the recording's problems (as tune does).
@@ -113,11 +113,11 @@ search::PlanRequest request_of(const CompareArgs& a, const search::Catalog& cat)
 
 // The problems to compare: a replay leaves out (with a note) those its recording lacks, as
 // tune does; none recorded at all is bad input.
-std::vector<const search::PlannedProblem*> problems_to_compare(const search::JobPlan& plan, const search::Recording* rec,
+std::vector<const search::ResolvedProblem*> problems_to_compare(const search::ResolvedJob& resolved, const search::Recording* rec,
                                                                const std::string& replay) {
-  std::vector<const search::PlannedProblem*> out;
+  std::vector<const search::ResolvedProblem*> out;
   std::string missing;
-  for (auto& pp : plan.problems) {
+  for (auto& pp : resolved.problems) {
     bool has = !rec;
     if (rec)
       for (auto& sp : rec->spaces()) has = has || sp.problem().key() == pp.problem.key();
@@ -150,7 +150,7 @@ void add_other_forms(CompareRun& run, const Problem& p, const std::string& famil
   }
 }
 
-// A family's stored winner (tuned first under the plan when there is none and tuning is on).
+// A family's stored winner (tuned first as the resolved job says when there is none and tuning is on).
 void add_winner(CompareRun& run, const Problem& p, const std::string& family, const std::string& label,
                 std::vector<Entry>& entries) {
   Store& store = run.session.store();
@@ -158,7 +158,7 @@ void add_winner(CompareRun& run, const Problem& p, const std::string& family, co
   auto w = store.winner(key, family);
   if (!w && !run.a.no_tune) {
     search::Tuner t(run.session.plugins(), run.session.measurer(0), &store, run.session.pool(), run.spaces, run.prov,
-                    run.plan.options);
+                    run.resolved.options);
     t.tune(p, {family});
     w = store.winner(key, family);
   }
@@ -221,7 +221,7 @@ std::vector<Entry> entries_of(CompareRun& run, const Problem& p, const std::vect
 // Same buffers, same method: verify each, then time all of them interleaved, each stored.
 void measure_entries(CompareRun& run, const Problem& p, std::vector<Entry>& entries) {
   Measurer& meas = run.session.measurer(0);
-  const search::TuneOptions& o = run.plan.options;
+  const search::TuneOptions& o = run.resolved.options;
   meas.set_problem(p, o.dist, o.input_seed);
   std::vector<Candidate> cands;
   std::vector<size_t> ok_idx;
@@ -382,9 +382,9 @@ int run_compare(Globals& g, const CompareArgs& a) {
   std::optional<search::Recording> rec;
   if (!a.replay.empty()) rec = load_recording(g, a.replay);
   search::Catalog cat = catalog_of(g, rec ? &*rec : nullptr, a.replay);
-  const search::JobPlan plan = search::resolve_plan(request_of(a, cat), cat);
-  std::vector<std::pair<const search::PlannedProblem*, std::vector<std::string>>> work;
-  for (const search::PlannedProblem* pp : problems_to_compare(plan, rec ? &*rec : nullptr, a.replay)) {
+  const search::ResolvedJob resolved = search::resolve_job(request_of(a, cat), cat);
+  std::vector<std::pair<const search::ResolvedProblem*, std::vector<std::string>>> work;
+  for (const search::ResolvedProblem* pp : problems_to_compare(resolved, rec ? &*rec : nullptr, a.replay)) {
     std::vector<std::string> hand;
     for (auto& f : pp->families)
       if (!cat.is_library(f)) hand.push_back(f);
@@ -399,8 +399,8 @@ int run_compare(Globals& g, const CompareArgs& a) {
   so.devices = {a.device};
   so.replay = a.replay;
   Session session(g, so);
-  const search::TuneOptions& o = plan.options;
-  CompareRun run{plan, session, a, session.spaces(), session.provenance(o.dist, o.input_seed), {}};
+  const search::TuneOptions& o = resolved.options;
+  CompareRun run{resolved, session, a, session.spaces(), session.provenance(o.dist, o.input_seed), {}};
   const DeviceInfo& dev = session.measurer(0).device();
   for (auto& r : session.replay() ? session.recording()->roofs() : session.store().roofs(dev.name))
     if (r.device_name == dev.name) run.roofs[r.name] = r;
@@ -426,16 +426,12 @@ int run_compare(Globals& g, const CompareArgs& a) {
   return 0;
 }
 
-Command add_compare(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand(
-      "compare", "each hand-written family's best beside cuBLASLt's pick (heuristic rank 0) and the best cuBLASLt "
-                 "algorithm found, measured in one run on the same buffers (needs a GPU unless --replay)");
-  static CompareArgs a;
-  add_compare_options(sub, a);
-  return {sub, [&g] { return run_compare(g, a); }};
-}
-
-Registrar reg_compare(60, add_compare);
+Registrar reg_compare(60, [](CLI::App& app, Globals& g) {
+  return make_command<CompareArgs>(app, g, "compare",
+      "each hand-written family's best beside cuBLASLt's pick (heuristic rank 0) and the best cuBLASLt "
+      "algorithm found, measured in one run on the same buffers (needs a GPU unless --replay)",
+      add_compare_options, run_compare);
+});
 
 }  // namespace
 

@@ -10,9 +10,6 @@
 
 namespace gt::cli {
 
-static Command add_compile(CLI::App& app, Globals& g);
-static Registrar reg_compile(30, add_compile);
-
 namespace {
 
 // One distinct build: the candidates whose compile requests are identical (configs that differ
@@ -106,61 +103,73 @@ void print_counts(const Family& f, const Problem& p, const std::string& arch, co
     fmt::print("  FAILED {}:\n{}\n", name, log.size() > 2000 ? log.substr(0, 2000) + "\n  [log truncated]" : log);
 }
 
-}  // namespace
+struct CompileArgs {
+  std::vector<std::string> families;
+  std::string arch;
+  ProblemArgs problem;
+  unsigned threads = 0;  // one per core
+  uint64_t limit = 0;    // all
+};
 
-static Command add_compile(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("compile", "NVRTC-compiles every valid candidate (each distinct build once: "
-                                            "candidates that differ only in launch values share one); prints the "
-                                            "candidates, builds, compiled / from cache / failed counts and the first "
-                                            "failures with their log (no GPU needed). Exit 1 when any build failed.");
-  static std::vector<std::string> families;
-  static std::string arch;
-  static ProblemArgs pa;
-  static unsigned threads = 0;
-  static uint64_t limit = 0;
-  sub->add_option("--family", families, "families to compile (repeatable; default: every source family)");
-  sub->add_option("--arch", arch, "target architecture, sm_XY (default: the GPU's, else sm_90)");
-  sub->add_option("--threads", threads, "compile threads (default: one per core)")
+void add_compile_options(CLI::App* sub, CompileArgs& a) {
+  sub->add_option("--family", a.families, "families to compile (repeatable; default: every source family)");
+  sub->add_option("--arch", a.arch, "target architecture, sm_XY (default: the GPU's, else sm_90)");
+  sub->add_option("--threads", a.threads, "compile threads (default: one per core)")
       ->check(whole_in(search::WholeRange{0, 1024}));
-  sub->add_option("--limit", limit,
+  sub->add_option("--limit", a.limit,
                   "compile at most this many distinct builds per family, a sample spread over the space (0: all)")
       ->check(whole_in(search::WholeRange{0, UINT64_MAX}));
-  add_problem_options(sub, pa);
-  return {sub, [&g] {
-            Problem p = pa.resolve("4096x4096x4096");
-            std::string arch_used;
-            gt_device lim = limits_for(arch, &arch_used);
-            const auto& reg = g.plugins();
-            std::vector<const Family*> fams;
-            for (auto& f : families) fams.push_back(&reg.get(f));
-            if (families.empty())
-              for (auto& f : reg.families())
-                if (!f.is_library()) fams.push_back(&f);
-            CubinCache cache = g.cache();
-            Compiler compiler(&cache);
-            CompilePool pool(compiler, threads);
-            nlohmann::json out = nlohmann::json::array();
-            int exit_code = 0;
-            for (auto* f : fams) {
-              if (f->is_library()) {
-                if (!g.json) fmt::print("{}: a library family; nothing to compile\n", f->name());
-                continue;
-              }
-              FamilyCounts n;
-              std::vector<Build> builds = builds_of(*f, p, lim, arch_used, limit, n);
-              compile_builds(builds, pool, cache, fmt::format("compiling {} ({})", f->name(), arch_used),
-                             !g.quiet && !g.json, n);
-              out.push_back({{"family", f->name()}, {"problem", p.key()}, {"arch", arch_used},
-                             {"candidates", n.candidates}, {"distinct_builds", n.all_builds}, {"builds", n.builds},
-                             {"compiled", n.compiled},
-                             {"from_cache", n.cached}, {"failed", n.failed}, {"refused_at_build", n.refused},
-                             {"compile_seconds", n.compile_s}, {"wall_seconds", n.wall_s}, {"threads", pool.threads()}});
-              if (!g.json) print_counts(*f, p, arch_used, n, cache, pool.threads());
-              if (n.failed) exit_code = 1;
-            }
-            if (g.json) print_json(out);
-            return exit_code;
-          }};
+  add_problem_options(sub, a.problem);
 }
+
+int run_compile(Globals& g, const CompileArgs& a) {
+  Problem p = a.problem.resolve("4096x4096x4096");
+  std::string arch_used;
+  gt_device lim = limits_for(a.arch, &arch_used);
+  const auto& reg = g.plugins();
+  std::vector<const Family*> fams;
+  for (auto& f : a.families) {
+    if (std::count(a.families.begin(), a.families.end(), f) > 1)
+      throw InputError(fmt::format("--family: '{}' is named twice", f));
+    fams.push_back(&reg.get(f));
+  }
+  if (a.families.empty())
+    for (auto& f : reg.families())
+      if (!f.is_library()) fams.push_back(&f);
+  CubinCache cache = g.cache();
+  Compiler compiler(&cache);
+  CompilePool pool(compiler, a.threads);
+  nlohmann::json out = nlohmann::json::array();
+  int exit_code = 0;
+  for (auto* f : fams) {
+    if (f->is_library()) {
+      if (!g.json) fmt::print("{}: a library family; nothing to compile\n", f->name());
+      continue;
+    }
+    FamilyCounts n;
+    std::vector<Build> builds = builds_of(*f, p, lim, arch_used, a.limit, n);
+    compile_builds(builds, pool, cache, fmt::format("compiling {} ({})", f->name(), arch_used),
+                   !g.quiet && !g.json, n);
+    out.push_back({{"family", f->name()}, {"problem", p.key()}, {"arch", arch_used},
+                   {"candidates", n.candidates}, {"distinct_builds", n.all_builds}, {"builds", n.builds},
+                   {"compiled", n.compiled},
+                   {"from_cache", n.cached}, {"failed", n.failed}, {"refused_at_build", n.refused},
+                   {"compile_seconds", n.compile_s}, {"wall_seconds", n.wall_s}, {"threads", pool.threads()}});
+    if (!g.json) print_counts(*f, p, arch_used, n, cache, pool.threads());
+    if (n.failed) exit_code = 1;
+  }
+  if (g.json) print_json(out);
+  return exit_code;
+}
+
+Registrar reg_compile(30, [](CLI::App& app, Globals& g) {
+  return make_command<CompileArgs>(app, g, "compile",
+      "NVRTC-compiles every valid candidate (each distinct build once: candidates that differ only in "
+      "launch values share one); prints the candidates, builds, compiled / from cache / failed counts "
+      "and the first failures with their log (no GPU needed). Exit 1 when any build failed.",
+      add_compile_options, run_compile);
+});
+
+}  // namespace
 
 }  // namespace gt::cli

@@ -24,92 +24,97 @@ struct Wire {
     }
   }
 };
-}  // namespace
 
-static Command add_worker(CLI::App& app, Globals& g);
-static Registrar reg_worker(1000, add_worker);
+struct WorkerArgs {
+  int device = 0;
+};
 
-static Command add_worker(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("__worker", "");
-  sub->group("");  // hidden from --help
-  static int device = 0;
-  sub->add_option("--device", device);
-  return {sub, [&g] {
-            // Ctrl-C goes to the whole process group; the parent decides when to stop, after
-            // the measurement in flight.
-            std::signal(SIGINT, SIG_IGN);
-            // The protocol gets its own descriptor; anything else printing to stdout (a
-            // library) lands on stderr instead of corrupting it.
-            Wire wire{::dup(1)};
-            ::dup2(2, 1);
-            std::unique_ptr<MeasureService> svc;
-            try {
-              CubinCache cache = g.cache();
-              svc = std::make_unique<MeasureService>(g.plugins(), cache, device);
-            } catch (const NoGpuError& e) {
-              wire.send({{"ok", false}, {"error", e.what()}, {"no_gpu", true}});
-              return 3;
-            } catch (const std::exception& e) {
-              wire.send({{"ok", false}, {"error", e.what()}});
-              return 1;
-            }
-            using Clock = std::chrono::steady_clock;
-            auto last_beat = Clock::now();
-            double slowest_since_beat = 0;
-            svc->heartbeat = [&](double call_s) {
-              slowest_since_beat = std::max(slowest_since_beat, call_s);
-              if (Clock::now() - last_beat >= std::chrono::milliseconds(250)) {
-                wire.send({{"beat", slowest_since_beat}});
-                last_beat = Clock::now();
-                slowest_since_beat = 0;
-              }
-            };
-            // The parent waits for a build longer than for a launch: tell it when the build is done.
-            svc->built = [&] { wire.send({{"built", true}}); };
-            auto candidate = [&](const nlohmann::json& j) {
-              const Family& f = g.plugins().get(j.at("family").get<std::string>());
-              return Candidate{f.name(), &f, j.at("config").get<Config>(),
-                               parse_transform(j.value("transform", std::string("none")), "worker request")};
-            };
-            std::string line;
-            while (std::getline(std::cin, line)) {
-              nlohmann::json req, rep;
-              try {
-                req = nlohmann::json::parse(line);
-                std::string op = req.at("op");
-                if (op == "info") {
-                  rep = {{"ok", true}, {"device", svc->device()}};
-                } else if (op == "problem") {
-                  svc->set_problem(req.at("problem").get<Problem>(),
-                                   parse_distribution(req.at("dist").get<std::string>().c_str()),
-                                   req.at("seed").get<uint64_t>());
-                  rep = {{"ok", true}};
-                } else if (op == "measure") {
-                  Measurement m = svc->measure(candidate(req), req.value("quick", false));
-                  rep = {{"ok", true}, {"measurement", m}, {"context_lost", svc->context_lost()}};
-                } else if (op == "settle") {
-                  double s = svc->settle(candidate(req), req.at("cap_s").get<double>());
-                  rep = {{"ok", true}, {"seconds", s}};
-                } else if (op == "retime") {
-                  std::vector<Candidate> cs;
-                  for (auto& c : req.at("candidates")) cs.push_back(candidate(c));
-                  Retimed r = svc->retime(cs,
-                                          Interleave{req.at("rounds").get<int>(), req.at("warmup_s").get<double>(),
-                                                     req.at("capped_warmup_s").get<double>(),
-                                                     req.at("capped_rounds").get<int>()},
-                                          req.at("seed").get<uint64_t>());
-                  rep = {{"ok", true}, {"stats", r.stats}, {"capped", r.capped}};
-                } else {
-                  rep = {{"ok", false}, {"error", "unknown op " + op}};
-                }
-              } catch (const std::exception& e) {
-                rep = {{"ok", false}, {"error", e.what()}};
-              }
-              wire.send(rep);
-              if (svc->context_lost()) return 1;  // this context is unusable: let the parent restart us
-            }
-            return 0;
-          }};
+void add_worker_options(CLI::App* sub, WorkerArgs& a) {
+  sub->group("");  // hidden from --help: the tuner starts it
+  sub->add_option("--device", a.device);
 }
+
+int run_worker(Globals& g, const WorkerArgs& a) {
+  // Ctrl-C goes to the whole process group; the parent decides when to stop, after
+  // the measurement in flight.
+  std::signal(SIGINT, SIG_IGN);
+  // The protocol gets its own descriptor; anything else printing to stdout (a
+  // library) lands on stderr instead of corrupting it.
+  Wire wire{::dup(1)};
+  ::dup2(2, 1);
+  std::unique_ptr<MeasureService> svc;
+  try {
+    CubinCache cache = g.cache();
+    svc = std::make_unique<MeasureService>(g.plugins(), cache, a.device);
+  } catch (const NoGpuError& e) {
+    wire.send({{"ok", false}, {"error", e.what()}, {"no_gpu", true}});
+    return 3;
+  } catch (const std::exception& e) {
+    wire.send({{"ok", false}, {"error", e.what()}});
+    return 1;
+  }
+  using Clock = std::chrono::steady_clock;
+  auto last_beat = Clock::now();
+  double slowest_since_beat = 0;
+  svc->heartbeat = [&](double call_s) {
+    slowest_since_beat = std::max(slowest_since_beat, call_s);
+    if (Clock::now() - last_beat >= std::chrono::milliseconds(250)) {
+      wire.send({{"beat", slowest_since_beat}});
+      last_beat = Clock::now();
+      slowest_since_beat = 0;
+    }
+  };
+  // The parent waits for a build longer than for a launch: tell it when the build is done.
+  svc->built = [&] { wire.send({{"built", true}}); };
+  auto candidate = [&](const nlohmann::json& j) {
+    const Family& f = g.plugins().get(j.at("family").get<std::string>());
+    return Candidate{f.name(), &f, j.at("config").get<Config>(),
+                     parse_transform(j.value("transform", std::string("none")), "worker request")};
+  };
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    nlohmann::json req, rep;
+    try {
+      req = nlohmann::json::parse(line);
+      std::string op = req.at("op");
+      if (op == "info") {
+        rep = {{"ok", true}, {"device", svc->device()}};
+      } else if (op == "problem") {
+        svc->set_problem(req.at("problem").get<Problem>(),
+                         parse_distribution(req.at("dist").get<std::string>().c_str()),
+                         req.at("seed").get<uint64_t>());
+        rep = {{"ok", true}};
+      } else if (op == "measure") {
+        Measurement m = svc->measure(candidate(req), req.value("quick", false));
+        rep = {{"ok", true}, {"measurement", m}, {"context_lost", svc->context_lost()}};
+      } else if (op == "settle") {
+        double s = svc->settle(candidate(req), req.at("cap_s").get<double>());
+        rep = {{"ok", true}, {"seconds", s}};
+      } else if (op == "retime") {
+        std::vector<Candidate> cs;
+        for (auto& c : req.at("candidates")) cs.push_back(candidate(c));
+        Retimed r = svc->retime(cs,
+                                Interleave{req.at("rounds").get<int>(), req.at("warmup_s").get<double>(),
+                                           req.at("capped_warmup_s").get<double>(),
+                                           req.at("capped_rounds").get<int>()},
+                                req.at("seed").get<uint64_t>());
+        rep = {{"ok", true}, {"stats", r.stats}, {"capped", r.capped}};
+      } else {
+        rep = {{"ok", false}, {"error", "unknown op " + op}};
+      }
+    } catch (const std::exception& e) {
+      rep = {{"ok", false}, {"error", e.what()}};
+    }
+    wire.send(rep);
+    if (svc->context_lost()) return 1;  // this context is unusable: let the parent restart us
+  }
+  return 0;
+}
+
+Registrar reg_worker(1000, [](CLI::App& app, Globals& g) {
+  return make_command<WorkerArgs>(app, g, "__worker", "", add_worker_options, run_worker);
+});
+
+}  // namespace
 
 }  // namespace gt::cli

@@ -1,10 +1,10 @@
 // What a command that measures needs, set up once: the store, the measurer (a worker
 // process per GPU, this process, or a recording), the compile pool, and where spaces and
-// provenance come from. Shared by tune, compare and roofs.
+// provenance come from. Shared by every command that measures: tune, compare and roofs.
 #pragma once
 
 #include "cli.hpp"
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 #include "replay/replay_measurer.hpp"
 #include "job/run.hpp"
 #include "store/store.hpp"
@@ -74,11 +74,11 @@ std::vector<std::string> known_families(const Globals& g, const search::Recordin
 // one of `known`. Checked before any GPU work.
 void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
                           const std::string& replay);
-// What a plan may use (search/job/plan.hpp): the loaded plugins, or a recording's families and
+// What a resolved job may use (search/job/resolve.hpp): the loaded plugins, or a recording's families and
 // problems (`replay` names its file).
 search::Catalog catalog_of(const Globals& g, const search::Recording* rec, const std::string& replay);
-// The measurers a plan asks for: its GPUs (every one for --devices all), or the recording.
-SessionOptions session_options(const Globals& g, const search::JobPlan& plan, const std::string& replay, bool isolate,
+// The measurers a resolved job asks for: its GPUs (every one for --devices all), or the recording.
+SessionOptions session_options(const Globals& g, const search::ResolvedJob& resolved, const std::string& replay, bool isolate,
                                double hang_floor_s);
 // The session's measurers as the GPUs of a run.
 std::vector<search::RunGpu> run_gpus(const Session& s, Distribution d, uint64_t input_seed);

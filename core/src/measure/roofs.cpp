@@ -1,4 +1,5 @@
 #include "measure/roofs.hpp"
+#include "measure/measurer.hpp"
 
 #include "measure/bench.hpp"
 #include "gpu/gpu_kernels.hpp"
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <random>
 
 namespace gt {
 
@@ -149,6 +151,39 @@ const char* to_string(Roofline::Bound b) {
     case Roofline::Bound::memory: return "memory";
     default: return "unknown";
   }
+}
+
+std::optional<Roof> measure_tensor_roof(const Family& cublaslt, Measurer& svc, const Problem& p, int candidates) {
+  Space s = cublaslt.space(p, svc.device().limits);
+  auto picks = cublaslt.suggest(p, svc.device().limits, candidates, s.dims());
+  std::random_device rd;
+  svc.set_problem(p, Distribution::normal, (uint64_t(rd()) << 32) | rd());
+  bool settled = false;
+  double best = kNaN;
+  Measurement best_m;
+  std::string best_name;
+  for (auto& c : picks) {
+    Candidate cand{"cublaslt", &cublaslt, c};
+    if (!settled) {
+      try {
+        svc.settle(cand, kSettleCapS);
+        settled = true;
+      } catch (const std::exception&) {
+        continue;  // this algorithm cannot run here: settle on the next
+      }
+    }
+    Measurement m = svc.measure(cand, false);
+    if (m.status == Status::ok && !(m.time_us() >= best)) {
+      best = m.time_us();
+      best_m = m;
+      best_name = s.readable(c);
+    }
+  }
+  if (!std::isfinite(best)) return std::nullopt;
+  return Roof{fmt::format("tensor_{}", to_string(p.in)), p.flops() / (best * 1e-6), "FLOP/s",
+              fmt::format("best of cuBLASLt's top {} heuristic algorithms at {} ({}), iid normal inputs", picks.size(),
+                          p.key(), best_name),
+              best_m.sensors};
 }
 
 }  // namespace gt

@@ -1,13 +1,13 @@
 // The device's roofs, measured (never the datasheet): the fp32 FMA peak, memory bandwidth
-// (a streaming read kernel and a device-to-device copy). The tensor roofs per dtype come
-// from the best cuBLASLt result at a large shape (measured by the `roofs` command through
-// the cublaslt plugin).
+// (a streaming read kernel and a device-to-device copy), and the tensor roof per dtype: the
+// best cuBLASLt result at a large shape, measured through the cublaslt plugin.
 #pragma once
 
 #include "gpu/device.hpp"
 #include "measure/measurement.hpp"
 #include "base/problem.hpp"
 
+#include <optional>
 #include <string>
 
 namespace gt {
@@ -24,6 +24,14 @@ struct Roof {
 Roof measure_fp32_roof(const DeviceInfo& dev, double seconds = 1.0);
 Roof measure_read_roof(const DeviceInfo& dev, double seconds = 0.5);
 Roof measure_copy_roof(const DeviceInfo& dev, double seconds = 0.5);
+
+class Family;
+class Measurer;
+// The tensor roof of p's input type ("tensor_<dtype>"): the fastest of cuBLASLt's top
+// `candidates` heuristic algorithms at p, on iid normal inputs, with the clock settled once,
+// on any measurer (in process, or a worker).
+// nullopt when none of them ran.
+std::optional<Roof> measure_tensor_roof(const Family& cublaslt, Measurer& svc, const Problem& p, int candidates);
 
 // The roofline at a problem: the fastest FLOP rate the measured roofs allow it,
 // min(compute roof, intensity x memory roof), where the intensity is 2MNK per byte of A, B

@@ -1,4 +1,4 @@
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 
 #include "base/errors.hpp"
 
@@ -39,7 +39,7 @@ std::vector<int> parse_device_list(const std::string& s) {
   return out;
 }
 
-Job job_of(const PlanRequest& r, const Catalog& cat) {
+Job job_of(const JobRequest& r, const Catalog& cat) {
   if (!r.config.empty() && r.default_job) throw InputError("--config and --default-job: give one of them");
   if (!r.config.empty()) {
     if (r.problem) throw InputError("--config and --shape: the job file names the problems; give one of them");
@@ -67,7 +67,7 @@ Job job_of(const PlanRequest& r, const Catalog& cat) {
 namespace {
 
 // The job's budget over `b`, then the command line's over that.
-Budget budget_of(Budget b, const JobBudget& jb, const PlanRequest& r) {
+Budget budget_of(Budget b, const JobBudget& jb, const JobRequest& r) {
   if (jb.evaluations) b.max_evaluations = *jb.evaluations;
   if (jb.seconds) b.max_seconds = *jb.seconds;
   if (jb.fraction) b.max_fraction = *jb.fraction;
@@ -79,7 +79,7 @@ Budget budget_of(Budget b, const JobBudget& jb, const PlanRequest& r) {
   return b;
 }
 
-TuneOptions resolve_options(const PlanRequest& r, const Job& job) {
+TuneOptions resolve_options(const JobRequest& r, const Job& job) {
   const JobSettings& js = job.settings;
   TuneOptions o = r.base;
   o.strategy = !r.strategy.empty() ? r.strategy : js.strategy.value_or(o.strategy);
@@ -111,30 +111,34 @@ TuneOptions resolve_options(const PlanRequest& r, const Job& job) {
   return o;
 }
 
-// Every family the plan names must be known; a family's own budget may name one this run does
+// Every family the resolved job names must be known; a family's own budget may name one this run does
 // not tune (a replay records only some; --family picks some), but it must exist.
-void check_families(const JobPlan& plan, const PlanRequest& r, const Catalog& cat) {
+void check_families(const ResolvedJob& resolved, const JobRequest& r, const Catalog& cat) {
   if (cat.unchecked) return;
-  for (auto& f : r.families) require_known_family(f, cat.families, "--family", cat.known_as);
-  for (auto& pp : plan.problems)
+  for (size_t i = 0; i < r.families.size(); ++i) {
+    require_known_family(r.families[i], cat.families, "--family", cat.known_as);
+    if (std::find(r.families.begin(), r.families.begin() + i, r.families[i]) != r.families.begin() + i)
+      throw InputError(fmt::format("--family: '{}' is named twice", r.families[i]));
+  }
+  for (auto& pp : resolved.problems)
     for (auto& f : pp.families)
-      require_known_family(f, cat.families, r.families.empty() ? plan.job.at("families:" + f) : "--family",
+      require_known_family(f, cat.families, r.families.empty() ? resolved.job.at("families:" + f) : "--family",
                            cat.known_as);
-  for (auto& [f, jb] : plan.job.settings.family_budgets) {
+  for (auto& [f, jb] : resolved.job.settings.family_budgets) {
     const bool known = std::find(cat.families.begin(), cat.families.end(), f) != cat.families.end() ||
                        (cat.exists && cat.exists(f));
     if (!known)
-      require_known_family(f, cat.families, fmt::format("{}: [tune.budget.{}]", plan.job.at("budget:" + f), f),
+      require_known_family(f, cat.families, fmt::format("{}: [tune.budget.{}]", resolved.job.at("budget:" + f), f),
                            cat.known_as);
   }
 }
 
 // Fixed config lists, checked against the families' spaces where the catalog has them (a
-// library family's live space needs its GPU: run_plan checks those before the first
+// library family's live space needs its GPU: run_job checks those before the first
 // measurement); "@pick" (a library's own choice) is resolved on the device.
-void check_fixed(const JobPlan& plan, const Catalog& cat) {
+void check_fixed(const ResolvedJob& resolved, const Catalog& cat) {
   if (!cat.space) return;
-  for (auto& pp : plan.problems)
+  for (auto& pp : resolved.problems)
     for (auto& [fam, texts] : pp.configs) {
       if (cat.is_library && cat.is_library(fam) && !cat.library_spaces) continue;
       Space s;
@@ -146,39 +150,39 @@ void check_fixed(const JobPlan& plan, const Catalog& cat) {
       for (auto& t : texts) {
         std::string err;
         if (t != "@pick" && !s.parse(t, &err))
-          throw InputError(fmt::format("{}: configs.{} for {}: {}", plan.job.at(fam + ":" + t), fam, pp.problem.key(), err));
+          throw InputError(fmt::format("{}: configs.{} for {}: {}", resolved.job.at(fam + ":" + t), fam, pp.problem.key(), err));
       }
     }
 }
 
 }  // namespace
 
-JobPlan resolve_plan(const PlanRequest& r, const Catalog& cat) {
-  JobPlan plan;
-  plan.job = job_of(r, cat);
-  plan.options = resolve_options(r, plan.job);
+ResolvedJob resolve_job(const JobRequest& r, const Catalog& cat) {
+  ResolvedJob resolved;
+  resolved.job = job_of(r, cat);
+  resolved.options = resolve_options(r, resolved.job);
   const std::vector<std::string>& fallback = !r.default_families.empty() ? r.default_families : cat.families;
-  for (const JobProblem& jp : plan.job.problems) {
-    PlannedProblem pp{jp.problem, {}, jp.configs};
+  for (const JobProblem& jp : resolved.job.problems) {
+    ResolvedProblem pp{jp.problem, {}, jp.configs};
     pp.families = !r.families.empty()                    ? r.families
                   : !jp.families.empty()                 ? jp.families
-                  : !plan.job.settings.families.empty() ? plan.job.settings.families
+                  : !resolved.job.settings.families.empty() ? resolved.job.settings.families
                                                          : fallback;
-    plan.problems.push_back(std::move(pp));
+    resolved.problems.push_back(std::move(pp));
   }
-  check_families(plan, r, cat);
-  check_fixed(plan, cat);
-  plan.shard = resolve_shard(r.shard, r.environment);
-  plan.mine = shard_indices(plan.problems.size(), plan.shard);
-  plan.devices_flag = !r.devices.empty();
-  plan.all_devices = r.devices == "all";
-  if (r.devices.empty()) plan.devices = {r.device};
-  else if (!plan.all_devices) plan.devices = parse_device_list(r.devices);
-  if (r.consistency >= 0) plan.consistency_sample = size_t(r.consistency);
-  return plan;
+  check_families(resolved, r, cat);
+  check_fixed(resolved, cat);
+  resolved.shard = resolve_shard(r.shard, r.environment);
+  resolved.mine = shard_indices(resolved.problems.size(), resolved.shard);
+  resolved.devices_flag = !r.devices.empty();
+  resolved.all_devices = r.devices == "all";
+  if (r.devices.empty()) resolved.devices = {r.device};
+  else if (!resolved.all_devices) resolved.devices = parse_device_list(r.devices);
+  if (r.consistency >= 0) resolved.consistency_sample = size_t(r.consistency);
+  return resolved;
 }
 
-std::map<std::string, std::vector<Config>> fixed_configs(const PlannedProblem& pp, const SpaceSource& spaces,
+std::map<std::string, std::vector<Config>> fixed_configs(const ResolvedProblem& pp, const SpaceSource& spaces,
                                                          const PluginRegistry* plugins, const gt_device& limits,
                                                          const Job& job) {
   std::map<std::string, std::vector<Config>> fixed;

@@ -1,8 +1,8 @@
-// A job plan: everything a tuning run is to do, resolved once from the job file (or the one
+// A resolved job: everything a tuning run is to do, resolved once from the job file (or the one
 // problem of the command line, or a recording's problems), the command's flags, the job's
 // [tune] settings and per-family budgets, the families each problem searches, the devices and
 // the shard, and checked before any GPU work. `tune`, `compare`, `report` and the scale-out
-// path (run.hpp) all read a plan; none resolves a job on its own.
+// path (run.hpp) all read a resolved job; none resolves a job on its own.
 //
 // Precedence, for every setting: a flag on the command line, else the job's (for a budget: the
 // family's [tune.budget.FAMILY], then [tune]), else the command's default. Families of a
@@ -43,7 +43,7 @@ struct Catalog {
 };
 
 // What the command line asked. Unset optionals and empty strings are "not given".
-struct PlanRequest {
+struct JobRequest {
   std::string config;              // --config FILE
   std::string config_flag = "--config";  // what named it, for messages (report: --job)
   uint64_t max_problems = kDefaultMaxProblems;  // --max-problems: the most a job may expand to
@@ -73,8 +73,8 @@ struct PlanRequest {
 };
 
 // tune's budget when none is named: per (problem, family), 100 evaluations or 30 s, whichever
-// comes first. With every family loaded that bounds a problem at a few minutes on an H200
-// (30 s per family, plus the settle and the finalists' re-timing).
+// comes first: with every family loaded, a few minutes per problem (30 s per family, plus the
+// settle and the finalists' re-timing).
 inline Budget default_tune_budget() {
   Budget b;
   b.max_evaluations = 100;
@@ -82,7 +82,7 @@ inline Budget default_tune_budget() {
   return b;
 }
 
-struct PlannedProblem {
+struct ResolvedProblem {
   Problem problem;
   std::vector<std::string> families;
   // Fixed configs per family, as written (canonical names, "K=V,...", "@pick"); each checked
@@ -90,10 +90,10 @@ struct PlannedProblem {
   std::map<std::string, std::vector<std::string>> configs;
 };
 
-struct JobPlan {
+struct ResolvedJob {
   Job job;                              // name, description, source, positions for messages
   TuneOptions options;                  // resolved settings (budgets per family included)
-  std::vector<PlannedProblem> problems; // every problem of the job, in its order
+  std::vector<ResolvedProblem> problems; // every problem of the job, in its order
   Shard shard;
   std::vector<size_t> mine;             // indices of the problems this shard tunes
   std::vector<int> devices;             // GPU indices (empty with all_devices: every GPU)
@@ -104,13 +104,13 @@ struct JobPlan {
   std::optional<size_t> consistency_sample;
 };
 
-// Resolves and checks the plan; InputError naming the flag, or the job's file, line and key.
-JobPlan resolve_plan(const PlanRequest& r, const Catalog& cat);
+// Resolves and checks the job; InputError naming the flag, or the job's file, line and key.
+ResolvedJob resolve_job(const JobRequest& r, const Catalog& cat);
 
 // The job a request names: its file, the built-in default job, or the one problem of the
 // command line (or, neither given, the catalog's recorded problems). InputError when it names
 // two or none.
-Job job_of(const PlanRequest& r, const Catalog& cat);
+Job job_of(const JobRequest& r, const Catalog& cat);
 
 // InputError "WHERE: unknown family 'F' (KNOWN_AS: ...)" unless F is one of `known`.
 void require_known_family(const std::string& f, const std::vector<std::string>& known, const std::string& where,
@@ -123,7 +123,7 @@ std::vector<int> parse_device_list(const std::string& s);
 // (a library's own choice) is asked of the plugin there. InputError for a config not in its
 // space, at its file, line and column in `job`. A family whose space cannot be had here (a
 // replay that did not record it) gets none: its tune says why it was skipped.
-std::map<std::string, std::vector<Config>> fixed_configs(const PlannedProblem& pp, const SpaceSource& spaces,
+std::map<std::string, std::vector<Config>> fixed_configs(const ResolvedProblem& pp, const SpaceSource& spaces,
                                                          const PluginRegistry* plugins, const gt_device& limits,
                                                          const Job& job);
 
