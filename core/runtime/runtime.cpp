@@ -299,7 +299,7 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
   try {
     if (!o.dry_run) {
       std::string why;
-      if (gt::device_count(&why) == 0) throw Error(GEMMTUNE_ERROR_NO_GPU, "no GPU found: " + why);
+      if (gt::device_count(&why) == 0) throw Error(GEMMTUNE_ERROR_NO_GPU, why);  // says "no GPU found: ..." itself
       int dev = o.device;
       if (dev < 0) {
         cudaError_t e = cudaGetDevice(&dev);

@@ -170,3 +170,36 @@ TEST_CASE("the doc check reads flags and commands as the CLI prints them", "[cli
   CHECK(commands[0].command == "export");
   CHECK(commands[1].command == "tune");
 }
+
+TEST_CASE("every flag of every command is documented in that command's section of docs/cli.md", "[cli][docs]") {
+  const std::string page = gt::test::read_file(gt::test::source_dir() / "docs" / "cli.md");
+  REQUIRE_FALSE(page.empty());
+  std::vector<Use> flags, commands;
+  std::set<std::string> sections;
+  scan_page(page, flags, commands, sections);
+  std::set<std::pair<std::string, std::string>> documented;  // (command, flag)
+  for (auto& u : flags) documented.insert({u.command, u.flag});
+  const Help top = help_of("");
+  for (auto& c : top.commands) {
+    for (auto& f : help_of(c).flags) {
+      if (f == "-h" || f == "--help" || top.flags.count(f)) continue;
+      INFO("gemmtune " << c << " " << f << " is not in the section ### `gemmtune " << c << "` of docs/cli.md");
+      CHECK(documented.count({c, f}) == 1);
+    }
+  }
+}
+
+TEST_CASE("docs/cli.md gives the table format version export writes", "[cli][docs]") {
+  gt::test::TempDir tmp;
+  const auto q = [](const std::filesystem::path& p) { return gt::test::shell_quote(p); };
+  gt::test::write_file(tmp.path / "rec.json", gt::test::kToyRecording);
+  const std::string bin = fmt::format("{} --quiet --db {}", q(gt::test::gemmtune_binary()), q(tmp.path / "r.db"));
+  REQUIRE(run_command(bin + " tune --replay " + q(tmp.path / "rec.json") + " --shape 64x64x64").exit_code == 0);
+  REQUIRE(run_command(bin + " export --include-replay -o " + q(tmp.path / "t.toml")).exit_code == 0);
+  std::smatch written, documented;
+  const std::string table = gt::test::read_file(tmp.path / "t.toml");
+  const std::string page = gt::test::read_file(gt::test::source_dir() / "docs" / "cli.md");
+  REQUIRE(std::regex_search(table, written, std::regex(R"(gemmtune_table = (\d+))")));
+  REQUIRE(std::regex_search(page, documented, std::regex(R"(`gemmtune_table = (\d+)`)")));
+  CHECK(documented[1].str() == written[1].str());
+}

@@ -49,6 +49,15 @@ fs::path Globals::cache_path() const {
   return default_cache_dir();
 }
 
+CubinCache Globals::cache() const {
+  const fs::path dir = cache_path();
+  const char* flag = !cache_dir.empty() ? "--cache-dir"
+                     : (std::getenv("GEMMTUNE_CACHE_DIR") && *std::getenv("GEMMTUNE_CACHE_DIR")) ? "GEMMTUNE_CACHE_DIR"
+                                                                                                 : "the compile cache";
+  require_writable_folder(dir, flag);
+  return CubinCache(dir);
+}
+
 const PluginRegistry& Globals::plugins() const {
   static std::optional<PluginRegistry> reg;
   if (!reg) {

@@ -5,7 +5,7 @@
 // JSON stays behind even when Python is missing, so the data are never lost to a plot.
 #include "cli.hpp"
 #include "job/job.hpp"
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 #include "store/store.hpp"
 
 #include <algorithm>
@@ -266,12 +266,12 @@ json limits_json(const std::string& arch) {
 
 // One lab (or other) job: its problems and, per family, the configs it fixes, with their
 // canonical names where the family's space can parse them, so the page can find the rows.
-json job_json(Globals& g, const search::JobPlan& plan, const fs::path& file) {
-  const search::Job& job = plan.job;
+json job_json(Globals& g, const search::ResolvedJob& resolved, const fs::path& file) {
+  const search::Job& job = resolved.job;
   json problems = json::array();
-  for (auto& jp : plan.problems) {
+  for (auto& jp : resolved.problems) {
     json pj = problem_fields(jp.problem);
-    pj["families"] = jp.families;  // as the plan resolves them; empty: every family
+    pj["families"] = jp.families;  // as the job resolves them; empty: every family
     json configs = json::object();
     for (auto& [fam, texts] : jp.configs) {
       json list = json::array();
@@ -405,7 +405,12 @@ struct ReadonlyStore {
 
 void open_store(const fs::path& db, ReadonlyStore& out) {
   fs::path shm = db.string() + "-shm", wal = db.string() + "-wal";
-  if (fs::exists(shm)) {
+  // A store that cannot be read is said so before anything is copied.
+  if (::access(db.c_str(), F_OK) == 0 && ::access(db.c_str(), R_OK) != 0)
+    throw RuntimeFailure(fmt::format("{}: cannot read the store ({})", db.string(), std::strerror(errno)));
+  // In a folder nobody can write, nobody is writing the store either: it is read in place.
+  const bool folder_writable = ::access(fs::absolute(db).parent_path().c_str(), W_OK) == 0;
+  if (fs::exists(shm) || !folder_writable) {
     out.store.emplace(Store::open_readonly(db));
     return;
   }
@@ -426,20 +431,20 @@ struct ReportArgs {
   bool no_plugins = false;
 };
 
-// The jobs whose experiments get sections, each as the plan tune would run it resolves it
+// The jobs whose experiments get sections, each resolved as tune would run it
 // (its problems and their families); bad input is reported before anything is written. Lab
 // jobs (the default) that do not resolve are left out with a note.
-std::vector<std::pair<search::JobPlan, fs::path>> load_jobs(const std::vector<std::string>& named) {
+std::vector<std::pair<search::ResolvedJob, fs::path>> load_jobs(const std::vector<std::string>& named) {
   auto plan_of = [](const fs::path& f) {
-    search::PlanRequest r;
+    search::JobRequest r;
     r.config = f.string();
     r.config_flag = "--job";
     r.shard = "0/1";
     search::Catalog cat;
     cat.unchecked = true;  // a report reads what was measured, with or without the plugins
-    return search::resolve_plan(r, cat);
+    return search::resolve_job(r, cat);
   };
-  std::vector<std::pair<search::JobPlan, fs::path>> loaded;
+  std::vector<std::pair<search::ResolvedJob, fs::path>> loaded;
   if (!named.empty()) {
     for (auto& j : named) loaded.emplace_back(plan_of(j), fs::path(j));
     return loaded;
@@ -683,7 +688,7 @@ int run_report(Globals& g, const ReportArgs& a) {
   const StoreContents c = read_store(db);
   RowsJson rj = rows_json(g, c, !a.no_plugins);
   json jobs_j = json::array();
-  for (auto& [plan, file] : loaded) jobs_j.push_back(job_json(g, plan, file));
+  for (auto& [resolved, file] : loaded) jobs_j.push_back(job_json(g, resolved, file));
   auto [now, unix_now] = utc_now();
   (void)unix_now;
   json data = {{"format", "gemmtune-report/1"},
@@ -700,12 +705,20 @@ int run_report(Globals& g, const ReportArgs& a) {
                {"jobs_named", !a.jobs.empty()},
                {"notes", c.notes}};
   const fs::path out = a.out_dir;
-  const fs::path data_file = write_data(data, out);
-  if (!g.quiet)
-    fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n", data_file.string(),
-               c.rows.size(), rj.measurements.size(), c.roofs.size(), c.winners.size(), jobs_j.size());
-  for (auto& n : c.notes) fmt::print(stderr, "note: {}\n", n);
-  render(a.python, out, data_file);
+  // A folder this run makes goes again when the report cannot be written whole (a full disk).
+  const bool out_existed = fs::exists(out, ec);
+  fs::path data_file;
+  try {
+    data_file = write_data(data, out);
+    if (!g.quiet)
+      fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n", data_file.string(),
+                 c.rows.size(), rj.measurements.size(), c.roofs.size(), c.winners.size(), jobs_j.size());
+    for (auto& n : c.notes) fmt::print(stderr, "note: {}\n", n);
+    render(a.python, out, data_file);
+  } catch (...) {
+    if (!out_existed) fs::remove_all(out, ec);
+    throw;
+  }
   fs::path html = out / "index.html";
   if (g.json)
     print_json({{"html", html.string()}, {"data", data_file.string()}, {"measurements", rj.measurements.size()}});
@@ -714,14 +727,9 @@ int run_report(Globals& g, const ReportArgs& a) {
   return 0;
 }
 
-Command add_report(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand(
-      "report", "writes a self-contained HTML page with plots from the store (roofline, TFLOP/s against size, speed-up "
-                "over cuBLASLt's pick, parameters, winners, the lab's experiments); needs python3 with matplotlib, no "
-                "GPU. The store is only read.");
-  static ReportArgs a;
+void add_report_options(CLI::App* sub, ReportArgs& a) {
   sub->add_option("-o,--output", a.out_dir, "directory to write index.html and data.json to (created when missing)")
-      ->default_str("gemmtune-report");
+      ->capture_default_str();
   sub->add_option("--store", a.store_file, "the results store to read (default: --db, GEMMTUNE_DB, else the user's store)");
   sub->add_option("--job", a.jobs,
                   "a job file whose experiment gets its own section (repeatable; default: every lab job in "
@@ -731,11 +739,16 @@ Command add_report(CLI::App& app, Globals& g) {
                   "and /usr/bin/python3 that has matplotlib)");
   sub->add_flag("--no-plugins", a.no_plugins,
                 "do not load plugins to spell parameters out (they are then read from the config names)");
-  return {sub, [&g] { return run_report(g, a); }};
 }
 
-}  // namespace
+Registrar reg_report(80, [](CLI::App& app, Globals& g) {
+  return make_command<ReportArgs>(app, g, "report",
+      "writes a self-contained HTML page with plots from the store (roofline, TFLOP/s against size, speed-up "
+      "over cuBLASLt's pick, parameters, winners, the lab's experiments); needs python3 with matplotlib, no "
+      "GPU. The store is only read.",
+      add_report_options, run_report);
+});
 
-static Registrar reg_report(80, add_report);
+}  // namespace
 
 }  // namespace gt::cli

@@ -1,10 +1,10 @@
 // gemmtune tune: search the families' spaces for one problem or every problem of a job,
-// store every measurement, print the winners. Parse (the flags) -> resolve (a job plan,
-// search/job/plan.hpp, checked before any GPU work) -> run (search/job/run.hpp, over one or more
+// store every measurement, print the winners. Parse (the flags) -> resolve (a resolved job,
+// search/job/resolve.hpp, checked before any GPU work) -> run (search/job/run.hpp, over one or more
 // GPUs, or a recording) -> print.
 #include "measure/bench.hpp"
 #include "cli.hpp"
-#include "job/plan.hpp"
+#include "job/resolve.hpp"
 #include "job/run.hpp"
 #include "session.hpp"
 
@@ -128,9 +128,9 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
       ->default_str("auto");
 }
 
-// The flags as a plan request: the job-independent settings go into its base options.
-search::PlanRequest request_of(const TuneArgs& a) {
-  search::PlanRequest r;
+// The flags as a job request: the job-independent settings go into its base options.
+search::JobRequest request_of(const TuneArgs& a) {
+  search::JobRequest r;
   r.config = a.config;
   r.max_problems = a.max_problems;
   r.default_job = a.default_job;
@@ -303,9 +303,9 @@ nlohmann::json print_simulation(Session& session, bool json) {
           {"figures", {{"recorded", f.recorded.size()}, {"explored", f.explored.size()}, {"bounded", f.bounded.size()}}}};
 }
 
-int run_tune(Globals& g, TuneArgs& a) {
+int run_tune(Globals& g, const TuneArgs& a) {
   // 1. Resolve: everything the user gave is checked before any GPU work.
-  search::PlanRequest req = request_of(a);
+  search::JobRequest req = request_of(a);
   std::string replay = a.replay;
   std::string why_none;
   if (a.default_job && replay.empty() && device_count(&why_none) == 0) {
@@ -324,17 +324,17 @@ int run_tune(Globals& g, TuneArgs& a) {
   check_file_roles(files);
   std::optional<search::Recording> rec;
   if (!replay.empty()) rec = load_recording(g, replay);
-  const search::JobPlan plan = search::resolve_plan(req, catalog_of(g, rec ? &*rec : nullptr, replay));
-  const search::TuneOptions& o = plan.options;
+  const search::ResolvedJob resolved = search::resolve_job(req, catalog_of(g, rec ? &*rec : nullptr, replay));
+  const search::TuneOptions& o = resolved.options;
   if (o.dist == Distribution::zeros)
     fmt::print(stderr, "warning: zero inputs run faster than real data and hide unwritten outputs\n");
 
-  // 2. Run: the store, the measurers (exit 3 without a GPU), then the plan's problems.
-  Session session(g, session_options(g, plan, replay, !a.no_isolation, a.hang_floor));
+  // 2. Run: the store, the measurers (exit 3 without a GPU), then the job's problems.
+  Session session(g, session_options(g, resolved, replay, !a.no_isolation, a.hang_floor));
   const std::string label = session.label();
   if (!g.json) {
-    const search::Shard& sh = plan.shard;
-    fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", plan.job.name, plan.mine.size(), plan.problems.size(),
+    const search::Shard& sh = resolved.shard;
+    fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", resolved.job.name, resolved.mine.size(), resolved.problems.size(),
                sh.count > 1 ? fmt::format(", shard {}/{} from {}", sh.index, sh.count, sh.source) : "",
                session.measurer(0).describe(),
                session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", label);
@@ -375,10 +375,11 @@ int run_tune(Globals& g, TuneArgs& a) {
       std::fflush(stdout);
     }
   };
-  search::RunResult res = search::run_plan(plan, run_gpus(session, o.dist, o.input_seed), ctx);
+  search::RunResult res = search::run_job(resolved, run_gpus(session, o.dist, o.input_seed), ctx);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // 3. Print.
+  bool record_failed = false;
   if (!a.record.empty()) {
     search::Recording out = search::recording_from_store(session.store(), o.tune_id, session.spaces(),
                                                          session.pool() ? session.pool()->threads() : 0);
@@ -386,8 +387,15 @@ int run_tune(Globals& g, TuneArgs& a) {
       out.roofs() = src->roofs();
       out.compile_threads = src->compile_threads;
     }
-    out.save(a.record);
-    if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
+    if (out.spaces().empty()) {
+      // Every result came from the store: a recording of nothing could not be replayed.
+      fmt::print(stderr, "gemmtune: --record: this run measured nothing (every result was reused from the store); "
+                         "{} not written (--no-reuse measures again)\n", a.record);
+      record_failed = true;
+    } else {
+      out.save(a.record);
+      if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
+    }
   }
   nlohmann::json problems = nlohmann::json::array();
   for (size_t i = 0; i < res.outcomes.size(); ++i)
@@ -397,36 +405,32 @@ int run_tune(Globals& g, TuneArgs& a) {
       problems.back()["gpu"] = session.replay() ? nlohmann::json() : nlohmann::json(gpu);
     }
   if (!g.json)
-    fmt::print("\n{} of {} problem(s) in {}{}{}\n", problems.size(), plan.mine.size(), human_seconds(total),
+    fmt::print("\n{} of {} problem(s) in {}{}{}\n", problems.size(), resolved.mine.size(), human_seconds(total),
                g_stop ? " (interrupted: stopped after the measurement in flight)" : "", label);
   nlohmann::json consistency = print_consistency(res.consistency, session, g.json);
   nlohmann::json simulation = print_simulation(session, g.json);
   if (g.json)
-    print_json({{"job", plan.job.name}, {"device", session.measurer(0).device().name}, {"tune_id", o.tune_id},
-                {"replay", session.replay()}, {"shard", fmt::format("{}/{}", plan.shard.index, plan.shard.count)},
+    print_json({{"job", resolved.job.name}, {"device", session.measurer(0).device().name}, {"tune_id", o.tune_id},
+                {"replay", session.replay()}, {"shard", fmt::format("{}/{}", resolved.shard.index, resolved.shard.count)},
                 {"gpus", session.measurers()}, {"seconds", total}, {"problems", problems},
                 {"consistency", consistency}, {"simulation", simulation}});
-  return g_stop ? 130 : 0;
+  return g_stop ? 130 : record_failed ? 1 : 0;
 }
 
-Command add_tune(CLI::App& app, Globals& g) {
+Registrar reg_tune(50, [](CLI::App& app, Globals& g) {
   const search::Budget d = search::default_tune_budget();
-  auto* sub = app.add_subcommand(
-      "tune",
+  return make_command<TuneArgs>(app, g, "tune",
       fmt::format("tunes one problem (--shape ...) or every problem of a job (--config, --default-job) over the "
-                  "given families (default: every family loaded); stores every measurement; prints each family's "
-                  "best and the problem's winner. The default budget: with no --budget, --time, --fraction or "
-                  "--patience and none in the job's [tune], each (problem, family) stops at {} (a few minutes per "
-                  "problem on an H200 with every family); naming any budget replaces that default whole. Needs a GPU "
-                  "unless --replay FILE (a simulation of a recorded run); --default-job without a GPU runs as a "
-                  "replay of the default job's H200 recording, and says so.",
-                  d.describe()));
-  static TuneArgs a;
-  add_tune_options(sub, a);
-  return {sub, [&g] { return run_tune(g, a); }};
-}
+          "given families (default: every family loaded); stores every measurement; prints each family's "
+          "best and the problem's winner. The default budget: with no --budget, --time, --fraction or "
+          "--patience and none in the job's [tune], each (problem, family) stops at {} (a few minutes per "
+          "problem on an H200 with every family); naming any budget replaces that default whole. Needs a GPU "
+          "unless --replay FILE (a simulation of a recorded run); --default-job without a GPU runs as a "
+          "replay of the default job's H200 recording, and says so.",
+          d.describe()),
+      add_tune_options, run_tune);
+});
 
-Registrar reg_tune(50, add_tune);
 }  // namespace
 
 }  // namespace gt::cli

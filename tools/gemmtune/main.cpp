@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // The same prefix as every other error, so that scripts and people find it one way.
+    fmt::print(stderr, "gemmtune: error: {}\nRun with --help for more information.\n", e.what());
     return 2;
   }
   const Command* chosen = nullptr;

@@ -42,7 +42,7 @@ static void keep_recorded_roofs(Store& store, const search::Recording& rec, cons
 }
 
 Session::Session(Globals& g, const SessionOptions& o)
-    : g_(g), o_(o), cache_(g.cache_path()), compiler_(&cache_) {
+    : g_(g), o_(o), cache_(g.cache()), compiler_(&cache_) {
   if (!o.replay.empty()) rec_ = load_recording(g, o.replay);
   db_ = g.db_path();
   if (rec_ && !g.db_named()) {
@@ -160,21 +160,21 @@ search::Catalog catalog_of(const Globals& g, const search::Recording* rec, const
     const Family* fam = g.plugins().find(f);
     return fam && fam->is_library();
   };
-  // Fixed configs are checked with sm_90's limits: no GPU is asked before the plan is checked.
+  // Fixed configs are checked with sm_90's limits: no GPU is asked before the job is resolved.
   cat.space = [&g](const std::string& f, const Problem& p) { return g.plugins().get(f).space(p, arch_limits("sm_90")); };
   return cat;
 }
 
-SessionOptions session_options(const Globals& g, const search::JobPlan& plan, const std::string& replay, bool isolate,
+SessionOptions session_options(const Globals& g, const search::ResolvedJob& resolved, const std::string& replay, bool isolate,
                                double hang_floor_s) {
   SessionOptions so;
   so.replay = replay;
   so.isolate = isolate;
   so.hang_floor_s = hang_floor_s;
-  so.devices_flag = plan.devices_flag;
-  so.devices = plan.devices;
+  so.devices_flag = resolved.devices_flag;
+  so.devices = resolved.devices;
   // "all" counts the GPUs; a replay has none to count (its recording is the one measurer).
-  if (plan.all_devices) so.devices = replay.empty() ? parse_devices("all", g.cache_path()) : std::vector<int>{0};
+  if (resolved.all_devices) so.devices = replay.empty() ? parse_devices("all", g.cache_path()) : std::vector<int>{0};
   return so;
 }
 

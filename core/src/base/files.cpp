@@ -108,6 +108,17 @@ fs::path existing_folder_of(const fs::path& p, const FileRole& r) {
   return dir;
 }
 
+// An existing store (and its -wal and -shm files) this process may not write: SQLite would open
+// it read-only without a word and fail at the first row, after all the work.
+void check_store_writable(const FileRole& r) {
+  for (auto& [file, ext] : files_of(r))
+    if (::access(file.c_str(), F_OK) == 0 && ::access(file.c_str(), W_OK) != 0)
+      throw RuntimeFailure(fmt::format("{}: {}: the results store{} cannot be written ({}); commands that only read "
+                                       "it (export, lookup, report, compare --no-tune) still can",
+                                       r.flag, file.string(), ext.empty() ? "" : "'s " + ext + " file",
+                                       std::strerror(errno)));
+}
+
 void check_writable(const FileRole& r) {
   if (r.use == FileUse::write_folder) {
     const std::string kind = special_file_kind(r.path);
@@ -126,10 +137,27 @@ void check_writable(const FileRole& r) {
   if (std::string kind = special_file_kind(r.path); !kind.empty())
     throw InputError(fmt::format("{}: {} is {}, not a file {}", r.flag, r.path.string(), kind,
                                  r.use == FileUse::store ? "that can hold a results store" : "it can write"));
+  if (r.use == FileUse::store) check_store_writable(r);
   probe_folder(existing_folder_of(resolved(r.path), r), r);
 }
 
 }  // namespace
+
+void require_writable_folder(const fs::path& dir, const std::string& flag) {
+  if (std::string kind = special_file_kind(dir); !kind.empty() && kind != "a directory")
+    throw RuntimeFailure(fmt::format("{}: {} is {}, not a folder", flag, dir.string(), kind));
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw RuntimeFailure(fmt::format("{}: {} is a file, not a folder", flag, dir.string()));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw RuntimeFailure(fmt::format("{}: cannot create the folder {}: {}", flag, dir.string(), ec.message()));
+  try {
+    probe_folder(dir, FileRole{FileUse::write_folder, flag, dir});
+  } catch (const InputError& e) {
+    throw RuntimeFailure(e.what());
+  }
+}
 
 std::string special_file_kind(const fs::path& p) {
   struct stat st {};

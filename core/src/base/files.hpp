@@ -40,6 +40,11 @@ struct FileRole {
 // does not exist is created by the command, so it counts by its name.
 void check_file_roles(const std::vector<FileRole>& roles);
 
+// A folder a command keeps files in (the compile cache): created when missing, else it must be a
+// folder this process can write. RuntimeFailure "FLAG: PATH ..." with the reason otherwise, so
+// that a cache named wrongly is refused before any work rather than silently unused.
+void require_writable_folder(const std::filesystem::path& dir, const std::string& flag);
+
 // What is at `p` when it is not a regular file: "a directory", "a FIFO", "a character device",
 // "a block device", "a socket", "a loop of symbolic links"; "" for a regular file or nothing.
 std::string special_file_kind(const std::filesystem::path& p);

@@ -52,8 +52,8 @@ std::string nvrtc_version();
 std::string cuda_include_dir();
 // Parse ptxas -v output.
 Resources parse_resources(const std::string& log);
-// The same read off the cubin's ELF, for when the log lacks ptxas's lines (on the H200 machine
-// NVRTC's log sometimes came back empty for a compile that succeeded): registers and stack
+// The same read off the cubin's ELF, for when the log lacks ptxas's lines (NVRTC's log can come
+// back empty for a compile that succeeded: docs/measurement.md, "The readings behind the constants"): registers and stack
 // frame from the `.nv.info` attributes (the largest over the cubin's functions), and spills 0
 // when there is no stack frame at all (spills live in it), else unknown (-1). Static shared
 // memory stays unknown (on sm_90 the section also holds 1 KiB the system reserves). Every

@@ -51,13 +51,12 @@ struct VerifyResult {
 };
 
 // Seconds at most to settle the clock (the CLI's --settle default). Under a power cap the clock
-// holds its boost for up to about a second before the cap engages (H200, 4096^3 f16: 1965 MHz,
-// then ~1600 MHz), so a settle lasts at least kSettleMinS (or its cap, when shorter).
+// holds its boost for up to about a second before the cap engages, so a settle lasts at least
+// kSettleMinS (or its cap, when shorter); docs/measurement.md, "The readings behind the constants".
 inline constexpr double kSettleCapS = 3.0;
 inline constexpr double kSettleMinS = 1.0;
 // Once NVML reports the power cap, a settle lasts at least this long (or its cap, when
-// shorter): for about 2.5 s after the cap engages the H200 holds a higher clock than it
-// settles at (4096^3 f16: 1500 MHz, then alternating 1455 / 1470 MHz, 1-2 % slower).
+// shorter): for a few seconds after the cap engages the clock stays above where it settles.
 inline constexpr double kCappedSettleMinS = 3.0;
 // Seconds a single timing (`gemmtune run`) samples at least once the power cap engages: two
 // of the governor's periods of about a second, whose mean is the figure (Center::mean).
@@ -84,8 +83,7 @@ struct TimingOptions {
   // Sample at least this long even once the interval is narrow (max_time_s and max_samples give
   // way to it); `capped_min_time_s` applies only once NVML reports the power cap while
   // sampling. At the cap the clock moves by several % from one ms to the next, so the few ms
-  // that a narrow interval needs catch one moment of it (H200, 4096^3 f16, five processes:
-  // medians 4-7 % apart over ~5 ms each, 0.9-2.4 % over 0.5 s, no better over 2 s).
+  // that a narrow interval needs catch one moment of it (docs/measurement.md, "The readings behind the constants").
   double min_time_s = 0;
   double capped_min_time_s = 0;
   static TimingOptions quick() { return {0.005, 5, 2000, 0.1, 0.02, true}; }

@@ -25,13 +25,12 @@ enum class Status {
 };
 const char* to_string(Status s);
 Status parse_status(const std::string& s);  // RuntimeFailure when unknown
-inline bool is_failure(Status s) { return s != Status::ok; }
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Which statistic is a timing's figure (what ranks it and what is reported). The median,
 // unless the samples were taken at the power cap: there the governor moves the clock between
-// levels a few % apart, each held for about half a second (H200), so a window's samples are
+// levels a few % apart, each held for about half a second, so a window's samples are
 // a mixture of two modes and its median jumps from one to the other with the mixture; the
 // mean over whole periods follows the mixture smoothly (docs/measurement.md, method 5).
 enum class Center { median, mean };

@@ -26,9 +26,7 @@ namespace gt {
 // `warmup_s`, then is sampled for a few ms.
 //
 // At the power cap the clock follows the power drawn over the last tens of ms, so a short
-// warm-up times a candidate at its neighbours' clock, not its own (H200, bf16, cuBLASLt's pick
-// at 1024x22016x4096: 277 us interleaved with our slower, cooler wmma kernel, 311 us with
-// another cuBLASLt config, 291-294 us with either after 0.2 s alone). Once NVML reports the
+// warm-up times a candidate at its neighbours' clock, not its own (docs/measurement.md, "The readings behind the constants"). Once NVML reports the
 // cap (while measuring this problem, or in a turn), every turn warms up `capped_warmup_s`
 // instead, over at most `capped_rounds` rounds (each turn is then a settled measurement of its
 // own), and turns timed before that are discarded. `capped_warmup_s` <= `warmup_s` turns this

@@ -26,9 +26,8 @@ struct WorkerLimits {
 };
 
 // How long a measure may stay silent before its first heartbeat: the build plus a few calls
-// of a kernel slower than any we have measured (naive, uncoalesced f32: 0.48 TFLOP/s on the
-// H200), at least the floor and at most the cap. (It was 20 calls at 0.05 TFLOP/s: a hung
-// build at 8192^3 then cost 440 s of a tune before it was called hung.)
+// of a kernel slower than any measured, at least the floor and at most the cap (the readings
+// that set it: docs/measurement.md, "The readings behind the constants").
 double first_answer_s(const WorkerLimits& limits, double flops);
 // Once the worker says the build is done ({"built": ...}), only those first calls are left: a
 // kernel that hangs at its first launch costs the floor, not the build's allowance as well.

@@ -19,6 +19,10 @@
 #include <utility>
 #include <variant>
 
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
 namespace gt {
 namespace fs = std::filesystem;
 
@@ -870,6 +874,23 @@ void migrate(sqlite3* db, const fs::path& file, int& version) {
   }
 }
 
+bool folder_writable(const fs::path& file) {
+  const fs::path dir = fs::absolute(file).parent_path();
+  return ::access(dir.c_str(), W_OK) == 0;
+}
+
+// file:PATH?immutable=1, with the characters a URI gives meaning to escaped.
+std::string immutable_uri(const fs::path& file) {
+  std::string uri = "file:";
+  for (unsigned char c : fs::absolute(file).string()) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c > 0x7e)
+      uri += fmt::format("%{:02X}", c);
+    else
+      uri += char(c);
+  }
+  return uri + "?immutable=1";
+}
+
 }  // namespace
 
 std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonly) {
@@ -881,6 +902,11 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     throw InputError(fmt::format("{} is {}, not a gemmtune store", file.string(), kind));
   bool existed = fs::exists(file, ec);
   if (readonly && !existed) throw InputError(fmt::format("{}: no such store", file.string()));
+  if (existed && ::access(file.c_str(), R_OK) != 0)
+    throw RuntimeFailure(fmt::format("{}: cannot read the store ({})", file.string(), std::strerror(errno)));
+  if (existed && !readonly && ::access(file.c_str(), W_OK) != 0)
+    throw RuntimeFailure(fmt::format("{}: the store cannot be written ({}); commands that only read it still can",
+                                     file.string(), std::strerror(errno)));
   if (existed) check_header(file);
   if (!readonly && !file.parent_path().empty()) {
     fs::create_directories(file.parent_path(), ec);
@@ -893,7 +919,13 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
   impl->path = file;
   impl->readonly = readonly;
   int flags = readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  int rc = sqlite3_open_v2(file.c_str(), &impl->db, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
+  // A reader of a WAL store makes its -shm file beside it, so in a folder it cannot write SQLite
+  // refuses even to read. Nobody can be writing such a store (a writer needs the folder too):
+  // it is read as it is on disk (immutable).
+  const bool immutable = readonly && !folder_writable(file) && !fs::exists(file.string() + "-shm", ec);
+  const std::string name = immutable ? immutable_uri(file) : file.string();
+  if (immutable) flags |= SQLITE_OPEN_URI;
+  int rc = sqlite3_open_v2(name.c_str(), &impl->db, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = impl->db ? sqlite3_errmsg(impl->db) : sqlite3_errstr(rc);
     throw InputError(fmt::format("{}: cannot open the store: {}", file.string(), msg));
@@ -907,19 +939,27 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     if (kind == Kind::empty) throw InputError(fmt::format("{} is empty, not a gemmtune store", file.string()));
     return impl;
   }
-  exec_retrying(impl->db, "PRAGMA journal_mode = WAL");
-  exec(impl->db, "PRAGMA synchronous = FULL");
-  exec(impl->db, "PRAGMA foreign_keys = ON");
-  if (kind == Kind::empty) {
-    // Several processes may create one store at once: the first to take the write lock
-    // creates the schema, the others find it done.
-    Transaction t(impl->db);
-    if (classify(impl->db, file) == Kind::empty) create_schema(impl->db);
-    t.commit();
-    classify(impl->db, file, &impl->version);
+  try {
+    exec_retrying(impl->db, "PRAGMA journal_mode = WAL");
+    exec(impl->db, "PRAGMA synchronous = FULL");
+    exec(impl->db, "PRAGMA foreign_keys = ON");
+    if (kind == Kind::empty) {
+      // Several processes may create one store at once: the first to take the write lock
+      // creates the schema, the others find it done.
+      Transaction t(impl->db);
+      if (classify(impl->db, file) == Kind::empty) create_schema(impl->db);
+      t.commit();
+      classify(impl->db, file, &impl->version);
+    }
+    migrate(impl->db, file, impl->version);
+    exec(impl->db, kRoofsDdl);
+  } catch (const RuntimeFailure& e) {
+    // SQLite's words ("database or disk is full") do not say which file: the message does.
+    const std::string what = e.what();
+    if (what.find(file.string()) != std::string::npos) throw;
+    throw RuntimeFailure(fmt::format("{}: cannot {} the store: {}", file.string(),
+                                     kind == Kind::empty ? "create" : "open", what));
   }
-  migrate(impl->db, file, impl->version);
-  exec(impl->db, kRoofsDdl);
   return impl;
 }
 
