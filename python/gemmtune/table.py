@@ -52,6 +52,7 @@ class Entry:
     layout: str = ""
     align: int = 0
     scale: str = "none"  # FP8: tensor, row or block
+    constant: str = ""  # the operands the entry was timed with constant ("b": prepared once; format 4)
     family: str = ""
     config: str = ""
     params: str = ""

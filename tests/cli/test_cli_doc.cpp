@@ -171,7 +171,7 @@ TEST_CASE("the doc check reads flags and commands as the CLI prints them", "[cli
   CHECK(commands[1].command == "tune");
 }
 
-TEST_CASE("every flag of every command is documented in that command's section of docs/cli.md", "[cli][docs]") {
+TEST_CASE("every flag of every command is documented in docs/cli.md, in its section or among the shared ones", "[cli][docs]") {
   const std::string page = gt::test::read_file(gt::test::source_dir() / "docs" / "cli.md");
   REQUIRE_FALSE(page.empty());
   std::vector<Use> flags, commands;
@@ -184,7 +184,8 @@ TEST_CASE("every flag of every command is documented in that command's section o
     for (auto& f : help_of(c).flags) {
       if (f == "-h" || f == "--help" || top.flags.count(f)) continue;
       INFO("gemmtune " << c << " " << f << " is not in the section ### `gemmtune " << c << "` of docs/cli.md");
-      CHECK(documented.count({c, f}) == 1);
+      // In the command's section, or among the options every problem-taking command shares.
+      CHECK((documented.count({c, f}) == 1 || documented.count({"", f}) == 1));
     }
   }
 }

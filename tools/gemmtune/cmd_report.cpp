@@ -705,20 +705,21 @@ int run_report(Globals& g, const ReportArgs& a) {
                {"jobs_named", !a.jobs.empty()},
                {"notes", c.notes}};
   const fs::path out = a.out_dir;
-  // A folder this run makes goes again when the report cannot be written whole (a full disk).
+  // A folder this run makes goes again when its data cannot be written (a full disk). Once
+  // data.json is there it stays, plots or not: the message says how to plot it later.
   const bool out_existed = fs::exists(out, ec);
   fs::path data_file;
   try {
     data_file = write_data(data, out);
-    if (!g.quiet)
-      fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n", data_file.string(),
-                 c.rows.size(), rj.measurements.size(), c.roofs.size(), c.winners.size(), jobs_j.size());
-    for (auto& n : c.notes) fmt::print(stderr, "note: {}\n", n);
-    render(a.python, out, data_file);
   } catch (...) {
     if (!out_existed) fs::remove_all(out, ec);
     throw;
   }
+  if (!g.quiet)
+    fmt::print(stderr, "wrote {} ({} measurements, {} ok, {} roofs, {} winners, {} jobs)\n", data_file.string(),
+               c.rows.size(), rj.measurements.size(), c.roofs.size(), c.winners.size(), jobs_j.size());
+  for (auto& n : c.notes) fmt::print(stderr, "note: {}\n", n);
+  render(a.python, out, data_file);
   fs::path html = out / "index.html";
   if (g.json)
     print_json({{"html", html.string()}, {"data", data_file.string()}, {"measurements", rj.measurements.size()}});
