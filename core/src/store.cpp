@@ -513,6 +513,11 @@ struct Store::Impl {
   ~Impl() {
     if (db) sqlite3_close_v2(db);
   }
+  bool has_table(const char* name) const {
+    Stmt st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    sqlite3_bind_text(st.get(), 1, name, -1, SQLITE_STATIC);
+    return st.step();
+  }
 
   std::vector<StoredRow> query_rows(const std::string& tail, const Where& w) const {
     Stmt st(db, "SELECT " + column_list(version) + " FROM results" + w.sql() + tail);
@@ -677,6 +682,17 @@ const char* kRoofsDdl =
     "  how TEXT NOT NULL, sm_clock_mhz REAL, power_w REAL, temp_c REAL,\n"
     "  time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
     "  PRIMARY KEY (device_name, name)\n)";
+
+const char* kValidationsDdl =
+    "CREATE TABLE IF NOT EXISTS validations (\n"
+    "  device_name TEXT NOT NULL, at_key TEXT NOT NULL, from_key TEXT NOT NULL, from_config TEXT NOT NULL,\n"
+    "  time_unix REAL NOT NULL, record TEXT NOT NULL,\n"
+    "  PRIMARY KEY (device_name, at_key, from_key, from_config)\n)";
+const char* kValidationUpsert =
+    "INSERT INTO validations (device_name, at_key, from_key, from_config, time_unix, record) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (device_name, at_key, from_key, from_config) DO UPDATE SET time_unix = excluded.time_unix, "
+    "record = excluded.record WHERE excluded.time_unix > validations.time_unix OR (excluded.time_unix = "
+    "validations.time_unix AND excluded.record > validations.record)";
 
 // The decision columns of `winners` as DDL lines ("  tie INTEGER NOT NULL ...,\n" ...).
 std::string decisions_ddl() {
@@ -874,6 +890,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
   }
   migrate(impl->db, file, impl->version);
   exec(impl->db, kRoofsDdl);
+  exec(impl->db, kValidationsDdl);
   return impl;
 }
 
@@ -1203,6 +1220,16 @@ int64_t Store::merge_from(const Store& other) {
       dst.step();
     }
   }
+  if (other.impl_->has_table("validations")) {
+    // Validations: per identity the newer timing wins (the upsert keeps the newer).
+    Stmt src(other.impl_->db, "SELECT device_name, at_key, from_key, from_config, time_unix, record FROM validations");
+    Stmt dst(db, kValidationUpsert);
+    while (src.step()) {
+      dst.reset();
+      for (int i = 0; i < 6; ++i) sqlite3_bind_value(dst.get(), i + 1, sqlite3_column_value(src.get(), i));
+      dst.step();
+    }
+  }
   {
     // The families' parameter names (note_param_names): names for a version are the same
     // wherever they were noted, so either store's will do.
@@ -1302,6 +1329,38 @@ std::vector<std::string> Store::param_names(const std::string& family, const std
   if (!st.step()) return {};
   const unsigned char* v = sqlite3_column_text(st.get(), 0);
   return v ? split_names(reinterpret_cast<const char*>(v)) : std::vector<std::string>{};
+}
+
+void Store::put_validation(const ValidationRow& v) {
+  if (impl_->readonly) throw RuntimeFailure(fmt::format("{}: the store is open read-only", impl_->path.string()));
+  std::lock_guard lock(impl_->mu);
+  Stmt st(impl_->db, kValidationUpsert);
+  sqlite3_stmt* s = st.get();
+  int i = 0;
+  for (const std::string* t : {&v.device_name, &v.at, &v.from, &v.from_config})
+    sqlite3_bind_text(s, ++i, t->c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(s, 5, v.time_unix);
+  sqlite3_bind_text(s, 6, v.record.c_str(), -1, SQLITE_TRANSIENT);
+  st.step();
+}
+
+std::vector<ValidationRow> Store::validations(const std::optional<std::string>& device_name) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<ValidationRow> out;
+  if (!impl_->has_table("validations")) return out;  // a read-only store from before them
+  Stmt st(impl_->db, std::string("SELECT device_name, at_key, from_key, from_config, time_unix, record FROM "
+                                 "validations") +
+                         (device_name ? " WHERE device_name = ?" : "") + " ORDER BY device_name, at_key, from_key");
+  if (device_name) sqlite3_bind_text(st.get(), 1, device_name->c_str(), -1, SQLITE_TRANSIENT);
+  auto text = [](sqlite3_stmt* s, int i) {
+    auto* t = sqlite3_column_text(s, i);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  };
+  while (st.step()) {
+    sqlite3_stmt* s = st.get();
+    out.push_back({text(s, 0), text(s, 1), text(s, 2), text(s, 3), sqlite3_column_double(s, 4), text(s, 5)});
+  }
+  return out;
 }
 
 std::vector<RoofRow> Store::roofs(const std::optional<std::string>& device_name) const {

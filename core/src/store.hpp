@@ -109,6 +109,18 @@ struct StoredRow {
   double tflops() const { return m.tflops(problem.flops()); }
 };
 
+// One timing of `gemmtune validate`: a neighbour entry's answer at an entry's shape against the
+// library's default there. The store keeps the record whole (JSON, evidence.hpp's Validation)
+// and indexes it by what identifies it.
+struct ValidationRow {
+  std::string device_name;
+  std::string at;           // the key text of the problem timed (the held-out entry's)
+  std::string from;         // the key text of the entry the answer came from
+  std::string from_config;  // that entry's config (its transformed name): another config is another timing
+  double time_unix = 0;
+  std::string record;       // the timing as JSON
+};
+
 // Conditions on rows; every field that is set must match.
 struct RowFilter {
   std::optional<std::string> device_name;
@@ -261,6 +273,12 @@ class Store {
   // newest kept. compare and the report read them; they are never datasheet numbers.
   void put_roof(const RoofRow& r);
   std::vector<RoofRow> roofs(const std::optional<std::string>& device_name = std::nullopt) const;
+
+  // `gemmtune validate`'s timings (evidence.hpp): per (device, at, from, from_config) the newest
+  // kept. A store made before them has none (the table is created when a store is opened for
+  // writing, as roofs' is); merge carries them, the newer per identity.
+  void put_validation(const ValidationRow& v);
+  std::vector<ValidationRow> validations(const std::optional<std::string>& device_name = std::nullopt) const;
 
   // A family's parameter names in order (meta key param_names/FAMILY/VERSION), noted by the
   // tuner from the space it searched, so that a config name reads as "p1=V1 p2=V2" where the

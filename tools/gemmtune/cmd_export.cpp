@@ -3,6 +3,7 @@
 // (--format tunableop); or, with --recording, one tune's measurements as a replay
 // recording. Needs no GPU.
 #include "cli.hpp"
+#include "evidence.hpp"
 #include "replay_measurer.hpp"
 #include "store.hpp"
 #include "table.hpp"
@@ -235,6 +236,8 @@ static Command add_export(CLI::App& app, Globals& g) {
             std::vector<std::string> notes;
             ExportSummary summary;
             LookupTable t = table_from_store(store, o, &notes, &summary);
+            // The transfers `gemmtune validate` found to hold: what lets the table answer other shapes.
+            t.evidence = evidence_of(t, stored_validations(store, o.device), include_replay, &notes);
             if (t.entries.empty() && summary.replay_left_out == 0) {
               std::string have;
               for (auto& k : store.keys()) {
@@ -262,6 +265,7 @@ static Command add_export(CLI::App& app, Globals& g) {
               j["file"] = output;
               j["format"] = to_string(f);
               j["entries"] = t.entries.size();
+              j["evidence"] = t.evidence.size();
               j["origins"] = origins;
               j["replay_left_out"] = summary.replay_left_out;  // problems, as the note counts them
               j["replay_passed_over"] = summary.replay_passed_over;
@@ -271,9 +275,12 @@ static Command add_export(CLI::App& app, Globals& g) {
             } else {
               std::string by;
               for (auto& [k, n] : origins) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", n, k);
-              fmt::print(stderr, "exported {} entr{}{} from {} as {} to {}\n", t.entries.size(),
-                         t.entries.size() == 1 ? "y" : "ies", by.empty() ? "" : " (" + by + ")", db.string(),
-                         to_string(f), where);
+              fmt::print(stderr, "exported {} entr{}{} and {} evidence record{} from {} as {} to {}\n", t.entries.size(),
+                         t.entries.size() == 1 ? "y" : "ies", by.empty() ? "" : " (" + by + ")", t.evidence.size(),
+                         t.evidence.size() == 1 ? "" : "s", db.string(), to_string(f), where);
+              if (t.evidence.empty() && !t.entries.empty())
+                notes.push_back("no evidence: the table answers the shapes it holds and the library's default "
+                                "elsewhere (`gemmtune validate` on the GPU measures which transfers hold)");
               for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
             }
             return 0;
