@@ -7,11 +7,15 @@
 // split, and no warning that setmaxnreg was ignored. On a GPU: the configs that exercise
 // clusters at the grid's edges, split-K's uneven splits, consumers side by side, both
 // in-flight modes and the 4-CTA clusters, in every layout, verified against float64.
+// FP8 (e4m3 / e5m2, layout nt, tensor, row and block scales): the same on the CPU (refusals,
+// the launch, defaults, QGMMA in the SASS within the registers, block scales' second
+// accumulator set included) and on a GPU (edge tiles, K not a multiple of 128, mixed types).
 #include "bench.hpp"
 #include "compiler.hpp"
 #include "device.hpp"
 #include "evaluate.hpp"
 #include "plugin.hpp"
+#include "tensor_map.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -77,14 +81,15 @@ int highest_register(const std::string& sass) {
 // HGMMA to the first wait for every group (the end of a tile's k loop). Descriptor arithmetic
 // done per lane (1.3: about 13 per HGMMA) burned as much ALU as 22 % of the pipe at 8192^3 and
 // cost clock at the power cap; on the uniform datapath it is about 2 (docs/kernel-notes.md, 1.5).
-double vector_int_ops_per_hgmma(const std::string& sass) {
+// FP8's wgmma is QGMMA in the SASS.
+double vector_int_ops_per_hgmma(const std::string& sass, const std::string& mma = "HGMMA") {
   static const std::regex instruction(R"(/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_.]+)([^;]*);)");
   static const std::regex vector_int(R"(^(LOP3|SHF|IMAD|IADD3|VIADD|LEA|SEL|PRMT|ISETP|MOV)\b)");
   int hgmma = 0, vector = 0;
   bool in_loop = false;
   for (auto it = std::sregex_iterator(sass.begin(), sass.end(), instruction); it != std::sregex_iterator(); ++it) {
     const std::string op = (*it)[1], rest = (*it)[2];
-    if (op.rfind("HGMMA", 0) == 0) in_loop = true, ++hgmma;
+    if (op.rfind(mma, 0) == 0) in_loop = true, ++hgmma;
     else if (in_loop && op == "WARPGROUP.DEPBAR.LE" && rest.find("0x0") != std::string::npos) break;
     else if (in_loop && std::regex_search(op, vector_int)) ++vector;
   }
@@ -443,4 +448,408 @@ TEST_CASE("wgmma_tma: split-K's tile counters reset themselves, launch after lau
       CHECK(v.ok);
     }
   }
+}
+
+// ---- FP8 ----
+
+namespace {
+
+// An FP8 problem as torch._scaled_mm takes it: A stored M x K, B stored N x K (layout nt).
+Problem fp8(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out = DType::bf16, DType a = DType::e4m3,
+            DType b = DType::e4m3) {
+  return Problem::make(m, n, k, a, out, Layout::nt, b, scale);
+}
+
+// The same problem with fields core's Problem::make refuses (another layout, e5m2 x e5m2): what
+// the family says when asked anyway.
+Problem unchecked(Problem p, Layout lay) {
+  p.layout = lay;
+  p.lda = p.a_trans() ? p.m : p.k;
+  p.ldb = p.b_trans() ? p.k : p.n;
+  return p;
+}
+
+int reg_option(const KernelSpec& k, const std::string& name) {
+  const std::string v = option(k, name);
+  return v.empty() ? -1 : std::stoi(v);
+}
+
+}  // namespace
+
+TEST_CASE("wgmma_tma: FP8 refusals say why, with their codes", "[wgmma_tma][fp8]") {
+  const Family& fam = family();
+  auto code = [&](const Problem& p, const std::string& c, const gt_device& d = kHopper) {
+    auto r = fam.refusal(p, cfg(fam.space(p, d), c), d);
+    return r ? r->code : GT_REFUSAL_NONE;
+  };
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block}) {
+    INFO(to_string(mode));
+    CHECK(code(fp8(4096, 4096, 4096, mode), "") == GT_REFUSAL_NONE);
+    CHECK(code(fp8(4096, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2), "") == GT_REFUSAL_NONE);
+    CHECK(code(fp8(4096, 4096, 4096, mode, DType::f16, DType::e5m2, DType::e4m3), "") == GT_REFUSAL_NONE);
+    CHECK(code(fp8(4096, 4096, 4096, mode), "", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
+    // wgmma has no transpose for 8-bit types: every layout but nt is refused as a layout.
+    for (auto lay : {Layout::nn, Layout::tn, Layout::tt})
+      CHECK(code(unchecked(fp8(4096, 4096, 4096, mode), lay), "") == GT_REFUSAL_LAYOUT);
+    // K not a multiple of 16 bytes: rows of A and B that TMA cannot copy.
+    CHECK(code(fp8(4096, 4096, 4104, mode), "") == GT_REFUSAL_SHAPE);
+    // Two k tiles of 128 are too few for three splits.
+    CHECK(code(fp8(512, 512, 256, mode), mode == ScaleMode::block ? "inflight=0,bn=128,split=3" : "split=3") ==
+          GT_REFUSAL_SHAPE);
+  }
+  // FP8 output (with its d scale and amax) is not built yet.
+  CHECK(code(fp8(4096, 4096, 4096, ScaleMode::tensor, DType::e4m3), "") == GT_REFUSAL_DTYPE);
+  {
+    Problem both = fp8(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e5m2);
+    both.in_b = DType::e5m2;
+    auto r = fam.refusal(both, fam.space(both, kHopper).default_config(), kHopper);
+    REQUIRE(r);
+    CHECK(r->code == GT_REFUSAL_DTYPE);
+    CHECK_THAT(r->why, Catch::Contains("e5m2 x e5m2"));
+  }
+  // Block scales: no wgmma group in flight (each stage is promoted before the next), and two
+  // accumulator sets, so at most 96 accumulators a set: 128x256 with two m64n256 consumers
+  // does not fit, 128x192 does.
+  Problem block = fp8(4096, 4096, 4096, ScaleMode::block);
+  CHECK(code(block, "bm=128,bn=128,consumers=2,inflight=1") == GT_REFUSAL_CONFIG);
+  CHECK(code(block, "bm=128,bn=256,consumers=2,inflight=0,stages=4") == GT_REFUSAL_RESOURCES);
+  CHECK(code(block, "bm=128,bn=192,consumers=2,inflight=0,stages=4") == GT_REFUSAL_NONE);
+  CHECK(code(block, "bm=64,bn=256,consumers=2,wg=n,inflight=0,stages=4") == GT_REFUSAL_NONE);
+  CHECK(code(block, "bm=128,bn=128,consumers=2,wg=n,inflight=0,stages=6") == GT_REFUSAL_NONE);  // 2 x m64n64
+  CHECK(code(block, "bm=128,bn=128,consumers=1,inflight=0,stages=6") == GT_REFUSAL_RESOURCES);   // 2 x m64n128
+  // One consumer of m64n192 (2 x 96) spills where two do not: one consumer holds 2 x 64 at most.
+  CHECK(code(block, "bm=64,bn=192,consumers=1,inflight=0,stages=6,cluster=1x1") == GT_REFUSAL_RESOURCES);
+  CHECK(code(block, "bm=64,bn=128,consumers=1,inflight=0,stages=8,cluster=1x1") == GT_REFUSAL_NONE);
+  auto why = fam.refusal(block, cfg(fam.space(block, kHopper), "bm=128,bn=256,inflight=0,stages=4"), kHopper);
+  REQUIRE(why);
+  CHECK_THAT(why->why, Catch::Contains("2 x 128 fp32 accumulators"));
+  // Tensor and row scales keep the 16-bit kernel's register split: 128x256, one group in flight.
+  CHECK(code(fp8(4096, 4096, 4096, ScaleMode::row), "bm=128,bn=256,inflight=1,stages=4") == GT_REFUSAL_NONE);
+  CHECK(code(fp8(4096, 4096, 4096, ScaleMode::row), "bm=128,bn=256,stages=5") == GT_REFUSAL_RESOURCES);
+}
+
+TEST_CASE("wgmma_tma: an FP8 launch takes the scales, k tiles of 128 and 16-bit builds stay as they were",
+          "[wgmma_tma][fp8]") {
+  const Family& fam = family();
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block}) {
+    Problem p = fp8(4096, 4096, 4096, mode, DType::bf16, DType::e4m3, DType::e5m2);
+    Space s = fam.space(p, kHopper);
+    INFO(p.key() << " " << s.name(s.default_config()));
+    auto ks = fam.build(p, s.default_config(), kHopper, nullptr);
+    REQUIRE(ks);
+    CHECK(ks->takes_scales);
+    CHECK(ks->arch_specific);
+    CHECK(option(*ks, "FP8") == "1");
+    CHECK(option(*ks, "A_E5M2") == "0");
+    CHECK(option(*ks, "B_E5M2") == "1");
+    CHECK(option(*ks, "SCALE_MODE") == std::to_string(int(mode)));
+    CHECK(option(*ks, "IN_T").empty());
+    CHECK(option(*ks, "A_KMAJOR") == "1");
+    CHECK(option(*ks, "B_KMAJOR") == "1");
+    REQUIRE(ks->tensor_maps.size() >= 2);
+    // Boxes of 128 FP8 elements along K: 128 bytes, the 128-byte swizzle's span, as the 16-bit
+    // kernel's 64.
+    CHECK(ks->tensor_maps[0].box[0] == 128);
+    CHECK(ks->tensor_maps[1].box[0] == 128);
+    CHECK(ks->tensor_maps[0].swizzle == 3);
+    if (mode == ScaleMode::block) CHECK(option(*ks, "INFLIGHT") == "0");
+  }
+  // The default at 4096^3 with tensor or row scales is the 16-bit one: 128x256 tiles in 2x1
+  // clusters, four stages, persistent; with the same shared memory as bf16 nt.
+  Problem t = fp8(4096, 4096, 4096, ScaleMode::tensor);
+  Problem bf = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16, Layout::nt);
+  Space st = fam.space(t, kHopper), sb = fam.space(bf, kHopper);
+  CHECK(st.name(st.default_config()) == sb.name(sb.default_config()));
+  auto kt = fam.build(t, st.default_config(), kHopper, nullptr);
+  auto kb = fam.build(bf, sb.default_config(), kHopper, nullptr);
+  REQUIRE(kt);
+  REQUIRE(kb);
+  CHECK(kt->dynamic_smem == kb->dynamic_smem);
+  CHECK(kt->grid[0] == kb->grid[0]);
+  CHECK(kt->cluster[0] == kb->cluster[0]);
+  CHECK(kt->tensor_maps[0].box[1] == kb->tensor_maps[0].box[1]);
+  CHECK(kt->tensor_maps[1].box[1] == kb->tensor_maps[1].box[1]);
+  // A 16-bit build names none of FP8's defines and takes no scales.
+  CHECK_FALSE(kb->takes_scales);
+  CHECK(option(*kb, "FP8").empty());
+  CHECK(option(*kb, "SCALE_MODE").empty());
+  CHECK(option(*kb, "IN_T") == "__nv_bfloat16");
+  // Split-K counts k tiles of 128: K = 4096 is 32 of them.
+  Problem m256 = fp8(256, 4096, 4096, ScaleMode::row);
+  auto split = fam.build(m256, cfg(fam.space(m256, kHopper), "bm=128,bn=128,stages=6,cluster=2x1,split=4"), kHopper, nullptr);
+  REQUIRE(split);
+  CHECK(split->workspace_zero == GT_WORKSPACE_ZERO_ONCE);
+  CHECK(split->scalars[2] == 4);
+}
+
+TEST_CASE("wgmma_tma: FP8 defaults and suggestions are valid, block scales' among the configs that fit",
+          "[wgmma_tma][fp8]") {
+  const Family& fam = family();
+  using Shape = std::array<int64_t, 3>;
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block})
+    for (Shape sh : {Shape{4096, 4096, 4096}, Shape{8192, 8192, 8192}, Shape{256, 4096, 4096}, Shape{256, 12288, 4096},
+                     Shape{1, 4096, 4096}, Shape{64, 4096, 4096}, Shape{33, 64, 4096}, Shape{4096, 4096, 16},
+                     Shape{1100, 1544, 784}}) {
+      Problem p = fp8(sh[0], sh[1], sh[2], mode);
+      Space s = fam.space(p, kHopper);
+      INFO(p.key() << " " << s.name(s.default_config()));
+      auto why = fam.refusal(p, s.default_config(), kHopper);
+      CHECK_FALSE(why);
+      if (why) WARN(why->why);
+      const auto sug = fam.suggest(p, kHopper, 64, s.dims());
+      CHECK(sug.size() >= 2);
+      for (auto& c : sug) CHECK_FALSE(fam.refusal(p, c, kHopper));
+      if (mode == ScaleMode::block) CHECK(option(*fam.build(p, s.default_config(), kHopper, nullptr), "INFLIGHT") == "0");
+    }
+  auto default_of = [&](const Problem& p) {
+    Space s = fam.space(p, kHopper);
+    return s.name(s.default_config());
+  };
+  CHECK_THAT(default_of(fp8(4096, 4096, 4096, ScaleMode::row)),
+             Catch::Contains("_bm128_bn256_") && Catch::Contains("_cluster2x1_"));
+  // Block scales at 4096^3: 128x192 (704 tiles, 5.3 rounds of 132) over 128x128 (1024, 7.8).
+  CHECK_THAT(default_of(fp8(4096, 4096, 4096, ScaleMode::block)),
+             Catch::Contains("_bm128_bn192_") && Catch::Contains("_consumers2_") && Catch::Contains("_inflight0_"));
+}
+
+TEST_CASE("wgmma_tma: FP8 builds compile for sm_90a, every scale mode and type pair", "[compile][wgmma_tma][fp8]") {
+  const Family& fam = family();
+  test::CompileSample sample(fam);
+  struct Job {
+    ScaleMode mode;
+    DType a, b, out;
+    const char* config;
+  };
+  const std::vector<Job> jobs = {
+      {ScaleMode::tensor, DType::e4m3, DType::e4m3, DType::bf16, "bm=64,bn=64,consumers=1,stages=2,cluster=1x1"},
+      {ScaleMode::tensor, DType::e5m2, DType::e4m3, DType::f32, "bm=256,bn=128,stages=4,cluster=1x2"},
+      {ScaleMode::row, DType::e4m3, DType::e5m2, DType::f16, "bm=128,bn=192,stages=4,inflight=0,cluster=1x1"},
+      {ScaleMode::row, DType::e4m3, DType::e4m3, DType::bf16, "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=4x1"},
+      {ScaleMode::row, DType::e4m3, DType::e4m3, DType::f32, "bm=128,bn=128,consumers=2,wg=n,stages=6,cluster=1x4,split=2"},
+      {ScaleMode::block, DType::e4m3, DType::e4m3, DType::bf16, "bm=128,bn=128,consumers=2,wg=n,stages=6,inflight=0"},
+      {ScaleMode::block, DType::e5m2, DType::e4m3, DType::f32, "bm=128,bn=192,stages=3,inflight=0,cluster=1x4"},
+      {ScaleMode::block, DType::e4m3, DType::e5m2, DType::f16, "bm=64,bn=64,consumers=1,stages=8,inflight=0,cluster=4x1,split=3"},
+  };
+  for (auto& j : jobs) {
+    Problem p = fp8(4096, 4096, 4096, j.mode, j.out, j.a, j.b);
+    REQUIRE(sample.add(p, cfg(fam.space(p, kHopper), j.config), "sm_90").empty());
+  }
+  for (auto& j : sample.results()) {
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.spill_stores == 0);
+    CHECK(j.result.res.spill_loads == 0);
+    const Resources elf = cubin_resources(j.result.cubin);
+    CHECK(elf.stack_bytes == 0);
+    CHECK(elf.spill_stores == 0);
+  }
+}
+
+TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of its types, spills nothing and fits "
+          "setmaxnreg",
+          "[compile][wgmma_tma][sass][fp8]") {
+  const std::string tool = cuobjdump();
+  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
+  REQUIRE_FALSE(tool.empty());
+  const Family& fam = family();
+  test::CompileSample sample(fam);
+  struct Queued {
+    std::string qgmma;  // the instruction's type suffix, e.g. ".F32.E4M3.E5M2"
+    bool block, tma_store;
+    int consumer_regs;
+  };
+  std::vector<Queued> queued;
+  std::set<std::string> seen;
+  const std::vector<Problem> problems = {
+      fp8(4096, 4096, 4096, ScaleMode::tensor),
+      fp8(4096, 4096, 4096, ScaleMode::row, DType::f16, DType::e4m3, DType::e5m2),
+      fp8(4096, 4096, 4096, ScaleMode::block),
+      fp8(256, 4096, 4096, ScaleMode::block, DType::f32, DType::e5m2, DType::e4m3),
+      fp8(256, 12288, 4096, ScaleMode::row),
+  };
+  for (auto& p : problems) {
+    Space s = fam.space(p, kHopper);
+    std::vector<Config> cs = {s.default_config()};
+    for (auto& c : fam.suggest(p, kHopper, 64, s.dims())) cs.push_back(c);
+    // The busiest builds: 2x2 clusters (producer 56, consumers 224) with the widest tiles.
+    cs.push_back(cfg(s, p.scale == ScaleMode::block ? "bm=128,bn=192,stages=4,inflight=0,cluster=2x2"
+                                                    : "bm=128,bn=256,stages=4,cluster=2x2"));
+    for (auto& c : cs) {
+      auto ks = fam.build(p, c, kHopper, nullptr);
+      REQUIRE(ks);
+      std::string key = p.key();
+      for (auto& o : ks->options) key += " " + o;
+      if (!seen.insert(key).second) continue;
+      REQUIRE(sample.add(p, c, "sm_90").empty());
+      const std::string ta = p.in == DType::e5m2 ? "E5M2" : "E4M3", tb = p.in_b == DType::e5m2 ? "E5M2" : "E4M3";
+      queued.push_back({".F32." + ta + "." + tb, p.scale == ScaleMode::block, option(*ks, "EPILOGUE_TMA") == "1",
+                        reg_option(*ks, "CONSUMER_REGS")});
+    }
+  }
+  CHECK(queued.size() >= 20);
+  size_t n = 0;
+  int highest_seen = 0;
+  std::string summary;  // per build: its highest register, QGMMA shape and integer work per QGMMA
+  for (auto& j : sample.results()) {
+    const Queued& q = queued.at(n++);
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.spill_stores == 0);
+    CHECK(j.result.res.spill_loads == 0);
+    CHECK(j.result.res.stack_bytes == 0);
+    CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
+    const std::string sass = sass_of(j.result.cubin, tool);
+    // FP8 wgmma is QGMMA (HGMMA is the 16-bit one): QGMMA.64x<N>x32.F32.<A>.<B>.
+    static const std::regex qgmma(R"(QGMMA\.64x(\d+)x32(\.F32\.E[45]M[23]\.E[45]M[23]))");
+    std::smatch m;
+    REQUIRE(std::regex_search(sass, m, qgmma));
+    CHECK(m[2].str() == q.qgmma);
+    CHECK_THAT(sass, !Catch::Contains("HGMMA"));
+    CHECK_THAT(sass, Catch::Contains("USETMAXREG"));
+    CHECK_THAT(sass, Catch::Contains("UTMALDG"));
+    if (q.tma_store) CHECK_THAT(sass, Catch::Contains("UTMASTG"));
+    CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
+    const int highest = highest_register(sass);
+    highest_seen = std::max(highest_seen, highest);
+    CHECK(highest < q.consumer_regs);
+    char line[96];
+    std::snprintf(line, sizeof line, "R%d of %d, QGMMA.64x%sx32, %.2f int/QGMMA: ", highest, q.consumer_regs,
+                  m[1].str().c_str(), vector_int_ops_per_hgmma(sass, "QGMMA"));
+    summary += line + j.what + "\n";
+    // Block scales' loop also steps its scale pointers, checks them and moves the next block's
+    // scales into place: about 10 to 18 integer instructions a stage, shared by only four QGMMA
+    // where a consumer has one m64 tile (4.5 each in 128x192), still a third of 1.3's 13.
+    CHECK(vector_int_ops_per_hgmma(sass, "QGMMA") <= (q.block ? 6.0 : 4.0));
+    if (q.block) CHECK_THAT(sass, Catch::Contains("FFMA"));  // the promotion
+  }
+  WARN("FP8 builds checked: " << n << ", highest register " << highest_seen << "\n" << summary);
+}
+
+TEST_CASE("wgmma_tma: core encodes FP8 operands' tensor maps as bytes", "[wgmma_tma][fp8]") {
+  // The kernel's boxes are 128 FP8 elements (128 bytes) along K. Core must encode A and B as
+  // one-byte elements (CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0), or cuTensorMapEncodeTiled sees 4-byte
+  // elements and 512-byte box rows under a 128-byte swizzle and fails on the GPU (it did before
+  // b8eaa41: core's data_type_of had no FP8 case).
+  Problem p = fp8(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e4m3, DType::e5m2);
+  Space s = family().space(p, kHopper);
+  auto ks = family().build(p, s.default_config(), kHopper, nullptr);
+  REQUIRE(ks);
+  for (size_t i = 0; i < 2; ++i) {
+    Refused why;
+    auto shape = tensor_map_shape(p, ks->tensor_maps[i], &why);
+    INFO("operand " << i << ": " << why.why);
+    REQUIRE(shape);
+    CHECK(shape->element_bytes == 1);
+    CHECK(shape->data_type == 0);  // CU_TENSOR_MAP_DATA_TYPE_UINT8
+  }
+}
+
+TEST_CASE("wgmma_tma FP8 is correct with tensor, row and block scales at edge tiles and mixed types",
+          "[gpu][wgmma_tma][fp8]") {
+  GT_REQUIRE_GPU();
+  const Family& fam = family();
+  const gt_device d = device_info(0).limits;
+  // K a multiple of 16 (FP8 rows 16 bytes apart) and not of 128 (a partial last k block: TMA's
+  // zero fill, and a block scale for it); M and N not multiples of the tiles; N not a multiple
+  // of 128 (a partial column block of B's block scales); tiles whose columns start mid-block
+  // (bn = 192, consumers side by side); one row of tiles; several rounds of a persistent grid.
+  using Shape = std::array<int64_t, 3>;
+  const std::vector<Shape> shapes = {{1100, 1544, 784}, {300, 1000, 1008}, {256, 2048, 4096}, {64, 520, 4112},
+                                     {2000, 2056, 336}, {1, 1032, 528}};
+  const std::vector<std::string> tensor_row = {
+      "",  // the default
+      "bm=128,bn=256,stages=4,cluster=2x1,persistent=yes",
+      "bm=128,bn=256,stages=4,cluster=1x2,persistent=no,raster=n,group=4",
+      "bm=256,bn=128,stages=4,cluster=2x1,persistent=yes,split=3",
+      "bm=64,bn=128,consumers=1,stages=8,cluster=4x1,persistent=no",
+      "bm=64,bn=256,consumers=2,wg=n,stages=5,cluster=1x4,persistent=yes,split=2",
+      "bm=128,bn=192,stages=4,inflight=0,cluster=1x1,persistent=yes,group=16",
+      "bm=128,bn=256,stages=4,cluster=2x2,persistent=yes",
+  };
+  const std::vector<std::string> block = {
+      "",
+      "bm=128,bn=128,stages=6,inflight=0,cluster=2x1,persistent=yes",
+      "bm=128,bn=192,stages=4,inflight=0,cluster=1x2,persistent=no,raster=n",
+      "bm=64,bn=256,consumers=2,wg=n,stages=4,inflight=0,cluster=2x1,split=2",
+      "bm=128,bn=192,stages=3,inflight=0,cluster=1x1,persistent=yes,group=4",
+      "bm=128,bn=128,consumers=2,wg=n,stages=6,inflight=0,cluster=1x1,split=3",
+      "bm=64,bn=128,consumers=1,stages=8,inflight=0,cluster=4x1,persistent=no",
+      "bm=128,bn=192,stages=4,inflight=0,cluster=2x2,persistent=yes",
+  };
+  struct Types {
+    DType a, b;
+  };
+  const std::vector<Types> types = {{DType::e4m3, DType::e4m3}, {DType::e4m3, DType::e5m2}, {DType::e5m2, DType::e4m3}};
+  const std::vector<DType> outs = {DType::bf16, DType::f32, DType::f16};
+  std::vector<std::pair<Problem, Config>> jobs;
+  size_t turn = 0;
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block})
+    for (auto& sh : shapes)
+      for (auto& v : mode == ScaleMode::block ? block : tensor_row) {
+        const Types t = types[turn % types.size()];
+        const DType out = outs[(turn / 2) % outs.size()];
+        ++turn;
+        Problem p = fp8(sh[0], sh[1], sh[2], mode, out, t.a, t.b);
+        Space s = fam.space(p, d);
+        Config c = cfg(s, v);
+        if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
+      }
+  INFO(jobs.size() << " checks");
+  CHECK(jobs.size() >= 110);
+  test::check_correct(fam, jobs);
+}
+
+TEST_CASE("wgmma_tma FP8: split-K's counters reset launch after launch with block scales", "[gpu][wgmma_tma][fp8]") {
+  GT_REQUIRE_GPU();
+  const DeviceInfo dev = device_info(0);
+  Problem p = fp8(1100, 1544, 784, ScaleMode::block);
+  Compiler compiler(nullptr);
+  ProblemBench bench(p, dev, Distribution::normal, 7);
+  for (const char* c : {"bm=128,bn=128,stages=6,inflight=0,cluster=2x1,persistent=yes,split=3",
+                        "bm=64,bn=64,consumers=1,stages=6,inflight=0,cluster=1x1,persistent=no,split=4"}) {
+    INFO(c);
+    Built b = runnable(p, dev, c, compiler);
+    const LaunchFn once = b.run->launch_fn();
+    const LaunchFn four = [&once](const Operands& ops, cudaStream_t s) {
+      for (int i = 0; i < 4; ++i)
+        if (cudaError_t e = once(ops, s); e != cudaSuccess) return e;
+      return cudaSuccess;
+    };
+    for (int round = 0; round < 3; ++round) {
+      VerifyResult v = bench.verify(four);
+      INFO("round " << round << ": " << v.message);
+      CHECK(v.ok);
+    }
+  }
+}
+
+TEST_CASE("wgmma_tma: every FP8 build of a row-scaled and a block-scaled problem compiles (slow)",
+          "[.][compile][wgmma_tma][fp8][fp8-all]") {
+  // Hidden (run it by tag, "[fp8-all]", one mode with -c block or -c row): `gemmtune compile`
+  // builds a problem's whole space but takes no scale mode yet, so this does the same for row
+  // and block scales (about 10 and 4 minutes on two cores).
+  const Family& fam = family();
+  auto compile_all = [&](ScaleMode mode) {
+    test::CompileSample sample(fam);
+    Problem p = fp8(4096, 4096, 4096, mode, DType::bf16, DType::e4m3, DType::e5m2);
+    Space s = fam.space(p, kHopper);
+    std::set<std::vector<std::string>> builds;  // configs that differ only in launch values share one
+    for (uint64_t i = 0; i < s.raw_size(); ++i) {
+      Config c = s.at(i);
+      if (!s.valid(c)) continue;
+      auto ks = fam.build(p, c, kHopper, nullptr);
+      if (ks && builds.insert(ks->options).second) REQUIRE(sample.add(p, c, "sm_90").empty());
+    }
+    size_t n = 0;
+    for (auto& j : sample.results()) {
+      ++n;
+      INFO(j.what << "\n" << j.result.log);
+      CHECK(j.result.ok);
+      CHECK(j.result.res.spill_stores == 0);
+      CHECK(j.result.res.stack_bytes == 0);
+    }
+    WARN(to_string(mode) << ": " << n << " builds compiled");
+  };
+  SECTION("block") { compile_all(ScaleMode::block); }
+  SECTION("row") { compile_all(ScaleMode::row); }
 }

@@ -1,12 +1,13 @@
 // An FP8 job without a GPU, start to finish: cuBLASLt's FP8 space (the stand-in's) recorded
 // with synthetic times, tuned as a replay, exported, looked up and written as TunableOp rows
-// (issue 53's done-when: tune -> export -> lookup on the CPU). The Python side of the same
-// table is python/tests/test_fp8.py.
+// (issue 53's done-when: tune -> export -> lookup -> Python on the CPU; the Python package's
+// own FP8 tests are python/tests/test_fp8.py).
 #include "replay.hpp"
 #include "table.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -84,6 +85,21 @@ TEST_CASE("an FP8 job runs through tune, export, lookup and a TunableOp file wit
     auto j = nlohmann::json::parse(lk.out);
     CHECK(j["match"] == "exact");
     CHECK(j["problem"]["key"] == std::string("256x512x1024 e4m3>bf16 nt a16 ") + scale);
+  }
+  // Python reads the same table through the runtime library and answers as lookup does.
+  const std::string py = fmt::format(
+      "GEMMTUNE_LIBRARY='{}' PYTHONPATH='{}' /usr/bin/python3 -c \"import gemmtune; "
+      "t = gemmtune.Table.load('{}', dry_run=True, device_name='NVIDIA H200'); "
+      "c = t.lookup(256, 512, 1024, dtype='e4m3', scale='row'); print(c.match, c.config)\"",
+      (test::gemmtune_binary().parent_path() / "libgemmtune_runtime.so").string(),
+      (test::source_dir() / "python").string(), (tmp.path / "t.json").string());
+  auto pr = test::run_command(py);
+  INFO(pr.out);
+  if (std::filesystem::exists("/usr/bin/python3")) {
+    CHECK(pr.exit_code == 0);
+    CHECK_THAT(pr.out, Catch::StartsWith("exact cublaslt_") && Catch::Contains("fast_accum0"));
+  } else {
+    WARN("SKIPPED the Python lookup: /usr/bin/python3 is not installed");
   }
   auto blk = test::run_command(test::gemmtune_binary().string() + " --json lookup --table " + (tmp.path / "t.json").string() +
                                " --device 'NVIDIA H200' --shape 256x512x1024 --dtype e4m3 --scale block --max-distance 0");

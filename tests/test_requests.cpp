@@ -15,6 +15,7 @@
 #include "tuner.hpp"
 
 #include <catch2/catch.hpp>
+#include <cuda.h>  // the tensor map enums
 
 #include <cstdlib>
 #include <set>
@@ -178,6 +179,31 @@ TEST_CASE("requests: each operand's tensor map has the dimensions and stride of 
       CHECK(s->element_bytes == w.bytes);
     }
   }
+}
+
+TEST_CASE("requests: an FP8 operand's tensor map moves bytes, each operand of its own type", "[requests][fp8]") {
+  gt_tensor_map_request r{};
+  r.rank = 2;
+  r.box[0] = 128;
+  r.box[1] = 64;
+  r.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  Problem p = Problem::make(256, 512, 1024, DType::e4m3, DType::bf16, Layout::nt, DType::e5m2, ScaleMode::row);
+  for (gt_operand op : {GT_OPERAND_A, GT_OPERAND_B}) {
+    r.operand = op;
+    Refused why;
+    auto s = tensor_map_shape(p, r, &why);
+    INFO(operand_name(op) << ": " << why.why);
+    REQUIRE(s);
+    CHECK(s->data_type == CU_TENSOR_MAP_DATA_TYPE_UINT8);
+    CHECK(s->element_bytes == 1);
+    CHECK(s->dims[0] == 1024);  // K-major: a row is K bytes
+    CHECK(s->row_stride_bytes == 1024);
+  }
+  r.operand = GT_OPERAND_C;
+  r.box[0] = 64;
+  auto c = tensor_map_shape(p, r, nullptr);
+  REQUIRE(c);
+  CHECK(c->data_type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
 }
 
 TEST_CASE("requests: the build hash covers everything built and nothing else", "[requests][store]") {

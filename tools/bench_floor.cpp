@@ -4,7 +4,10 @@
 //   - cuBLASLt's heuristic pick;
 //   - optionally the config a lookup table holds for the problem (--table);
 //   - a streaming read of B alone (K x N elements, the weights at decode), the best of a few
-//     grids: a GEMM reads at least B, so no GEMM kernel here is faster than this by much;
+//     ways (plain loads in one wave; on sm_90 bulk copies into a shared-memory ring, as the
+//     decode family streams B), each way's time printed under the row: a GEMM reads at least
+//     B, so no GEMM kernel here is faster than this by much;
+//   - once, the launch floor: an empty read (no bytes, one wave), what any call costs here;
 //   - the FLOP at a tensor roof, measured in this run as cuBLASLt's pick at a large shape
 //     (`gemmtune roofs` stores the best of its top 8 there instead; the pick can beat this
 //     roof at other shapes by a few %).
@@ -23,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -49,35 +53,86 @@ Timing time_config(const Family& fam, const Problem& p, const Config& c, const D
   return {ev.m.time_us(), ev.m.sensors.sm_clock_mhz, ev.m.sensors.power_w};
 }
 
-// The fastest of a few grids for a streaming read of each rotating set's B.
-double time_read_b(const Problem& p, const DeviceInfo& dev, ProblemBench& bench, int* best_blocks) {
+// One way of streaming B (gpu_kernels.hpp), with its name for the table.
+struct ReadWay {
+  StreamRead how;
+  std::string name;
+};
+
+// The ways tried, each one wave: plain 16-byte loads by as many 256-thread blocks as the SMs
+// hold (and half as many); on sm_90, bulk copies into a shared-memory ring of `stages` x
+// `chunk` per CTA at 1, 2 or 4 CTAs per SM, the rings the decode family's TMA engine spans.
+std::vector<ReadWay> read_ways(const DeviceInfo& dev) {
+  const gt_device& d = dev.limits;
+  bool bulk = d.cc_major >= 9;
+  if (bulk) {
+    try {  // a build whose core kernels lack sm_90 code has no bulk copies (gpu_kernels.hpp)
+      DeviceBuffer sink(256);
+      StreamRead probe;
+      probe.engine = StreamRead::Engine::bulk;
+      launch_stream_read(sink.get(), 0, static_cast<float*>(sink.get()), probe, nullptr);
+      cuda_check(cudaDeviceSynchronize(), "stream_read probe");
+    } catch (const RuntimeFailure& e) {
+      fmt::print("note: the bulk-copy reads are left out: {}\n", e.what());
+      bulk = false;
+    }
+  }
+  const int per_sm = std::max(1, d.max_threads_per_sm / 256);
+  std::vector<ReadWay> ways;
+  for (int b : {per_sm, std::max(1, per_sm / 2)}) {
+    StreamRead r;
+    r.blocks = d.sm_count * b;
+    ways.push_back({r, fmt::format("loads {}/SM", b)});
+  }
+  if (bulk)
+    for (auto [ctas, stages, kib] : {std::array{1, 6, 32}, std::array{1, 12, 16}, std::array{1, 3, 64},
+                                     std::array{2, 3, 32}, std::array{2, 6, 16}, std::array{4, 3, 16}}) {
+      const int smem = stages * kib * 1024 + 8 * stages;
+      if (smem > d.smem_per_block_optin || ctas * (smem + 1024) > d.smem_per_sm) continue;
+      StreamRead r;
+      r.engine = StreamRead::Engine::bulk;
+      r.blocks = d.sm_count * ctas;
+      r.stages = stages;
+      r.chunk_bytes = kib * 1024;
+      ways.push_back({r, fmt::format("bulk {}x{}x{}K", ctas, stages, kib)});
+    }
+  return ways;
+}
+
+LaunchFn read_launch(const StreamRead& how, size_t bytes, float* sink) {
+  return [how, bytes, sink](const Operands& ops, cudaStream_t s) {
+    launch_stream_read(ops.b, bytes, sink, how, s);
+    return cudaGetLastError();
+  };
+}
+
+struct ReadTimes {
+  double best_us = kNaN;
+  std::string best;                                  // the way that gave it
+  std::vector<std::pair<std::string, double>> each;  // every way's time
+};
+
+// Each way's streaming read of each rotating set's B; the fastest is the floor.
+ReadTimes time_read_b(const Problem& p, ProblemBench& bench, const std::vector<ReadWay>& ways) {
   DeviceBuffer sink(256);
   const size_t bytes = p.bytes_b() & ~size_t(15);
-  const int per_sm = dev.limits.max_threads_per_sm / 256;
-  const long long one_each = (long long)((bytes / 16 + 255) / 256);  // one 16-byte load per thread
-  std::vector<long long> grids = {dev.limits.sm_count * (long long)per_sm, dev.limits.sm_count * (long long)per_sm * 2,
-                                  dev.limits.sm_count * (long long)per_sm * 4, std::min<long long>(one_each, 1 << 20)};
-  double best = kNaN;
+  ReadTimes r;
   bool first = true;
-  for (long long g : grids) {
-    if (g < 1) continue;
-    int blocks = int(g);
-    LaunchFn fn = [&, blocks](const Operands& ops, cudaStream_t s) {
-      launch_stream_read(ops.b, bytes, static_cast<float*>(sink.get()), blocks, s);
-      return cudaGetLastError();
-    };
+  for (auto& w : ways) {
+    LaunchFn fn = read_launch(w.how, bytes, static_cast<float*>(sink.get()));
     if (first) bench.settle(fn, 1.0);  // from the GEMM's clock state to the read's
     first = false;
     TimingOptions o;
     o.min_time_s = 0.3;
     Timed t = bench.time(fn, o);
-    double us = t.time.value();  // the figure: the mean at the power cap (ProblemBench::time)
-    if (std::isfinite(us) && !(us >= best)) {
-      best = us;
-      *best_blocks = blocks;
+    const double us = t.time.value();  // the figure: the mean at the power cap (ProblemBench::time)
+    r.each.push_back({w.name, us});
+    if (std::isfinite(us) && !(us >= r.best_us)) {
+      r.best_us = us;
+      r.best = w.name;
     }
   }
-  return best;
+  return r;
 }
 
 double geomean(const std::vector<double>& v) {
@@ -147,8 +202,9 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
 
-    fmt::print("\n{:<26} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}\n", "problem", "pick us", "table us", "read B us",
-               "TB/s", "roof us", "bound us", "pick/bd", "table/bd");
+    const std::vector<ReadWay> ways = read_ways(dev);
+    DeviceBuffer floor_sink(256);
+    bool floor_printed = false;
     std::vector<double> pick_gain, table_gain;
     std::map<std::string, std::vector<double>> by_band;
     for (auto& jp : job.problems) {
@@ -177,8 +233,19 @@ int main(int argc, char** argv) {
           break;
         }
       }
-      int blocks = 0;
-      double read_us = time_read_b(p, dev, bench, &blocks);
+      if (!floor_printed) {  // the launch floor, once: an empty read (every block starts and ends at once)
+        floor_printed = true;
+        Timed t = bench.time(read_launch(ways.front().how, 0, static_cast<float*>(floor_sink.get())), [] {
+          TimingOptions o;
+          o.min_time_s = 0.3;
+          return o;
+        }());
+        fmt::print("launch floor: an empty read ({}) takes {:.2f} us\n", ways.front().name, t.time.value());
+        fmt::print("\n{:<26} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}\n", "problem", "pick us", "table us", "read B us",
+                   "TB/s", "roof us", "bound us", "pick/bd", "table/bd");
+      }
+      const ReadTimes reads = time_read_b(p, bench, ways);
+      const double read_us = reads.best_us;
       double roof_us = p.flops() / roof.at(p.in) * 1e6;
       double bound = std::max(read_us, roof_us);
       double g = pick.us / bound;
@@ -191,6 +258,9 @@ int main(int argc, char** argv) {
                  std::isfinite(tab.us) ? fmt::format("{:.3f}", tab.us / bound) : "-",
                  tab_what.empty() || tab_what == family ? "" : fmt::format("  (table: {})", tab_what),
                  pick.us < read_us ? "  (the pick beats the read kernel: its bound is loose)" : "");
+      std::string each;
+      for (auto& [name, us] : reads.each) each += fmt::format("{}{} {:.2f}", each.empty() ? "" : ", ", name, us);
+      fmt::print("    read B ({} best): {}\n", reads.best, each);
       std::fflush(stdout);
     }
     fmt::print("\ngeomean pick / bound over {} problems: {:.3f} (by these roofs, about the most a table could gain over the pick)\n",

@@ -263,13 +263,70 @@ __global__ void k_hold(const volatile int* release, volatile int* timed_out, uns
   }
 }
 
-__global__ void k_stream_read(const float4* __restrict__ x, long long n4, float* sink) {
-  long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x, nth = (long long)gridDim.x * blockDim.x;
+// Reads n16 16-byte vectors once, as a GEMM at decode reads its weights. Every block takes one
+// contiguous share, equal to a vector, so that the blocks (one wave: the caller sizes the grid
+// to what the SMs hold at once) start together and end together.
+// LOADS: 256 threads a block, each keeping kReadUnroll 16-byte loads in flight (evict-first):
+//   2048 threads an SM hold 256 KiB in flight, a whole SM's share of 32 MiB on 132 SMs.
+// BULK (sm_90; launched only there): one warp a block, whose lane 0 keeps `stages` bulk copies
+//   (cp.async.bulk) of chunk16 vectors in flight into a shared-memory ring, each on its own
+//   mbarrier: a block's ring is requested within its first few hundred cycles, whatever the
+//   number of threads, and refilled as each copy lands. What decode's TMA engine does for B.
+constexpr int kReadUnroll = 8;
+constexpr int kReadThreads = 256;
+
+template <bool BULK>
+__global__ void __launch_bounds__(BULK ? 32 : kReadThreads)
+    k_stream_read(const float4* __restrict__ x, long long n16, float* sink, int stages, int chunk16) {
+  const long long v0 = n16 * blockIdx.x / gridDim.x, v1 = n16 * (blockIdx.x + 1) / gridDim.x;
   float acc = 0.f;
-#pragma unroll 4
-  for (long long i = tid; i < n4; i += nth) {
-    float4 v = x[i];
-    acc += v.x + v.y + v.z + v.w;
+  if constexpr (!BULK) {
+    long long i = v0 + threadIdx.x;
+    for (; i + (kReadUnroll - 1) * kReadThreads < v1; i += kReadUnroll * kReadThreads) {
+      float4 v[kReadUnroll];
+#pragma unroll
+      for (int u = 0; u < kReadUnroll; ++u) v[u] = __ldcs(x + i + u * kReadThreads);
+#pragma unroll
+      for (int u = 0; u < kReadUnroll; ++u) acc += v[u].x + v[u].y + v[u].z + v[u].w;
+    }
+    for (; i < v1; i += kReadThreads) {
+      const float4 v = __ldcs(x + i);
+      acc += v.x + v.y + v.z + v.w;
+    }
+  } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char ring[];
+    if (threadIdx.x != 0) return;
+    const unsigned base = unsigned(__cvta_generic_to_shared(ring));
+    const unsigned chunk = unsigned(chunk16) * 16u, bars = base + unsigned(stages) * chunk;  // mbarriers after the ring
+    for (int s = 0; s < stages; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bars + 8 * s) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    // Copy i goes to stage i % stages and completes phase i / stages of its barrier.
+    auto wait = [&](long long i) {
+      const unsigned bar = bars + 8 * unsigned(i % stages), parity = unsigned(i / stages) & 1u;
+      asm volatile(
+          "{\n.reg .pred done;\n"
+          "wait:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+          "@!done bra wait;\n}\n" ::"r"(bar),
+          "r"(parity)
+          : "memory");
+    };
+    long long i = 0;
+    for (long long v = v0; v < v1; v += chunk16, ++i) {
+      if (i >= stages) wait(i - stages);  // the stage's previous copy has landed
+      const unsigned bytes = unsigned(min((long long)chunk16, v1 - v)) * 16u, bar = bars + 8 * unsigned(i % stages);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                       base + unsigned(i % stages) * chunk),
+                   "l"(x + v), "r"(bytes), "r"(bar)
+                   : "memory");
+    }
+    for (long long j = i > stages ? i - stages : 0; j < i; ++j) wait(j);
+    if (i > 0) acc = reinterpret_cast<const float*>(ring)[0];  // landed data, so the reads count
+#else
+    __trap();  // bulk copies need sm_90 (the callers ask them only there)
+#endif
   }
   if (acc == 1234.5f) sink[0] = acc;
 }
@@ -375,8 +432,27 @@ void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, c
   cuda_check(cudaGetLastError(), "fma_peak");
 }
 
-void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s) {
-  k_stream_read<<<blocks, 256, 0, s>>>(static_cast<const float4*>(x), (long long)(bytes / 16), sink);
+void launch_stream_read(const void* x, size_t bytes, float* sink, const StreamRead& how, cudaStream_t s) {
+  const long long n16 = (long long)(bytes / 16);
+  const int blocks = std::max(1, how.blocks);
+  if (how.engine == StreamRead::Engine::loads) {
+    k_stream_read<false><<<blocks, kReadThreads, 0, s>>>(static_cast<const float4*>(x), n16, sink, 0, 0);
+  } else {
+    // The bulk copies exist only in sm_90 code: a build whose core kernels are PTX for an older
+    // target (CMake's default CMAKE_CUDA_ARCHITECTURES, 75 with CUDA 13) would trap instead.
+    cudaFuncAttributes fa{};
+    cuda_check(cudaFuncGetAttributes(&fa, k_stream_read<true>), "stream_read: attributes");
+    if (fa.ptxVersion < 90)
+      throw RuntimeFailure("stream_read: bulk copies need core's kernels built for sm_90; this build's are compute_" +
+                           std::to_string(fa.ptxVersion) +
+                           " (configure with -DCMAKE_CUDA_ARCHITECTURES=\"80-real;90-real;90-virtual\")");
+    const int stages = std::max(1, how.stages), chunk16 = std::max(1, how.chunk_bytes / 16);
+    const size_t smem = size_t(stages) * size_t(chunk16) * 16 + 8 * size_t(stages);
+    if (smem > 48 * 1024)
+      cuda_check(cudaFuncSetAttribute(k_stream_read<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                 "stream_read: shared memory");
+    k_stream_read<true><<<blocks, 32, smem, s>>>(static_cast<const float4*>(x), n16, sink, stages, chunk16);
+  }
   cuda_check(cudaGetLastError(), "stream_read");
 }
 

@@ -40,9 +40,21 @@ struct ErrorSums {
 ErrorSums compare_to_reference(const Problem& p, const void* c, const double* c_ref, void* scratch, cudaStream_t s);
 
 // Roof kernels. fma_peak: each of `threads` threads runs `iters` iterations of 16 independent
-// FMAs (32 FLOP each; iters a multiple of 4). stream_read: reads n bytes (multiple of 16) once.
+// FMAs (32 FLOP each; iters a multiple of 4). stream_read: reads `bytes` (a multiple of 16) once,
+// each of `blocks` blocks an equal contiguous share (size the grid to one wave). `loads`: blocks
+// of 256 threads, each thread 8 loads of 16 bytes in flight; `bulk` (sm_90 only): blocks of one
+// warp keeping `stages` bulk copies of `chunk_bytes` (a multiple of 16) in flight into shared
+// memory, as the decode family's TMA engine streams B; RuntimeFailure when core's kernels were
+// not built for sm_90 (CMAKE_CUDA_ARCHITECTURES).
+struct StreamRead {
+  enum class Engine { loads, bulk };
+  Engine engine = Engine::loads;
+  int blocks = 1;
+  int stages = 6;               // bulk
+  int chunk_bytes = 32 * 1024;  // bulk
+};
 void launch_fma_peak(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s);
-void launch_stream_read(const void* x, size_t bytes, float* sink, int blocks, cudaStream_t s);
+void launch_stream_read(const void* x, size_t bytes, float* sink, const StreamRead& how, cudaStream_t s);
 
 // Holds stream s (one spinning thread) until the host writes non-zero to *release, or
 // timeout_s passes and it writes 1 to *timed_out. Both point into mapped host memory

@@ -82,10 +82,39 @@ Roof measure_read_roof(const DeviceInfo& dev, double seconds) {
   DeviceBuffer x(bytes), sink(256);
   fill_random(x.get(), DType::f32, bytes / 4, 7, Distribution::uniform, nullptr);
   cuda_check(cudaDeviceSynchronize(), "fill");
-  int blocks = dev.limits.sm_count * (dev.limits.max_threads_per_sm / 256);
-  auto [t, g] = sustained(dev, [&](cudaStream_t s) { launch_stream_read(x.get(), bytes, static_cast<float*>(sink.get()), blocks, s); },
-                          seconds);
-  return {"mem_read", double(bytes) / t, "B/s", fmt::format("streaming 16-byte reads of {:.2f} GiB", double(bytes) / (1 << 30)), g};
+  // One wave of each engine (gpu_kernels.hpp); the roof is the faster. Plain loads: as many
+  // 256-thread blocks as an SM holds. Bulk copies (sm_90): one CTA per SM with 192 KiB in flight.
+  std::vector<std::pair<StreamRead, std::string>> ways;
+  std::string skipped;
+  StreamRead loads;
+  loads.blocks = dev.limits.sm_count * std::max(1, dev.limits.max_threads_per_sm / 256);
+  ways.push_back({loads, fmt::format("16-byte loads, {} blocks of 256 threads", loads.blocks)});
+  if (dev.limits.cc_major >= 9) {
+    StreamRead bulk;
+    bulk.engine = StreamRead::Engine::bulk;
+    bulk.blocks = dev.limits.sm_count;
+    bulk.stages = 6;
+    bulk.chunk_bytes = 32 * 1024;
+    try {  // a build without sm_90 code has no bulk copies: the roof is the loads' then, and says why
+      launch_stream_read(x.get(), 0, static_cast<float*>(sink.get()), bulk, nullptr);
+      cuda_check(cudaDeviceSynchronize(), "stream_read probe");
+      ways.push_back({bulk, fmt::format("bulk copies, {} blocks of {} x {} KiB in flight", bulk.blocks, bulk.stages,
+                                        bulk.chunk_bytes / 1024)});
+    } catch (const RuntimeFailure& e) {
+      skipped = fmt::format("; bulk copies not measured: {}", e.what());
+    }
+  }
+  Roof best;
+  const double each = seconds / double(ways.size());  // the whole measurement still takes about `seconds`
+  for (auto& [how, what] : ways) {
+    auto [t, g] = sustained(
+        dev, [&, how = how](cudaStream_t s) { launch_stream_read(x.get(), bytes, static_cast<float*>(sink.get()), how, s); },
+        each);
+    Roof r{"mem_read", double(bytes) / t, "B/s", fmt::format("streaming reads of {:.2f} GiB ({})", double(bytes) / (1 << 30), what), g};
+    if (!(r.value <= best.value)) best = r;
+  }
+  best.how += skipped;
+  return best;
 }
 
 Roof measure_copy_roof(const DeviceInfo& dev, double seconds) {

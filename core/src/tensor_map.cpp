@@ -23,7 +23,7 @@ const char* operand_name(gt_operand op) {
 OperandView operand_view(const Problem& p, gt_operand op) {
   switch (op) {
     case GT_OPERAND_A: return {p.a_rows(), p.a_cols(), p.lda, storage_of(p.in)};
-    case GT_OPERAND_B: return {p.b_rows(), p.b_cols(), p.ldb, storage_of(p.in)};
+    case GT_OPERAND_B: return {p.b_rows(), p.b_cols(), p.ldb, storage_of(p.in_b)};
     case GT_OPERAND_C: return {p.m, p.n, p.ldc, p.out};
   }
   return {};
@@ -36,6 +36,8 @@ int data_type_of(DType d) {
     case DType::f32: case DType::tf32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    // TMA copies bytes: FP8 tiles are moved as 8-bit integers (the tensor cores read the bits).
+    case DType::e4m3: case DType::e5m2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   }
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }

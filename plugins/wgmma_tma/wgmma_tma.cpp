@@ -1,9 +1,12 @@
 // The wgmma_tma family: Hopper's own GEMM path (sm_90a) — wgmma.mma_async fed by TMA tile
 // copies, warp-specialised (one producer warpgroup, one or two consumer warpgroups),
 // thread-block clusters sharing an operand by TMA multicast, a persistent grid over tiles in
-// grouped order, split-K with the partials added in a workspace. This file holds the space,
-// the constraints with their reasons, every derived quantity (tiles, shared memory, tensor
-// map boxes, workspace, launch geometry) and the defaults; wgmma_tma.cu is the kernel.
+// grouped order, split-K with the partials added in a workspace. FP8 problems (e4m3 / e5m2
+// inputs, layout nt, tensor, row or block scales) run the same kernel with FP8=1: a stage
+// holds 128 k of one byte where it held 64 of two, so the ring, the boxes' bytes and the
+// shared memory are the 16-bit kernel's. This file holds the space, the constraints with their
+// reasons, every derived quantity (tiles, shared memory, tensor map boxes, workspace, launch
+// geometry) and the defaults; wgmma_tma.cu is the kernel.
 #include <gemmtune/plugin_kit.hpp>
 
 #include "wgmma_tma_kernels.h"
@@ -23,6 +26,7 @@ enum Stacking : int64_t { kAlongMRows = 0, kAlongNCols = 1 };
 enum P { pBm, pBn, pConsumers, pWg, pStages, pInflight, pCluster, pRaster, pGroup, pPersistent, pSplit, kParams };
 
 constexpr int kBk = 64;                // K per stage: one 128-byte swizzle span of 16-bit elements
+constexpr int kBkFp8 = 128;            // the same span of FP8 elements
 constexpr int kEntryRegs = 168;        // the cap at entry (65536 / 384)
 // setmaxnreg of the producer warpgroup and of each consumer warpgroup. setmaxnreg.inc takes
 // its registers only from what this CTA's setmaxnreg.dec gave back (the file's last 1,024
@@ -38,6 +42,13 @@ constexpr RegisterSplit kRegs{40, 232};
 constexpr RegisterSplit kRegs2x2{56, 224};
 static_assert(kRegs.fits() && kRegs2x2.fits(), "consumers ask more registers than the producer frees");
 constexpr int kMaxAccumulators = 128;  // fp32 accumulators per consumer thread within 224 registers
+// Block scales keep a second set beside them (one stage's products before its scales): two sets
+// of 96 (m64n192) fit two consumers, highest register R210-R219 of 232 (224 in 2x2) over every
+// cluster shape; two of 128 cannot. A single consumer's m64n192 build spills 16 to 48 bytes in
+// three of five cluster shapes (ptxas of CUDA 13.0; the register count a 256-thread kernel gets
+// is not the 384-thread one's), so one consumer holds at most two sets of 64 (m64n128).
+constexpr int kMaxBlockAccumulators = 96;
+constexpr int kMaxBlockAccumulatorsOneConsumer = 64;
 constexpr int kSwizzle128B = 3;        // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;      // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 
@@ -81,6 +92,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 struct Plan {
   int64_t c[kParams];
+  bool fp8 = false;       // A and B are FP8 (FP8=1: k32 wgmma, scales)
+  int bk = kBk;           // K per stage, in elements
   int wm = 0, wn = 0, m_sub = 0, threads = 0;
   int cluster_m = 1, cluster_n = 1;
   bool a_kmajor = true, b_kmajor = false;
@@ -104,18 +117,43 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   if (d.cc_major != 9 || d.cc_minor != 0)
     throw Refusal(GT_REFUSAL_ARCH, "wgmma and setmaxnreg are sm_90a instructions (Hopper); this is sm_" +
                                        str(d.cc_major) + str(d.cc_minor));
-  if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16)
-    throw Refusal(GT_REFUSAL_DTYPE, std::string("wgmma_tma multiplies f16 or bf16 inputs, not ") + dtype_name(p.in_dtype));
-  if (p.out_dtype != GT_F16 && p.out_dtype != GT_BF16 && p.out_dtype != GT_F32)
-    throw Refusal(GT_REFUSAL_DTYPE, std::string("output ") + dtype_name(p.out_dtype) + " (f16, bf16 or f32)");
+  pl.fp8 = is_fp8(p.in_dtype) || is_fp8(p.b_dtype);
+  pl.bk = pl.fp8 ? kBkFp8 : kBk;
+  if (pl.fp8) {
+    if (!is_fp8(p.in_dtype) || !is_fp8(p.b_dtype))
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("A is ") + dtype_name(p.in_dtype) + " and B " +
+                                          dtype_name(p.b_dtype) + ": wgmma multiplies two FP8 operands or two 16-bit ones");
+    if (p.in_dtype == GT_E5M2 && p.b_dtype == GT_E5M2)
+      throw Refusal(GT_REFUSAL_DTYPE, "e5m2 x e5m2 is not a wgmma type pair (one operand must be e4m3)");
+    if (is_fp8(p.out_dtype))
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("FP8 output ") + dtype_name(p.out_dtype) +
+                                          ": wgmma_tma writes FP8 products in f32, f16 or bf16 (no FP8 C, no amax yet)");
+    if (p.out_dtype != GT_F16 && p.out_dtype != GT_BF16 && p.out_dtype != GT_F32)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("output ") + dtype_name(p.out_dtype) + " (f16, bf16 or f32)");
+    if (p.scale_mode != GT_SCALE_TENSOR && p.scale_mode != GT_SCALE_ROW && p.scale_mode != GT_SCALE_BLOCK)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("FP8 inputs with scale mode ") + scale_mode_name(p.scale_mode) +
+                                          ": wgmma_tma scales per tensor, row or block");
+    if (p.layout != GT_NT)
+      throw Refusal(GT_REFUSAL_LAYOUT, "FP8 wgmma reads K-major operands only: layout nt (A stored MxK, B stored NxK), "
+                                       "not " + std::string(a_transposed(p) ? "t" : "n") + (b_transposed(p) ? "t" : "n"));
+  } else {
+    if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("wgmma_tma multiplies f16 or bf16 inputs, not ") + dtype_name(p.in_dtype));
+    if (p.out_dtype != GT_F16 && p.out_dtype != GT_BF16 && p.out_dtype != GT_F32)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("output ") + dtype_name(p.out_dtype) + " (f16, bf16 or f32)");
+    if (p.scale_mode != GT_SCALE_NONE)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("scale mode ") + scale_mode_name(p.scale_mode) +
+                                          " with " + dtype_name(p.in_dtype) + " inputs (scales are for FP8)");
+  }
 
   // ---- what TMA needs of the problem ----
   if (p.align_bytes < 16)
     throw Refusal(GT_REFUSAL_SHAPE, "TMA copies need 16-byte aligned operands and leading dimensions; this problem is "
                                     "aligned to " + str(p.align_bytes) + " bytes (a padded copy would serve it)");
-  if (p.lda % 8 != 0 || p.ldb % 8 != 0)
+  const int64_t row_elems = pl.fp8 ? 16 : 8;  // elements in 16 bytes
+  if (p.lda % row_elems != 0 || p.ldb % row_elems != 0)
     throw Refusal(GT_REFUSAL_SHAPE, "TMA needs rows 16 bytes apart: lda = " + str(p.lda) + ", ldb = " + str(p.ldb) +
-                                        " are not multiples of 8 elements");
+                                        " are not multiples of " + str(row_elems) + " elements");
 
   // ---- tiles, warpgroups, registers ----
   const bool along_n = cfg[pWg] == kAlongNCols;
@@ -134,6 +172,19 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     throw Refusal(GT_REFUSAL_RESOURCES, str(pl.wm) + "x" + str(pl.wn) + " per consumer needs " + str(acc) +
                                             " fp32 accumulators per thread; " + str(kRegs2x2.consumer) +
                                             " registers leave room for " + str(kMaxAccumulators));
+  if (pl.fp8 && p.scale_mode == GT_SCALE_BLOCK) {
+    // Each stage's products are scaled and added once its wgmma are done (promotion): there is
+    // no group left in flight, and the products take a second set of accumulators.
+    if (cfg[pInflight] != 0)
+      throw Refusal(GT_REFUSAL_CONFIG, "block scales promote each stage's wgmma group before the next is issued: "
+                                       "inflight=1 is the same kernel as inflight=0");
+    const int64_t room = consumers == 2 ? kMaxBlockAccumulators : kMaxBlockAccumulatorsOneConsumer;
+    if (acc > room)
+      throw Refusal(GT_REFUSAL_RESOURCES, str(pl.wm) + "x" + str(pl.wn) + " per consumer with block scales needs 2 x " +
+                                              str(acc) + " fp32 accumulators per thread (the sums and one stage's "
+                                              "products); " + str(kRegs2x2.consumer) + " registers leave room for 2 x " +
+                                              str(room) + (consumers == 2 ? "" : " in a single consumer (more spills)"));
+  }
   pl.threads = int(128 * (consumers + 1));
   if (pl.threads > d.max_threads_per_block)
     throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " +
@@ -166,11 +217,11 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
                                         str(pl.cluster_n) + " tiles along N; N = " + str(p.n) +
                                         " is " + str(pl.tiles_n) + " tile(s) of " + str(bn));
   pl.cluster_tiles = ((pl.tiles_m + pl.cluster_m - 1) / pl.cluster_m) * ((pl.tiles_n + pl.cluster_n - 1) / pl.cluster_n);
-  pl.k_tiles = (p.k + kBk - 1) / kBk;
+  pl.k_tiles = (p.k + pl.bk - 1) / pl.bk;
   const int64_t split = cfg[pSplit];
   if (split > pl.k_tiles)
-    throw Refusal(GT_REFUSAL_SHAPE, "K = " + str(p.k) + " is " + str(pl.k_tiles) + " k tiles of 64, too few for " +
-                                        str(split) + " splits");
+    throw Refusal(GT_REFUSAL_SHAPE, "K = " + str(p.k) + " is " + str(pl.k_tiles) + " k tiles of " + str(pl.bk) +
+                                        ", too few for " + str(split) + " splits");
   pl.units = pl.cluster_tiles * split;
   const int64_t ctas = pl.units * pl.cluster_m * pl.cluster_n;
   if (cfg[pPersistent] == 0 && ctas > 2147483647ll)
@@ -190,9 +241,17 @@ Launch launch(const gt_problem& p, const Plan& pl) {
   const int64_t bm = pl.c[pBm], bn = pl.c[pBn];
   const int cluster = pl.cluster_m * pl.cluster_n;
   const RegisterSplit regs = pl.cluster_m > 1 && pl.cluster_n > 1 ? kRegs2x2 : kRegs;
+  // The input types: IN_T and IS_BF16 for 16-bit problems (their builds are what they were
+  // before FP8 existed), FP8's own four defines otherwise.
+  std::vector<std::string> types;
+  if (pl.fp8)
+    types = {define("FP8", 1), define("A_E5M2", p.in_dtype == GT_E5M2 ? 1 : 0),
+             define("B_E5M2", p.b_dtype == GT_E5M2 ? 1 : 0), define("SCALE_MODE", p.scale_mode)};
+  else
+    types = {define("IN_T", dtype_cuda_type(p.in_dtype)), define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0)};
   Launch l = kernel_launch(k_wgmma_tma, k_wgmma_tma_name, "gemm_wgmma_tma", {
-      define("IN_T", dtype_cuda_type(p.in_dtype)),
-      define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
+      types[0],
+      types[1],
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("A_KMAJOR", pl.a_kmajor ? 1 : 0),
       define("B_KMAJOR", pl.b_kmajor ? 1 : 0),
@@ -209,11 +268,15 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
   });
+  if (pl.fp8) l.options.insert(l.options.begin() + 2, types.begin() + 2, types.end());
   // The operand the cluster shares is copied in slices, one per CTA (the kernel's load_stage).
   const uint32_t a_slices = uint32_t(pl.cluster_n), b_slices = uint32_t(pl.cluster_m);
+  // Boxes of 128 bytes along K-major rows (64 16-bit elements, 128 FP8); MN-major (16-bit only)
+  // boxes of 64 elements by 64 k rows.
+  const uint32_t bk = uint32_t(pl.bk);
   l.tensor_maps = {
-      tensor_map(GT_OPERAND_A, kBk, pl.a_kmajor ? uint32_t(bm) / a_slices : kBk / a_slices, kSwizzle128B, kL2Promote256B),
-      tensor_map(GT_OPERAND_B, kBk, pl.b_kmajor ? uint32_t(bn) / b_slices : kBk / b_slices, kSwizzle128B, kL2Promote256B),
+      tensor_map(GT_OPERAND_A, bk, pl.a_kmajor ? uint32_t(bm) / a_slices : bk / a_slices, kSwizzle128B, kL2Promote256B),
+      tensor_map(GT_OPERAND_B, bk, pl.b_kmajor ? uint32_t(bn) / b_slices : bk / b_slices, kSwizzle128B, kL2Promote256B),
   };
   if (pl.epilogue_tma)  // C in chunks of 64 rows x 128 bytes
     l.tensor_maps.push_back(tensor_map(GT_OPERAND_C, uint32_t(128 / dtype_size(p.out_dtype)), 64, kSwizzle128B, 0));
@@ -226,6 +289,7 @@ Launch launch(const gt_problem& p, const Plan& pl) {
   l.workspace_bytes = uint64_t(pl.workspace);
   l.workspace_zero = pl.workspace ? GT_WORKSPACE_ZERO_ONCE : GT_WORKSPACE_ZERO_NEVER;  // the tile counters
   l.scalars = {pl.c[pRaster], pl.c[pGroup], pl.c[pSplit], 0, 0, 0, 0, 0};
+  l.takes_scales = pl.fp8;  // (A, B, C, M, N, K, lda, ldb, ldc, workspace, scalars, scales, maps)
   return l;
 }
 
@@ -277,6 +341,36 @@ const std::vector<std::vector<int64_t>>& candidates() {
   return c;
 }
 
+// FP8 with block scales: the consumers promote each stage (no group in flight) and hold two
+// accumulator sets, so at most m64n192 each. Two consumers keep the tensor cores busy while one
+// of them scales and adds (DeepGEMM's argument for its two math warpgroups); one consumer
+// serves the small M rows, as in the 16-bit list. FP8 with tensor or row scales runs the
+// 16-bit list: the same shared memory, registers and ring (the scales cost a few registers in
+// the epilogue; the SASS checks hold every candidate within the setmaxnreg split).
+const std::vector<std::vector<int64_t>>& block_scale_candidates() {
+  static const std::vector<std::vector<int64_t>> c = {
+      with({{pBn, 128}, {pStages, 6}, {pInflight, 0}}),
+      with({{pBn, 128}, {pStages, 6}, {pInflight, 0}, {pCluster, k1x2}}),
+      with({{pBn, 192}, {pStages, 4}, {pInflight, 0}}),
+      with({{pBn, 192}, {pStages, 4}, {pInflight, 0}, {pCluster, k1x2}}),
+      with({{pBm, 64}, {pBn, 256}, {pConsumers, 2}, {pWg, kAlongNCols}, {pStages, 4}, {pInflight, 0}}),
+      with({{pBn, 128}, {pStages, 6}, {pInflight, 0}, {pCluster, k1x1}}),
+      with({{pBn, 128}, {pStages, 6}, {pInflight, 0}, {pSplit, 2}}),
+      with({{pBn, 128}, {pStages, 6}, {pInflight, 0}, {pCluster, k1x2}, {pSplit, 2}}),
+      with({{pBn, 128}, {pStages, 6}, {pInflight, 0}, {pSplit, 4}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 8}, {pInflight, 0}, {pCluster, k2x1}, {pPersistent, 0}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 6}, {pInflight, 0}, {pCluster, k4x1}, {pPersistent, 0}}),
+      with({{pBm, 64}, {pBn, 128}, {pConsumers, 1}, {pStages, 8}, {pInflight, 0}, {pCluster, k1x1}}),
+      with({{pBm, 64}, {pBn, 64}, {pConsumers, 1}, {pStages, 6}, {pInflight, 0}, {pCluster, k1x1}}),
+  };
+  return c;
+}
+
+// The candidates a problem's default and suggestions come from.
+const std::vector<std::vector<int64_t>>& candidates_for(const gt_problem& p) {
+  return p.scale_mode == GT_SCALE_BLOCK ? block_scale_candidates() : candidates();
+}
+
 // A relative time for a config, to choose the default by: the rounds of work each SM does
 // (units over the CTAs that run at once: one per SM, in whole clusters) times one unit's MACs,
 // over the tile's efficiency, with split-K's partials as a cost per extra split. The
@@ -299,21 +393,21 @@ double predicted_cost(const Plan& pl, const gt_device& d) {
 std::vector<int64_t> choose_default(const gt_problem& p, const gt_device& d) {
   const std::vector<int64_t>* best = nullptr;
   double best_cost = 0;
-  for (auto& c : candidates()) {
+  for (auto& c : candidates_for(p)) {
     try {
       const double cost = predicted_cost(plan(p, c.data(), kParams, d), d);
       if (!best || cost < best_cost) best = &c, best_cost = cost;
     } catch (const Refusal&) {
     }
   }
-  return best ? *best : candidates().front();  // nothing runs: every config is refused with its reason
+  return best ? *best : candidates_for(p).front();  // nothing runs: every config is refused with its reason
 }
 
 gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t* configs, int32_t* count,
                   gt_reply* reply) {
   return guarded(reply, [&] {
     std::vector<std::vector<int64_t>> order = {choose_default(*p, *d)};
-    for (auto& c : candidates()) order.push_back(c);
+    for (auto& c : candidates_for(*p)) order.push_back(c);
     int32_t k = 0;
     std::vector<std::vector<int64_t>> seen;
     for (auto& c : order) {
@@ -328,7 +422,7 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
   });
 }
 
-gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* out, size_t cap) {
+gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char* out, size_t cap) {
   return guarded_text(out, cap, [&] {
     base_table().check_values(c, n);
     static const char* clusters[] = {"no cluster", "2x1 clusters sharing B", "1x2 clusters sharing A",
@@ -336,7 +430,8 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
                                      "2x2 clusters sharing A along rows and B along columns"};
     const bool along_n = c[pWg] == kAlongNCols;
     const int64_t wm = along_n ? c[pBm] : c[pBm] / c[pConsumers], wn = along_n ? c[pBn] / c[pConsumers] : c[pBn];
-    std::string s = "wgmma m64n" + str(wn) + "k16, block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
+    const bool fp8 = p && (is_fp8(p->in_dtype) || is_fp8(p->b_dtype));
+    std::string s = "wgmma m64n" + str(wn) + (fp8 ? "k32" : "k16") + ", block " + str(c[pBm]) + "x" + str(c[pBn]) + " (" +
                     str(c[pConsumers]) + " consumer warpgroup" + (c[pConsumers] > 1 ? "s" : "") + " of " + str(wm) +
                     "x" + str(wn) + ", 1 TMA producer), " + str(c[pStages]) + " stages, " +
                     (c[pInflight] ? "a wgmma group in flight, " : "each group waited for, ") + clusters[c[pCluster]] +
@@ -344,6 +439,10 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
                     (c[pPersistent] ? "persistent grid" : "one cluster per tile") + ", tiles along " +
                     (c[pRaster] == kAlongM ? "M" : "N") + " in groups of " + str(c[pGroup]) +
                     (c[pSplit] > 1 ? ", split-K " + str(c[pSplit]) : "");
+    if (fp8)
+      s += std::string(", ") + dtype_name(p->in_dtype) + " x " + dtype_name(p->b_dtype) + " with " +
+           scale_mode_name(p->scale_mode) + " scales" +
+           (p->scale_mode == GT_SCALE_BLOCK ? " (each k block of 128 promoted into the sums)" : "");
     write_msg(out, cap, s);
     return GT_OK;
   });
@@ -351,9 +450,10 @@ gt_status describe_config(const gt_problem*, const int64_t* c, int32_t n, char* 
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "wgmma_tma", "1.5",
+      // 1.9: FP8 (1.6 to 1.8 name reverted experiments whose rows may still be stored).
+      "wgmma_tma", "1.9",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
-      "persistent grid, split-K",
+      "persistent grid, split-K; f16/bf16, and FP8 (e4m3, e5m2) with tensor, row or block scales",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);
   p.suggest = suggest;
   return p;

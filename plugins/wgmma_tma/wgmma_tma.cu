@@ -10,8 +10,19 @@
 // the tiles in grouped order); split-K divides K over `splits` units per tile whose fp32
 // partials meet in the workspace, where the last to arrive adds them and writes C.
 //
+// FP8 (FP8=1, plugin ABI v3): A and B in e4m3 or e5m2, both K-major (layout nt: wgmma has no
+// transpose for 8-bit types), scaled per tensor, row or 1x128 / 128x128 block (SCALE_MODE).
+// A K-major FP8 tile of R rows x 128 elements is byte for byte a 16-bit one of R x 64 (128
+// bytes a row, the same 128-byte swizzle), so the producer, the ring, the barriers and the
+// descriptors are the 16-bit kernel's; a stage holds 128 k instead of 64, and its four wgmma
+// steps are m64nNk32 instead of k16 (32 bytes along the rows either way). Tensor and row
+// scales multiply the accumulators once, after a unit's k loop; block scales change the loop:
+// each stage (one 128-wide block of K) is accumulated into a second set of registers and added
+// into the result with that block's scales (promotion, as DeepGEMM does).
+//
 // Kernel parameters (plugin ABI v2): the nine standard ones, the workspace, the launch
-// scalars, then the tensor maps of A and B that core encodes per problem and buffer.
+// scalars, (FP8: the scales, a gt_scales by value,) then the tensor maps of A and B that core
+// encodes per problem and buffer.
 // Every define below has a default, so this file compiles on its own (nvcc or NVRTC,
 // -arch sm_90a); wgmma_tma.cpp sets each from the config and the problem.
 #include <cuda_fp16.h>
@@ -65,6 +76,18 @@
 #ifndef CONSUMER_REGS
 #define CONSUMER_REGS 232  // setmaxnreg of each consumer warpgroup
 #endif
+#ifndef FP8
+#define FP8 0  // 1: A and B are FP8 (IN_T and IS_BF16 unused), both K-major, scaled per SCALE_MODE
+#endif
+#ifndef A_E5M2
+#define A_E5M2 0  // FP8: 1 when A is e5m2, 0 when e4m3
+#endif
+#ifndef B_E5M2
+#define B_E5M2 0  // FP8: 1 when B is e5m2, 0 when e4m3
+#endif
+#ifndef SCALE_MODE
+#define SCALE_MODE 1  // FP8: gt_scale_mode: 1 one scale per tensor, 2 per row of A / column of B, 3 per block
+#endif
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -76,16 +99,40 @@ typedef OUT_T out_t;
 #else
 #define WGMMA_AB "f16"
 #endif
+// The wgmma's K, its input types, and its transpose operands: 16-bit wgmma reads either major
+// order (imm-trans-a, imm-trans-b: the asm's operands TA, TB); 8-bit wgmma has no such operands
+// and reads K-major tiles only.
+#if FP8
+#if A_E5M2
+#define WGMMA_TA "e5m2"
+#else
+#define WGMMA_TA "e4m3"
+#endif
+#if B_E5M2
+#define WGMMA_TB "e5m2"
+#else
+#define WGMMA_TB "e4m3"
+#endif
+#define WGMMA_K "k32"
+#define WGMMA_TYPES WGMMA_TA "." WGMMA_TB
+#define WGMMA_TRANS(ta, tb) ""
+#else
+#define WGMMA_K "k16"
+#define WGMMA_TYPES WGMMA_AB "." WGMMA_AB
+#define WGMMA_TRANS(ta, tb) ", %" #ta ", %" #tb
+#endif
 
-constexpr int BK = 64;                    // K per stage: one 128-byte swizzle span of 16-bit elements
+constexpr int ELEM_BYTES = FP8 ? 1 : 2;  // of A and B
+constexpr int BK = 128 / ELEM_BYTES;      // K per stage: one 128-byte swizzle span (64 16-bit or 128 FP8 elements)
+constexpr int KSTEPS = 4;                 // wgmma per m64 tile and stage: k16 (16-bit) or k32 (FP8), 32 bytes of K each
 constexpr int WM = WG_ALONG_N ? BM : BM / CONSUMERS;  // rows of C per consumer warpgroup
 constexpr int WN = WG_ALONG_N ? BN / CONSUMERS : BN;  // columns per consumer: the wgmma N
 constexpr int M_SUB = WM / 64;                        // m64 wgmma tiles per consumer
 constexpr int ACC = WN / 2;                           // fp32 accumulators per thread per m64 tile
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
-constexpr int A_STAGE_BYTES = BM * BK * 2;
-constexpr int B_STAGE_BYTES = BN * BK * 2;
+constexpr int A_STAGE_BYTES = BM * BK * ELEM_BYTES;
+constexpr int B_STAGE_BYTES = BN * BK * ELEM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 // Multicast: the operand that the CTAs of a cluster share is copied in CLUSTER slices, each
 // CTA issuing one slice to all of them.
@@ -121,12 +168,30 @@ static_assert(M_SUB * ACC <= 128, "at most 128 accumulators per consumer thread"
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "clusters of one, two or four CTAs");
 static_assert(CLUSTER_M * CLUSTER_N <= 4, "clusters of up to four CTAs (1-D, 2-D only as 2x2)");
 static_assert(STAGES >= 2, "a ring of at least two stages");
+static_assert(!FP8 || (A_KMAJOR && B_KMAJOR), "FP8 wgmma reads K-major tiles only (layout nt)");
+static_assert(!FP8 || !(A_E5M2 && B_E5M2), "e5m2 x e5m2 is not a wgmma (nor a cuBLASLt) type pair");
+static_assert(!FP8 || (SCALE_MODE >= 1 && SCALE_MODE <= 3), "FP8 scales per tensor (1), row (2) or block (3)");
+// Block scales hold a second accumulator set per consumer (each stage's wgmma results before
+// they are scaled and added), and a consumer's columns may span at most two 128-wide blocks of B.
+static_assert(!(FP8 && SCALE_MODE == 3) || (2 * M_SUB * ACC <= 192 && WN <= 192),
+              "block scales: at most 96 accumulators per set and 192 columns per consumer");
 
 // Launch scalars (plugin ABI v2: eight int64 values passed by value).
 struct gt_scalars {
   long long v[8];
 };
 enum { kRaster = 0, kGroup = 1, kSplits = 2 };
+
+#if FP8
+// An FP8 call's scales (plugin ABI v3's gt_scales: four pointers, by value). `d` and `amax_d`
+// concern FP8 outputs, which the family does not build.
+struct gt_scales {
+  const float* a;
+  const float* b;
+  const float* d;
+  float* amax_d;
+};
+#endif
 
 // A CUtensorMap as the driver lays it out: 128 opaque bytes, 128-byte aligned (CUDA 13).
 struct __align__(128) gt_tensor_map {
@@ -236,16 +301,16 @@ __device__ __forceinline__ void pin(float* d) {
   for (int i = 0; i < M_SUB * ACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// wgmma.mma_async m64nNk16 for each N of the space (the accumulator list is spelled out: the
-// instruction names every register).
+// wgmma.mma_async m64nNk16 (FP8: m64nNk32) for each N of the space (the accumulator list is
+// spelled out: the instruction names every register).
 template <int TA, int TB>
 __device__ __forceinline__ void wgmma_n64(float* d, u64 da, u64 db, u32 accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "wgmma.mma_async.sync.aligned.m64n64" WGMMA_K ".f32." WGMMA_TYPES " {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-      ", %32, %33, p, 1, 1, %35, %36;\n}\n"
+      ", %32, %33, p, 1, 1" WGMMA_TRANS(35, 36) ";\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -257,12 +322,12 @@ template <int TA, int TB>
 __device__ __forceinline__ void wgmma_n128(float* d, u64 da, u64 db, u32 accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "wgmma.mma_async.sync.aligned.m64n128" WGMMA_K ".f32." WGMMA_TYPES " {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-      ", %64, %65, p, 1, 1, %67, %68;\n}\n"
+      ", %64, %65, p, 1, 1" WGMMA_TRANS(67, 68) ";\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -278,14 +343,14 @@ template <int TA, int TB>
 __device__ __forceinline__ void wgmma_n192(float* d, u64 da, u64 db, u32 accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n192k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "wgmma.mma_async.sync.aligned.m64n192" WGMMA_K ".f32." WGMMA_TYPES " {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
-      ", %96, %97, p, 1, 1, %99, %100;\n}\n"
+      ", %96, %97, p, 1, 1" WGMMA_TRANS(99, 100) ";\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -305,7 +370,7 @@ template <int TA, int TB>
 __device__ __forceinline__ void wgmma_n256(float* d, u64 da, u64 db, u32 accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." WGMMA_AB "." WGMMA_AB " {"
+      "wgmma.mma_async.sync.aligned.m64n256" WGMMA_K ".f32." WGMMA_TYPES " {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
@@ -314,7 +379,7 @@ __device__ __forceinline__ void wgmma_n256(float* d, u64 da, u64 db, u32 accumul
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-      ", %128, %129, p, 1, 1, %131, %132;\n}\n"
+      ", %128, %129, p, 1, 1" WGMMA_TRANS(131, 132) ";\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -587,9 +652,178 @@ __device__ bool reduce_splits(void* workspace, float* acc, const Unit& w, int sp
   return true;
 }
 
+#if FP8
+// ---- FP8 scales ----
+//
+// A consumer thread's accumulators (the m64nN layout above) cover, per m64 tile s, rows
+// row0 + 64s + 16 warp + lane/4 + {0, 8} and columns col0 + 8j + 2(lane % 4) + {0, 1}. Rows and
+// columns past M and N read no scale (theirs are never stored). plugin_abi.h gives the layouts:
+// TENSOR sa[0], sb[0]; ROW sa[m], sb[n]; BLOCK sa[kb * M + m], sb[(n / 128) * KB4 + kb].
+
+// One k block's scales for a thread, as loaded (the products are formed when they are used, so
+// the loads of the next block do not stall the current one).
+struct BlockScales {
+  float a[M_SUB][2];  // sa of the thread's rows
+  float b[2];         // sb of the consumer's first 128-column block of B and the one after it
+};
+
+__device__ __forceinline__ float load_scale(const float* p) { return __ldg(p); }
+
+struct BlockCursor;
+
+struct Scales {
+  const float* sa;
+  const float* sb;
+  int M, N;
+  int kb4;         // BLOCK: rows of B's block scales (KB rounded up to a multiple of 4)
+  int nb;          // BLOCK: 128-column blocks of B
+  int roff, coff;  // the thread's first row and column within an m64 x WN tile
+#if SCALE_MODE == 1
+  float ta, tb;
+#endif
+
+  __device__ Scales(const gt_scales& s, int M_, int N_, int K, int tid) : sa(s.a), sb(s.b), M(M_), N(N_) {
+    const int kb = (K + 127) / 128;
+    kb4 = (kb + 3) & ~3;
+    nb = (N + 127) / 128;
+    roff = (tid / 32) * 16 + (tid % 32) / 4;
+    coff = 2 * (tid % 4);
+#if SCALE_MODE == 1
+    ta = load_scale(sa);
+    tb = load_scale(sb);
+#endif
+  }
+
+  // TENSOR and ROW: the unit's sums times their scales.
+  __device__ __forceinline__ void apply(float* acc, int row0, int col0) const {
+#if SCALE_MODE == 1
+    const float t = ta * tb;
+#pragma unroll
+    for (int r = 0; r < M_SUB * ACC; ++r) acc[r] *= t;
+#else
+    float fa[M_SUB][2];
+#pragma unroll
+    for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = row0 + s * 64 + roff + 8 * i;
+        fa[s][i] = row < M ? load_scale(sa + row) : 0.f;
+      }
+#pragma unroll
+    for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = col0 + 8 * j + coff + e;
+        const float fb = col < N ? load_scale(sb + col) : 0.f;
+#pragma unroll
+        for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) acc[s * ACC + 4 * j + 2 * i + e] *= fa[s][i] * fb;
+      }
+#endif
+  }
+
+  // ROW: pull the unit's row and column scales towards the SM while its k loop runs (a hint;
+  // the epilogue's loads then hit L1 rather than wait on L2 after the last wgmma).
+  __device__ __forceinline__ void prefetch(int row0, int col0, int tid) const {
+#if SCALE_MODE == 2
+    const int lines_a = WM / 32;  // 128-byte lines of the consumer's row scales
+    if (tid < lines_a) {
+      const int row = row0 + 32 * tid;
+      if (row < M) asm volatile("prefetch.global.L1 [%0];" ::"l"(sa + row));
+    } else if (tid < lines_a + WN / 32) {
+      const int col = col0 + 32 * (tid - lines_a);
+      if (col < N) asm volatile("prefetch.global.L1 [%0];" ::"l"(sb + col));
+    }
+#endif
+  }
+
+  // BLOCK: where this thread's scales of k block `kb` are (see BlockCursor).
+  __device__ __forceinline__ BlockCursor cursor(int kb, int row0, int col0) const;
+};
+
+// BLOCK: a thread's way through the block scales of one unit, k block by k block. The rows and
+// columns stay and only k moves, so each block's loads are at fixed offsets from two pointers
+// that advance by M (A: M contiguous) and by 1 (B: rows of KB4): a few integer instructions a
+// stage rather than the indices' 64-bit arithmetic per load.
+struct BlockCursor {
+  const float* a;  // &sa[kb * M + row0 + roff]: the thread's first row (more at +64s, +8i)
+  const float* b;  // &sb[cb * KB4 + kb]: the consumer's first 128-column block of B (the next at +KB4)
+  int a_step, b1;  // M; KB4
+  // Bit 2s + i: row 64s + 8i of the thread's lies inside C; bits 30, 31: the first and the
+  // second column block exist. (One word: the single-consumer m64n192 build has no register
+  // to spare beside its two sets of 96 accumulators.)
+  unsigned in;
+
+  __device__ __forceinline__ BlockScales load() const {
+    BlockScales r;
+#pragma unroll
+    for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) r.a[s][i] = (in >> (2 * s + i)) & 1u ? load_scale(a + s * 64 + 8 * i) : 0.f;
+    r.b[0] = (in >> 30) & 1u ? load_scale(b) : 0.f;
+    r.b[1] = (in >> 31) & 1u ? load_scale(b + b1) : 0.f;
+    return r;
+  }
+  __device__ __forceinline__ void next() {
+    a += a_step;
+    ++b;
+  }
+};
+
+__device__ __forceinline__ BlockCursor Scales::cursor(int kb, int row0, int col0) const {
+  BlockCursor c;
+  const int row = row0 + roff;
+  c.a = sa + (long long)kb * M + row;
+  c.a_step = M;
+  c.in = 0;
+#pragma unroll
+  for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) c.in |= (row + s * 64 + 8 * i < M ? 1u : 0u) << (2 * s + i);
+  const int cb = col0 >> 7;
+  c.b = sb + (long long)cb * kb4 + kb;
+  c.b1 = kb4;
+  c.in |= (cb < nb ? 1u : 0u) << 30;
+  // The second block: for 192 columns always, for 128 only when they start mid-block.
+  c.in |= ((WN > 128 || (WN > 64 && (col0 & 127) != 0)) && cb + 1 < nb ? 1u : 0u) << 31;
+  return c;
+}
+
+// BLOCK: acc += part x the block's scales. The consumer's columns start at a multiple of 64,
+// so its 64-column group g lies in 128-column block (h + g) / 2 of its own, h = 1 when it
+// starts in the middle of one: group 0 in the first, group 2 in the second, group 1 in either.
+__device__ __forceinline__ void promote(float* acc, const float* part, const BlockScales& bs, int col0) {
+  constexpr int GROUPS = WN / 64;
+  const bool h = (col0 & 127) != 0;
+  float fb[GROUPS];
+#pragma unroll
+  for (int g = 0; g < GROUPS; ++g) fb[g] = g == 0 ? bs.b[0] : g >= 2 ? bs.b[1] : (h ? bs.b[1] : bs.b[0]);
+#pragma unroll
+  for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float f[GROUPS];
+#pragma unroll
+      for (int g = 0; g < GROUPS; ++g) f[g] = bs.a[s][i] * fb[g];
+#pragma unroll
+      for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = s * ACC + 4 * j + 2 * i + e;
+          acc[r] = fmaf(part[r], f[j / 8], acc[r]);
+        }
+    }
+}
+#endif
+
 __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, void* workspace, u32 stages, u32 full,
                         u32 empty, u32 rank, long long first, long long stride, int wg, int* flag,
-                        const gt_tensor_map* tmC, u32 epi_bufs) {
+                        const gt_tensor_map* tmC, u32 epi_bufs
+#if FP8
+                        , const gt_scales& scales, int K
+#endif
+                        ) {
   const int tid = threadIdx.x - 128 * (wg + 1);
   [[maybe_unused]] const int lane = tid % 32, warp = tid / 32;  // the register epilogue's
   const int n_tiles_m = (M + BM - 1) / BM, n_tiles_n = (N + BN - 1) / BN;
@@ -600,26 +834,70 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
   // This consumer's operands in stage 0 at k = 0: its first 64-row slab of A (a slab is 8192
   // bytes either way: 64 rows of 128 bytes K-major, one 64-wide block of 64 k rows MN-major) and
   // its columns of B (128 bytes a column either way: a K-major row, or 8192 bytes per 64-wide
-  // MN-major block). A k16 step is 32 bytes along a K-major row, two 1024-byte groups of 8 k rows
-  // in an MN-major block.
+  // MN-major block). A k16 step (FP8: k32) is 32 bytes along a K-major row, two 1024-byte groups
+  // of 8 k rows in an MN-major block (16-bit only).
   const u32 a0 = stages + (WG_ALONG_N ? 0 : wg * M_SUB) * 8192;
   const u32 b0 = stages + A_STAGE_BYTES + (WG_ALONG_N ? wg * WN : 0) * 128;
   const u64 da0 = smem_desc(a0, A_KMAJOR ? 16 : 8192, 1024), db0 = smem_desc(b0, B_KMAJOR ? 16 : 8192, 1024);
-  constexpr u32 A_K16 = A_KMAJOR ? 32 : 2048, B_K16 = B_KMAJOR ? 32 : 2048;
+  constexpr u32 A_KSTEP = A_KMAJOR ? 32 : 2048, B_KSTEP = B_KMAJOR ? 32 : 2048;
+#if FP8
+  const Scales sc(scales, M, N, K, tid);
+#endif
+#if FP8 && SCALE_MODE == 3
+  float part[M_SUB * ACC];  // one stage's (one k block's) products, before its scales
+#endif
   for (long long u = first; u < sch.units; u += stride) {
     const Unit w = sch.unit(u, rank);
+#if FP8
+    // This consumer's corner of C (as the epilogue's below).
+    const int srow0 = w.mb * BM + (WG_ALONG_N ? 0 : wg * WM), scol0 = w.nb * BN + (WG_ALONG_N ? wg * WN : 0);
+    sc.prefetch(srow0, scol0, tid);
+#endif
+#if FP8 && SCALE_MODE == 3
+    // Block scales: each stage is one 128-wide block of K. Its wgmma start afresh in `part`,
+    // and once they are done the consumer adds part x (the block's scales) into acc. The
+    // scales of the next block are loaded while this block's wgmma run.
+#pragma unroll
+    for (int r = 0; r < M_SUB * ACC; ++r) acc[r] = 0.f;
+    BlockCursor cur = sc.cursor(w.kt_begin, srow0, scol0);
+    BlockScales bs;
+    if (w.kt_begin < w.kt_end) bs = cur.load(), cur.next();
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      mbar_wait(full + 8 * stage, phase);
+      const u32 at = stage * STAGE_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        const u64 db = desc_advance(db0, at + ks * B_KSTEP);
+#pragma unroll
+        for (int s = 0; s < M_SUB; ++s) {
+          const u64 da = desc_advance(da0, at + s * 8192 + ks * A_KSTEP);
+          wgmma<0, 0>(part + s * ACC, da, db, ks > 0 ? 1u : 0u);
+        }
+      }
+      wgmma_commit();
+      BlockScales next = bs;
+      if (kt + 1 < w.kt_end) next = cur.load(), cur.next();
+      wgmma_wait<0>();
+      pin(part);
+      release_stage(empty + 8 * stage, tid);
+      promote(acc, part, bs, scol0);
+      bs = next;
+      if (++stage == STAGES) stage = 0, phase ^= 1;
+    }
+#else
     int prev = -1;
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(full + 8 * stage, phase);
       const u32 at = stage * STAGE_BYTES;
       wgmma_fence();
 #pragma unroll
-      for (int k16 = 0; k16 < BK / 16; ++k16) {
-        const u64 db = desc_advance(db0, at + k16 * B_K16);
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        const u64 db = desc_advance(db0, at + ks * B_KSTEP);
 #pragma unroll
         for (int s = 0; s < M_SUB; ++s) {
-          const u64 da = desc_advance(da0, at + s * 8192 + k16 * A_K16);
-          wgmma<A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC, da, db, (kt > w.kt_begin || k16 > 0) ? 1u : 0u);
+          const u64 da = desc_advance(da0, at + s * 8192 + ks * A_KSTEP);
+          wgmma<A_KMAJOR ? 0 : 1, B_KMAJOR ? 0 : 1>(acc + s * ACC, da, db, (kt > w.kt_begin || ks > 0) ? 1u : 0u);
         }
       }
       wgmma_commit();
@@ -646,8 +924,14 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
 #pragma unroll
       for (int r = 0; r < M_SUB * ACC; ++r) acc[r] = 0.f;
     }
+#endif
     // A cluster tile can stick out of C (an odd number of tiles): that CTA only feeds its peer.
     if (w.mb >= n_tiles_m || w.nb >= n_tiles_n) continue;
+#if FP8 && SCALE_MODE != 3
+    // Tensor and row scales multiply the sums once (before split-K's partials meet: the sum of
+    // scaled partials is the scaled sum).
+    sc.apply(acc, srow0, scol0);
+#endif
     if (sch.splits > 1 &&
         !reduce_splits(workspace, acc, w, sch.splits, n_tiles_n, (long long)n_tiles_m * n_tiles_n, tid + 128 * wg, flag))
       continue;
@@ -667,7 +951,11 @@ __device__ void consume(const Schedule& sch, out_t* C, int M, int N, int ldc, vo
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_tma(const void* A, const void* B, void* C, int M, int N, int K, int lda, int ldb, int ldc,
-                   void* workspace, const gt_scalars scalars, const __grid_constant__ gt_tensor_map tmA,
+                   void* workspace, const gt_scalars scalars,
+#if FP8
+                   const gt_scales scales,  // plugin ABI v3: after the scalars, before the maps
+#endif
+                   const __grid_constant__ gt_tensor_map tmA,
                    const __grid_constant__ gt_tensor_map tmB
 #if EPILOGUE_TMA
                    , const __grid_constant__ gt_tensor_map tmC  // requested only with the TMA epilogue
@@ -713,7 +1001,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const gt_tensor_map* tmc = nullptr;
 #endif
     consume(sch, reinterpret_cast<out_t*>(C), M, N, ldc, workspace, stages, full, empty, rank, first, stride, wg - 1,
-            flag, tmc, epi_bufs);
+            flag, tmc, epi_bufs
+#if FP8
+            , scales, K
+#endif
+            );
   }
   // No CTA may leave while a peer can still multicast into it or arrive on its barriers.
   if (CLUSTER > 1) cluster_sync();
