@@ -257,3 +257,107 @@ def test_a_transformer_block_gives_the_same_outputs_with_and_without_the_switch(
         assert len(launches) == 4, len(launches)
     else:
         assert launches == []
+
+
+# ---- a transformer block on PyTorch's stand-in, with data --------------------------------------
+
+class Memory:
+    """Bytes under the stand-in's made-up pointers (they count up from where the fake is now), so
+    that its tensors hold float32 data: PyTorch's own functions compute with numpy, and so does the
+    table's gemmtune_gemm, from nothing but the pointers, leading dimensions and layout it is given.
+    A wrong pointer, stride or layout on the way through the switch gives a different block output."""
+
+    def __init__(self, np, size=1 << 24):
+        self.np, self.base, self.bytes = np, ft._next_ptr[0], np.zeros(size, np.uint8)
+
+    def view(self, ptr, shape, strides):
+        off = ptr - self.base
+        assert 0 <= off and off % 4 == 0 and off + 4 * (1 + sum((s - 1) * st for s, st in zip(shape, strides))) \
+            <= len(self.bytes), "a pointer outside the stand-in's memory"
+        floats = self.bytes[off:off + (len(self.bytes) - off) // 4 * 4].view(self.np.float32)
+        return self.np.lib.stride_tricks.as_strided(floats, tuple(shape), tuple(4 * s for s in strides))
+
+    def of(self, t):
+        assert t.dtype is ft.float32
+        return self.view(t.data_ptr(), t.shape, t.stride())
+
+    def tensor(self, array):
+        t = ft.empty(*array.shape, dtype=ft.float32, device=DEV)
+        self.of(t)[...] = array
+        return t
+
+    def gemm(self, handle, g, stream):
+        """gemmtune_gemm: C = A·B read through gemmtune's layout (first letter A, second B)."""
+        a_t, b_t = g.layout in (2, 3), g.layout in (1, 3)
+        a = self.view(g.a, (g.m, g.k), (1, g.lda) if a_t else (g.lda, 1))
+        b = self.view(g.b, (g.k, g.n), (1, g.ldb) if b_t else (g.ldb, 1))
+        self.view(g.c, (g.m, g.n), (g.ldc, 1))[...] = a @ b
+        self.launches.append((g.m, g.n, g.k, "nn nt tn tt".split()[g.layout]))
+        return 0
+
+
+def test_a_transformer_block_on_the_stand_in_gives_the_same_outputs_with_and_without_the_switch(tmp_path, cache_dir):
+    """A pre-norm decoder block (fused QKV and gate-up projections as nn.Linear weights, attention
+    as batched matmuls), randomly initialised: with the switch its four projections run through
+    the table's gemmtune_gemm and the attention's batched products through PyTorch's own; the
+    outputs agree with the block run by PyTorch alone."""
+    np = pytest.importorskip("numpy", reason="numpy gives the stand-in's tensors their data")
+    ft.reset()
+    mem = Memory(np)
+    mem.launches = []
+
+    def own_matmul(a, b, *, out=None):  # PyTorch's own: numpy, batched or not
+        r = mem.of(a) @ mem.of(b)
+        c = out if out is not None else ft.empty(*r.shape, dtype=a.dtype, device=a.device)
+        mem.of(c)[...] = r
+        return c
+
+    def own_linear(x, w, bias=None):
+        return mem.tensor(mem.of(x) @ mem.of(w).T + (0 if bias is None else mem.of(bias)))
+
+    saved = (ft.matmul, ft.mm, ft.nn.functional.linear)
+    ft.matmul, ft.mm, ft.nn.functional.linear = own_matmul, own_matmul, own_linear
+    try:
+        gt = ft.load_gemmtune_torch("gemmtune._torch_block")  # its PyTorch functions: these
+        tokens, hidden, heads, ffn = 8, 32, 2, 64
+        held = [(tokens, 3 * hidden, hidden, "nt"), (tokens, hidden, hidden, "nn"), (tokens, 2 * ffn, hidden, "nt"),
+                (tokens, hidden, ffn, "nn")]
+        with open(LLM_TABLE_JSON) as f:
+            committed = json.load(f)
+        template = next(e for e in committed["entries"] if e["family"] == "cublaslt")
+        entries = [dict(template, m=m, n=n, k=k, layout=lay, dtype="f32", b_dtype="f32", out_dtype="f32")
+                   for m, n, k, lay in held]
+        (tmp_path / "f32.json").write_text(json.dumps(dict(committed, entries=entries)))
+        rng = np.random.default_rng(54)
+        w = lambda *s: mem.tensor((rng.standard_normal(s) / s[-1] ** 0.5).astype(np.float32))  # noqa: E731
+        wqkv, wo, wgu, wd = w(3 * hidden, hidden), w(hidden, hidden), w(2 * ffn, hidden), w(ffn, hidden)
+        xs = mem.tensor(rng.standard_normal((tokens, hidden)).astype(np.float32))
+        norm = lambda t: t / np.sqrt((t * t).mean(-1, keepdims=True) + 1e-6)  # noqa: E731
+
+        def block():
+            F = ft.nn.functional
+            qkv = mem.of(F.linear(mem.tensor(norm(mem.of(xs))), wqkv))
+            q, k, v = (mem.tensor(z.reshape(tokens, heads, -1).transpose(1, 0, 2)) for z in np.split(qkv, 3, -1))
+            s = mem.of(ft.matmul(q, mem.tensor(mem.of(k).transpose(0, 2, 1)))) / (hidden // heads) ** 0.5
+            s = np.exp(s + np.triu(np.full((tokens, tokens), -np.inf), 1))
+            a = mem.of(ft.matmul(mem.tensor(s / s.sum(-1, keepdims=True)), v)).transpose(1, 0, 2)
+            h = mem.of(xs) + mem.of(ft.matmul(mem.tensor(a.reshape(tokens, hidden)), wo))
+            gate, up = np.split(mem.of(F.linear(mem.tensor(norm(h)), wgu)), 2, -1)
+            return h + mem.of(ft.mm(mem.tensor(gate / (1 + np.exp(-gate)) * up), wd))
+
+        ref = block().copy()
+        assert mem.launches == []
+        with gemmtune.Table.load(str(tmp_path / "f32.json"), dry_run=True, cache_dir=cache_dir) as table:
+            table.dry_run, table.device = False, 0
+            table._gemm_c = mem.gemm
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # nothing falls back with a word
+                with gt.enabled(table):
+                    out = block().copy()
+        assert mem.launches == [(tokens, 3 * hidden, hidden, "nt"), (tokens, hidden, hidden, "nn"),
+                                (tokens, 2 * ffn, hidden, "nt"), (tokens, hidden, ffn, "nn")]
+        assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+        assert not np.array_equal(out, np.zeros_like(out))
+    finally:
+        ft.matmul, ft.mm, ft.nn.functional.linear = saved
+        ft.reset()
