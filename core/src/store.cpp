@@ -724,6 +724,7 @@ void create_schema(sqlite3* db) {
   exec(db, "CREATE INDEX results_by_tune ON results (tune_id)");
   exec(db, winners_ddl("winners"));
   exec(db, kRoofsDdl);
+  exec(db, kValidationsDdl);
   auto [now, unix_now] = utc_now();
   (void)unix_now;
   Stmt st(db, "INSERT INTO meta (key, value) VALUES ('application', 'gemmtune'), ('schema_version', ?), "
@@ -817,9 +818,12 @@ void add_fp8_key(sqlite3* db) {
   exec(db, "ALTER TABLE winners_v6 RENAME TO winners");
 }
 
+// v6 -> v7: validate's timings, in a table of their own; an older store has none.
+void add_validations(sqlite3* db) { exec(db, kValidationsDdl); }
+
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash},
-                                               {5, add_transform},   {6, add_fp8_key}};
+                                               {5, add_transform},   {6, add_fp8_key},          {7, add_validations}};
   return steps;
 }
 
@@ -890,7 +894,6 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
   }
   migrate(impl->db, file, impl->version);
   exec(impl->db, kRoofsDdl);
-  exec(impl->db, kValidationsDdl);
   return impl;
 }
 
@@ -1350,7 +1353,7 @@ std::vector<ValidationRow> Store::validations(const std::optional<std::string>& 
   if (!impl_->has_table("validations")) return out;  // a read-only store from before them
   Stmt st(impl_->db, std::string("SELECT device_name, at_key, from_key, from_config, time_unix, record FROM "
                                  "validations") +
-                         (device_name ? " WHERE device_name = ?" : "") + " ORDER BY device_name, at_key, from_key");
+                         (device_name ? " WHERE device_name = ?" : "") + " ORDER BY device_name, at_key, from_key, from_config");
   if (device_name) sqlite3_bind_text(st.get(), 1, device_name->c_str(), -1, SQLITE_TRANSIENT);
   auto text = [](sqlite3_stmt* s, int i) {
     auto* t = sqlite3_column_text(s, i);

@@ -56,9 +56,10 @@ namespace gt {
 // columns. v4: results.build_hash (each measurement's exact build). v5: results.transform (the
 // problem transform a config ran through). v6: b_dtype and scale_mode in the key of results and
 // winners (FP8: B's type where it differs from A's, and how A and B are scaled; 'none' before).
+// v7: the table `validations` (gemmtune validate's timings of transfers; a v6 store has none).
 // A store of an older schema is upgraded when opened for writing (store.cpp, `migrations()`:
 // one step per version, in order), and read as it is when opened read-only.
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 7;
 
 // A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
 // I/O error): the message names the store and SQLite's reason. It is never a reason to go on
