@@ -238,6 +238,10 @@ static Command add_export(CLI::App& app, Globals& g) {
             LookupTable t = table_from_store(store, o, &notes, &summary);
             // The transfers `gemmtune validate` found to hold: what lets the table answer other shapes.
             t.evidence = evidence_of(t, stored_validations(store, o.device), include_replay, &notes);
+            if (f == TableFormat::csv && !t.evidence.empty())
+              notes.push_back(fmt::format("a CSV table lists entries only: its {} evidence record{} left out, so "
+                                          "what reads it answers the shapes it holds and the default elsewhere",
+                                          t.evidence.size(), t.evidence.size() == 1 ? " is" : "s are"));
             if (t.entries.empty() && summary.replay_left_out == 0) {
               std::string have;
               for (auto& k : store.keys()) {
