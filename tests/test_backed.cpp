@@ -226,6 +226,15 @@ TEST_CASE("evidence from validations: held up to the first loss, per rule; stale
   CHECK(ev[0].measured_at == "2026-12-06T00:00:08Z");
   CHECK_THAT(notes.at(0), Catch::Contains("its nearest answer at NVIDIA Test GPU 4096x1024x1024 f32>f32 nn a16 ran "
                                           "1.300x the time against the default: its evidence ends at distance 0.690"));
+  // At one distance a loss and a hold (in either order): the evidence stops short of it.
+  for (bool loss_first : {true, false}) {
+    vs = {timed(2048, 0.69, 90, 100), timed(512, 0.69, 120, 100), timed(1536, 0.29, 95, 100)};
+    if (loss_first) std::swap(vs[0], vs[1]);
+    ev = evidence_of(t, vs, false);
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].radius == Approx(0.29));
+    CHECK(ev[0].neighbours == 1);
+  }
   // A failed answer never holds; a config the entry no longer has and a replay are left out.
   vs = {timed(2048, 0.69, std::nan(""), 100)};
   vs[0].answer_status = "verify_failed";

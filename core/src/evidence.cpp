@@ -101,8 +101,10 @@ std::vector<TransferEvidence> evidence_of(const LookupTable& t, const std::vecto
       by_rule[v.rule].push_back(&v);
     }
     for (auto& [rule, timed] : by_rule) {
+      // Nearest first, and at one distance a loss before what held there: the radius never
+      // reaches a distance at which an answer was slower than the default.
       std::sort(timed.begin(), timed.end(), [](const Validation* a, const Validation* b) {
-        return std::tie(a->distance, a->at) < std::tie(b->distance, b->at);
+        return std::tie(a->distance, a->held, a->at) < std::tie(b->distance, b->held, b->at);
       });
       TransferEvidence ev{e.key, e.family, e.config, e.transform, rule, 0, 0, 0, 0, ""};
       for (const Validation* v : timed) {

@@ -217,7 +217,8 @@ int run_validate(Globals& g, const ValidateArgs& a) {
     else
       print_row(v);
   }
-  t.evidence = evidence_of(t, stored_validations(s.store(), dev.name), true, &notes);
+  // Replayed timings count as export counts them: with --include-replay, or when this run is a replay.
+  t.evidence = evidence_of(t, stored_validations(s.store(), dev.name), a.include_replay || s.replay(), &notes);
   if (!a.output.empty()) {
     t.info.format_version = kTableFormatVersion;
     t.save(a.output, *format_of_extension(a.output));
