@@ -1254,6 +1254,26 @@ std::string no_entry_reason(const Problem& p, const std::vector<Candidate>& cand
   return reason;
 }
 
+// Step 3: r answered with the fallback's default for p; false, with why not in *why, where it has none.
+bool answer_default(LookupResult& r, const Problem& p, const DefaultFn& fallback, std::string* why) {
+  std::string no;
+  auto d = fallback(p, &no);
+  if (!d) {
+    *why = no.empty() ? "the default cannot run it" : no;
+    return false;
+  }
+  r.kind = MatchKind::fallback;
+  r.rule = d->library_pick ? Rule::library_default : Rule::family_default;
+  r.how = d->unchecked.empty() ? fmt::format("default ({})", d->note)
+                               : fmt::format("default ({}; not named on this machine)", d->note);
+  r.family = d->family;
+  r.config = d->config;
+  r.params = d->params;
+  r.transform = d->transform;
+  r.unchecked = d->unchecked;
+  return true;
+}
+
 }  // namespace
 
 LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, const LookupHooks& hooks) const {
@@ -1294,25 +1314,12 @@ LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, c
 
   r.reason = no_entry_reason(p, cands, r, unreachable, refused, unbacked, first_text);
   std::string why_no_default = "no default was given";
-  if (hooks.fallback) {
-    std::string why;
-    if (auto d = hooks.fallback(p, &why)) {
-      r.kind = MatchKind::fallback;
-      r.rule = d->library_pick ? Rule::library_default : Rule::family_default;
-      r.how = d->unchecked.empty() ? fmt::format("default ({})", d->note)
-                                   : fmt::format("default ({}; not named on this machine)", d->note);
-      r.family = d->family;
-      r.config = d->config;
-      r.params = d->params;
-      r.transform = d->transform;
-      r.unchecked = d->unchecked;
-      if (policy.online && first && !first_decided) {
-        r.pending = std::make_shared<const LookupResult>(*first);
-        r.reason += "; online: that answer is timed against this default on the problem's first calls";
-      }
-      return r;
+  if (hooks.fallback && answer_default(r, p, hooks.fallback, &why_no_default)) {
+    if (policy.online && first && !first_decided) {
+      r.pending = std::make_shared<const LookupResult>(*first);
+      r.reason += "; online: that answer is timed against this default on the problem's first calls";
     }
-    why_no_default = why.empty() ? "the default cannot run it" : why;
+    return r;
   }
   if (first) {  // no default to lose against: the transfer, unbacked, rather than nothing
     first->backing = Backing::unbacked;
