@@ -54,3 +54,13 @@ foreach(pc gemmtune gemmtune-static)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_BINARY_DIR}/${pc}.pc @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()
+
+# The Python wheel (python/pyproject.toml, scikit-build-core installs the component "python"
+# into the package folder): the runtime library at gemmtune/lib/libgemmtune_runtime.so, where
+# gemmtune._capi looks first, and the plugins at gemmtune/lib/gemmtune/plugins, where the
+# library looks from its own folder (GEMMTUNE_PLUGINS_FROM_LIB). One file under the plain name
+# (a wheel holds no symbolic links); no other install rule belongs to this component.
+install(FILES $<TARGET_FILE:gemmtune_runtime_shared> DESTINATION ${CMAKE_INSTALL_LIBDIR} RENAME libgemmtune_runtime.so
+        COMPONENT python EXCLUDE_FROM_ALL)
+install(TARGETS ${gemmtune_all_plugins} LIBRARY DESTINATION ${GEMMTUNE_INSTALL_PLUGINDIR} COMPONENT python
+        EXCLUDE_FROM_ALL)

@@ -3,8 +3,10 @@
 
 The answer is what `gemmtune lookup` gives, which is what the runtime library runs (one function
 answers for both; docs/lookup.md): the exact key, else the nearest entry of the problem's M regime
-within the distance limit (its config; where its winner was cuBLASLt's pick, the pick for the asked
-shape; or its config with one refused parameter adapted), else cuBLASLt's pick.
+within the distance limit whose answer is backed on this GPU model by the table's evidence (its
+config; where its winner was cuBLASLt's pick, the pick for the asked shape; or its config with one
+refused parameter adapted), else cuBLASLt's pick. --transfers any asks for every transfer,
+unbacked, as the rule was before evidence: to measure what the rules would run.
 
 Problems asked:
   - leave-one-out (--limit N, spread over the table): each held-out entry's problem, asked of the
@@ -19,13 +21,17 @@ On each problem, one after the other in the same session, `gemmtune run` times:
   - entry:  where the answer was transferred or adapted, the nearest entry's own config (what the
             rule without that step would run, unless it cannot run the shape: "cannot").
 tuned/answer 1.00: the answer is as good as tuning the shape; pick/answer > 1: the table helps
-against having none. The summary gives both per rule (which step of the lookup served).
+against having none. The summary gives both per rule (which step of the lookup served) and, per
+rule, answer/default (the answer's time over cuBLASLt's pick's, the default without the table): a
+table must never make a program slower, so every answer more than 1 % slower than the default
+fails the run (exit 1), listed with its rule.
 
 Usage: tools/bench_lookup.py --table T.json [--gemmtune build/gemmtune] [--limit 8] [--settle 1]
          [--shapes 4000x4096x4096,32x4096x4096:bf16] [--device NAME] [--max-distance D]
-         [--decode-max-m M] [--default-family F]
-Exit status: 0; 1 when a problem failed (lookup or timing); 2 for bad input (a table of fewer than
-two entries without --shapes, a bad --shapes item).
+         [--decode-max-m M] [--default-family F] [--transfers backed|any]
+Exit status: 0; 1 when a problem failed (lookup or timing) or an answer ran more than 1 % slower
+than the default; 2 for bad input (a table of fewer than two entries without --shapes, a bad
+--shapes item).
 """
 import argparse
 import json
@@ -151,6 +157,14 @@ def fmt_ratio(a, b):
     return f"{a / b:>9.3f}" if measured(a) and b is not None else f"{'-':>9}"
 
 
+SLOWER = 1.01  # an answer more than 1 % slower than the default fails the run
+
+
+def slower_than_default(rows):
+    """The rows whose answer (not the default itself) ran more than 1 % slower than the pick."""
+    return [r for r in rows if r[0] != "library default" and r[2] > SLOWER * r[3]]
+
+
 def summary(rows):
     """rows: (rule, tuned, answer, pick, entry)."""
     ta = [t / a for _, t, a, _, _ in rows if measured(t)]
@@ -166,7 +180,9 @@ def summary(rows):
     for rule in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == rule]
         t = [x[1] / x[2] for x in mine if measured(x[1])]
-        line = f"  {rule:<16} {len(mine):>3}: pick/answer {geomean([x[3] / x[2] for x in mine]):.3f}"
+        ad = [x[2] / x[3] for x in mine]
+        line = (f"  {rule:<16} {len(mine):>3}: pick/answer {geomean([x[3] / x[2] for x in mine]):.3f}, "
+                f"answer/default {geomean(ad):.3f} (worst {max(ad):.3f})")
         if t:
             line += f", tuned/answer {geomean(t):.3f} (min {min(t):.3f})"
         print(line)
@@ -191,6 +207,8 @@ def main():
     ap.add_argument("--max-distance", help="lookup --max-distance")
     ap.add_argument("--decode-max-m", help="lookup --decode-max-m")
     ap.add_argument("--default-family", help="lookup --default-family")
+    ap.add_argument("--transfers", choices=["backed", "any"],
+                    help="lookup --transfers: backed (lookup's default) or any (every transfer, unbacked)")
     a = ap.parse_args()
     with open(a.table) as f:
         table = json.load(f)
@@ -203,14 +221,14 @@ def main():
         print("the table needs at least two entries (or give --shapes)", file=sys.stderr)
         return 2
     lookup_flags = []
-    for flag in ("device", "max_distance", "decode_max_m", "default_family"):
+    for flag in ("device", "max_distance", "decode_max_m", "default_family", "transfers"):
         if getattr(a, flag) is not None:
             lookup_flags += ["--" + flag.replace("_", "-"), getattr(a, flag)]
 
     todo = cases(table, a.limit, shapes)
     print(f"{'problem':<24} {'held out':<9} {'rule':<16} {'from':<16} {'family':<9} {'tuned us':>9} {'answer us':>9} "
           f"{'pick us':>9} {'entry us':>9} {'tuned/ans':>9} {'pick/ans':>9}")
-    rows, failed = [], 0
+    rows, failed, slower = [], 0, []
     for p, entries, held in todo:
         name = f"{shape_of(p)} {p['dtype']}"
         try:
@@ -222,13 +240,21 @@ def main():
             continue
         frm = shape_of(ans["entry"]) if ans.get("entry") else "-"
         rows.append((ans["rule"], t_tuned, t_ans, t_pick, t_entry))
+        if slower_than_default(rows[-1:]):
+            slower.append((name, ans["rule"], t_ans / t_pick))
         print(f"{name:<24} {'yes' if held else 'no':<9} {ans['rule']:<16} {frm:<16} {ans['family']:<9} "
               f"{fmt_us(t_tuned)} {t_ans:>9.1f} {t_pick:>9.1f} {fmt_us(t_entry)} {fmt_ratio(t_tuned, t_ans)} "
               f"{t_pick / t_ans:>9.3f}")
     if rows:
         summary(rows)
+    slow = slower_than_default(rows)
+    for name, rule, ratio in slower:
+        print(f"SLOWER THAN THE DEFAULT: {name}: its {rule} answer ran {ratio:.3f}x cuBLASLt's pick's time")
     if failed or not rows:
         print(f"\n{failed} of {len(todo)} problems failed", file=sys.stderr)
+        return 1
+    if slow:
+        print(f"\n{len(slow)} of {len(rows)} answers ran more than 1 % slower than the default", file=sys.stderr)
         return 1
     return 0
 

@@ -80,6 +80,21 @@ done
 step bench_lookup python3 "$root/tools/bench_lookup.py" --gemmtune "$gt" \
   --table "$root/docs/results/h200-llm-table.json" --limit 10 \
   --shapes 4000x4096x4096,32x4096x4096,4095x4097x4096:f16
+# The same with every transfer, unbacked (the rule before evidence): what the transfers would run,
+# per rule against the default (it fails where one is more than 1 % slower: the reason for evidence).
+step bench_lookup_any python3 "$root/tools/bench_lookup.py" --gemmtune "$gt" \
+  --table "$root/docs/results/h200-llm-table.json" --limit 10 --transfers any \
+  --shapes 4000x4096x4096,32x4096x4096,4095x4097x4096:f16
+# Evidence for the committed table, on the GPU model it was measured on (an H200): each entry's
+# neighbours' answers timed at its shape against cuBLASLt's pick; the table with its evidence is
+# written beside the logs (docs/lookup.md, "Backed answers").
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+if [ "$gpu_name" = "NVIDIA H200" ]; then
+  step validate_llm "$gt" --db "$work/validate.db" validate --table "$root/docs/results/h200-llm-table.toml" \
+    -o "$log/h200-llm-table-validated.toml"
+elif [[ validate_llm =~ ${CHECK_STEPS:-.} ]]; then
+  printf '%-28s skipped: the committed table is an H200'"'"'s, this GPU is %s\n' validate_llm "${gpu_name:-unknown}" | tee -a "$summary"
+fi
 # The install test's consumer (built against the installed package) on the GPU: two entries of
 # the committed table, each checked against a float64 product.
 if [ -x "$root/carry/consumer/bin/consumer_cpp" ]; then

@@ -27,6 +27,13 @@ for tool in cuobjdump nvdisasm; do
       python3 -m pip install --quiet --user --break-system-packages nvidia-cuda-$tool
   fi
 done
+# scikit-build-core, the Python package's build backend (pip install ./python builds the runtime
+# library and its plugins with the project's CMake and bundles them); Debian 12 has no package of it.
+if ! python3 -c "import scikit_build_core" 2>/dev/null; then
+  echo "installing scikit-build-core from PyPI"
+  python3 -m pip install --quiet --user "scikit-build-core>=0.10" 2>/dev/null ||
+    python3 -m pip install --quiet --user --break-system-packages "scikit-build-core>=0.10"
+fi
 if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
   echo "error: the CUDA toolkit (nvcc) was not found under /usr/local/cuda" >&2
   exit 1

@@ -5,8 +5,10 @@
  * function; docs/lookup.md): the exact key; else the nearest tuned shape of the problem's
  * M regime (decode or prefill) within a log-space distance whose config can run the problem
  * (where that shape's winner was its family's default, such as cuBLASLt's heuristic pick, the
- * family's default for this problem); else cuBLASLt's heuristic pick; else, only when one is
- * named, another family's default config. Entries are the device's own, else those of its
+ * family's default for this problem), and only where that answer is backed: by the table's
+ * evidence measured on this GPU model (gemmtune validate), or by the online check (options.online);
+ * else cuBLASLt's heuristic pick; else, only when one is named, another family's default config.
+ * So a table never makes a program slower than running the default. Entries are the device's own, else those of its
  * architecture, else any device's (unless exact_device). The first call for a problem picks
  * and builds the config (NVRTC through the cubin cache, or the cuBLASLt algorithm re-created
  * from its attributes); every later call for the same problem only launches.
@@ -95,6 +97,17 @@ typedef struct gemmtune_options {
   int32_t exact_device;       /* nonzero: only the device's own entries, no same-architecture or any-device ones */
   double max_distance;        /* nearest entries within this log-space distance (default ln 4 = 1.386; INFINITY: any) */
   int64_t decode_max_m;       /* M <= this is the decode regime (default 16); nearest entries serve their own regime (decode: their own N) */
+  /* A transfer (an answer from a nearest entry) runs only where it is backed: by the table's
+   * evidence for this GPU model (gemmtune validate), or by the online check; else cuBLASLt's pick
+   * runs (docs/lookup.md, "Backed answers"). */
+  int32_t unbacked_transfers; /* nonzero: any transfer, without evidence (to measure the rules) */
+  int32_t online;             /* the online check: -1 (default): GEMMTUNE_ONLINE decides ("1": on); 0: off; 1: on.
+                                 An unbacked transfer is timed against cuBLASLt's pick on its problem's first
+                                 gemmtune_gemm (on its stream, with scratch buffers; that call waits), the faster
+                                 is kept and the decision written to online_file */
+  const char* online_file;    /* NULL: GEMMTUNE_ONLINE_FILE, else beside the table (TABLE.online.jsonl) */
+  const char* record_untuned; /* append every problem answered without an exact entry to this job file, which
+                                 `gemmtune tune --config FILE` reads as it is; NULL: GEMMTUNE_RECORD_UNTUNED */
 } gemmtune_options;
 
 typedef struct gemmtune_gemm_args {
@@ -166,6 +179,17 @@ gemmtune_status gemmtune_choice(gemmtune_runtime* rt, const gemmtune_gemm_args* 
 gemmtune_status gemmtune_choice_scaled(gemmtune_runtime* rt, const gemmtune_gemm_args* args,
                                        const gemmtune_scales* scales, int32_t* match, char* config, size_t config_cap,
                                        char* how, size_t how_cap);
+
+/* Everything the runtime chose for the problem of `args` (scales: NULL, or an FP8 problem's), as a
+ * JSON object: {"match", "rule", "backing", "backing_note", "pending", "how", "reason", "family",
+ * "config" (with its transform), "params", "transform", "problem", "tuned_key", "unchecked", "note"}
+ * (docs/lookup.md). *json stays valid until the next gemmtune call on this thread. */
+gemmtune_status gemmtune_choice_json(gemmtune_runtime* rt, const gemmtune_gemm_args* args,
+                                     const gemmtune_scales* scales, const char** json);
+
+/* Starts recording the problems answered without an exact entry into the job file `path` (as
+ * gemmtune_options.record_untuned), or stops it (NULL or ""). */
+gemmtune_status gemmtune_set_record_untuned(gemmtune_runtime* rt, const char* path);
 
 /* What the handle runs on: the CUDA device ordinal (-1 in a dry run), whether it is a dry
  * run, the architecture it builds for ("sm_90") and the device whose entries it uses (""

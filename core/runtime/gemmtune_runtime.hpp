@@ -48,6 +48,22 @@ struct Options {
   double max_distance = 1.3862943611198906;  // nearest entries within this log-space distance (ln 4); inf: any
   int64_t decode_max_m = 16;              // M <= this is the decode regime; a nearest entry serves its own regime (decode: its own N)
   std::string default_family;             // where cuBLASLt's heuristic cannot answer: this family's default ("": none)
+  // A transfer (nearest, transferred, adapted) runs only where it is backed: by the table's
+  // evidence for this GPU model, or by the online check; else the library's default runs
+  // (docs/lookup.md, "Backed answers"). true: any transfer, as before (to measure the rules).
+  bool unbacked_transfers = false;
+  // The online check: a transfer no evidence backs is timed against the default on its
+  // problem's first gemm() (on the caller's stream, with scratch buffers of the runtime's own;
+  // that call waits for it), the faster is kept and the decision written to online_file, which
+  // later processes read instead of timing again. -1: GEMMTUNE_ONLINE decides ("1": on, "0" or
+  // unset: off); 0: off; 1: on.
+  int online = -1;
+  // The decisions' file ("": GEMMTUNE_ONLINE_FILE, else beside the table: TABLE.online.jsonl).
+  // Where it cannot be written they are kept in this process only (one warning on stderr).
+  std::string online_file;
+  // Every problem answered without an exact entry is appended to this job file, which
+  // `gemmtune tune --config FILE` reads as it is ("": GEMMTUNE_RECORD_UNTUNED, else none).
+  std::string record_untuned;
 };
 
 struct GemmArgs {
@@ -83,6 +99,10 @@ struct Choice {
   std::string rule;         // the step that served it: "exact", "nearest", "transferred", "adapted",
                             // "library default", "family default" (gt::to_string(gt::Rule))
   std::string reason;       // a default's: why no entry served
+  std::string backing;      // why it may run instead of the default: "exact", "evidence", "online", "default"
+                            // (a transfer that is the default itself), "unbacked" (asked for), "none" (a default)
+  std::string backing_note; // the evidence or the online timing that backs it
+  std::string pending;      // online mode, a default: the transfer its first gemm() times against it ("": none)
   std::string unchecked;    // dry run without a GPU: why the config could not be checked (or named)
   std::string family;
   std::string config;       // canonical name ("" for cuBLASLt's pick in a dry run without a GPU)
@@ -108,8 +128,13 @@ class Runtime {
 
   // C = A·B on `stream`. The first call for a problem prepares it (see prepare()).
   void gemm(const GemmArgs& g, cudaStream_t stream);
-  // Looks up, builds and loads the problem's config (once), without running it.
+  // Looks up, builds and loads the problem's config (once), without running it. A problem with
+  // a pending online check changes its choice at its first gemm() (the choice returned here is
+  // then updated in place).
   const Choice& prepare(const GemmArgs& g);
+  // Starts (a path) or stops ("") recording the problems answered without an exact entry, as
+  // Options::record_untuned; problems prepared before are not recorded.
+  void record_untuned(const std::string& path);
 
   // The prepared kernel of a problem (nullptr: not prepared yet, or a dry run), so that a
   // benchmark can launch it directly and measure what gemm() adds.

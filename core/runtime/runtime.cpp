@@ -6,8 +6,10 @@
 #include "gpu/device.hpp"
 #include "base/errors.hpp"
 #include "measure/evaluate.hpp"
+#include "table/online.hpp"
 #include "build/plugin.hpp"
 #include "table/table.hpp"
+#include "table/untuned.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <set>
 #include <unordered_map>
 
 namespace gemmtune {
@@ -130,7 +133,56 @@ gt::LookupPolicy policy_of(const Options& o, const std::string& gpu_name, const 
   policy.max_distance = o.max_distance;
   policy.decode_max_m = o.decode_max_m;
   policy.default_family = o.default_family;
+  policy.unbacked_transfers = o.unbacked_transfers;
   return policy;
+}
+
+// An option, else its environment variable ("" when neither is set).
+std::string option_or_env(const std::string& value, const char* env) {
+  if (!value.empty()) return value;
+  const char* e = std::getenv(env);
+  return e ? std::string(e) : std::string();
+}
+
+// Options::online, with -1 read from GEMMTUNE_ONLINE.
+bool online_of(const Options& o) {
+  if (o.online == 0 || o.online == 1) return o.online == 1;
+  if (o.online != -1) invalid(fmt::format("online {} is not -1 (GEMMTUNE_ONLINE decides), 0 or 1", o.online));
+  const std::string env = option_or_env("", "GEMMTUNE_ONLINE");
+  if (env.empty() || env == "0") return false;
+  if (env == "1") return true;
+  invalid(fmt::format("GEMMTUNE_ONLINE='{}' is not 1 (on) or 0 (off)", env));
+}
+
+// Says a problem of the runtime's on stderr, each text once per process: a runtime must not
+// fail a GEMM over a file it could not write, nor fill a log with the same line.
+void warn_once(const std::string& what) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard lk(mu);
+  if (what.empty() || !said.insert(what).second) return;
+  fmt::print(stderr, "gemmtune: {}\n", what);
+}
+
+// The parts of a choice that come from the lookup's answer.
+void fill_choice(Choice& c, const gt::LookupResult& r) {
+  c.match = r.kind == gt::MatchKind::exact     ? GEMMTUNE_MATCH_EXACT
+            : r.kind == gt::MatchKind::nearest ? GEMMTUNE_MATCH_NEAREST
+                                               : GEMMTUNE_MATCH_DEFAULT;
+  c.how = r.how;
+  c.rule = gt::to_string(r.rule);
+  c.reason = r.reason;
+  c.unchecked = r.unchecked;
+  c.family = r.family;
+  c.note = r.device_note;
+  c.backing = gt::to_string(r.backing);
+  c.backing_note = r.backing_note;
+  c.pending = r.pending ? fmt::format("{} ({})", gt::transformed_name(r.pending->config, r.pending->transform),
+                                      r.pending->how)
+                        : "";
+  c.tuned_key = r.entry ? r.entry->key.text() : "";
+  c.tuned_time_us = r.entry ? r.entry->time_us : 0;
+  c.transform_plan.clear();
 }
 
 Key key_of(const gt::Problem& p, const GemmArgs& g) {
@@ -158,6 +210,10 @@ struct Prepared {
   gt::Problem problem;
   Choice choice;
   std::unique_ptr<gt::Runnable> run;  // null in a dry run
+  // Online mode: an unbacked transfer to time against `run` (the default) at the first gemm().
+  std::atomic<bool> pending{false};
+  std::unique_ptr<gt::Runnable> candidate;
+  Choice candidate_choice;  // what the choice becomes where the transfer is kept
 };
 
 }  // namespace
@@ -173,8 +229,12 @@ struct Runtime::Impl {
   std::string device_filter_text;
   int device = -1;
   std::unique_ptr<gt::CubinCache> cache;
+  bool online = false;
+  std::unique_ptr<gt::OnlineDecisions> decisions;  // online mode
+  std::mutex record_mu;
+  std::string record_path;  // the job file of untuned problems ("": none)
 
-  std::mutex build_mu;           // one preparation at a time
+  std::mutex build_mu;           // one preparation (or online check) at a time
   mutable std::shared_mutex mu;  // the map: shared to find, unique to insert
   std::unordered_map<Key, std::unique_ptr<Prepared>, KeyHash> prepared;  // never erased: pointers stay valid
   std::atomic<size_t> compiles{0};
@@ -186,6 +246,10 @@ struct Runtime::Impl {
   }
   const Prepared& prepare(const gt::Problem& p, const Key& k);
   void build(Prepared& pr, const gt::LookupResult& r);
+  void prepare_candidate(Prepared& pr, const gt::LookupResult& transfer);
+  void check_online(Prepared& pr, cudaStream_t stream);
+  void record(const gt::Problem& p);
+  gt::CheckedFn checked() const;
   // Kernels are loaded, and cuBLASLt algorithms created, on the device current at the first
   // call for a problem: a call with another device current would use the wrong context.
   void check_device() const {
@@ -257,7 +321,7 @@ const Prepared& Runtime::Impl::prepare(const gt::Problem& p, const Key& k) {
   pr->problem = p;
   gt::LookupResult r;
   try {
-    r = gt::answer(table, p, reg, limits, policy);  // the same answer as `gemmtune lookup`
+    r = gt::answer(table, p, reg, limits, policy, checked());  // the same answer as `gemmtune lookup`
   } catch (const gt::BrokenEntryError& e) {
     throw Error(GEMMTUNE_ERROR_BAD_TABLE, e.what());
   } catch (const gt::InputError& e) {
@@ -266,26 +330,97 @@ const Prepared& Runtime::Impl::prepare(const gt::Problem& p, const Key& k) {
     throw Error(GEMMTUNE_ERROR_BUILD_FAILED, fmt::format("looking up {}: {}", p.key(), e.what()));
   }
   Choice& c = pr->choice;
-  c.match = r.kind == gt::MatchKind::exact     ? GEMMTUNE_MATCH_EXACT
-            : r.kind == gt::MatchKind::nearest ? GEMMTUNE_MATCH_NEAREST
-                                               : GEMMTUNE_MATCH_DEFAULT;
-  c.how = r.how;
-  c.rule = gt::to_string(r.rule);
-  c.reason = r.reason;
-  c.unchecked = r.unchecked;
-  c.family = r.family;
+  fill_choice(c, r);
   c.problem = p.key();
-  c.note = r.device_note;
-  if (r.entry) {
-    c.tuned_key = r.entry->key.text();
-    c.tuned_time_us = r.entry->time_us;
-  }
   build(*pr, r);
+  if (r.pending && !opt.dry_run) prepare_candidate(*pr, *r.pending);
+  if (r.kind != gt::MatchKind::exact) record(p);
   c.prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Prepared& ref = *pr;
   std::unique_lock lk(mu);
   prepared.emplace(k, std::move(pr));
   return ref;
+}
+
+// Online mode: builds the unbacked transfer beside the default, to be timed at the first gemm().
+// A transfer that cannot be built is dropped: the default runs, as it would without the check.
+void Runtime::Impl::prepare_candidate(Prepared& pr, const gt::LookupResult& transfer) {
+  Prepared alt;
+  alt.problem = pr.problem;
+  fill_choice(alt.choice, transfer);
+  alt.choice.problem = pr.choice.problem;
+  try {
+    build(alt, transfer);
+  } catch (const Error& e) {
+    warn_once(fmt::format("the online check of {} left out {}: {}", pr.problem.key(), transfer.config, e.what()));
+    pr.choice.pending.clear();
+    return;
+  }
+  pr.candidate = std::move(alt.run);
+  pr.candidate_choice = std::move(alt.choice);
+  pr.pending.store(pr.candidate != nullptr, std::memory_order_release);
+}
+
+// The first gemm() of a problem with a pending check: both timed on the caller's stream with
+// scratch buffers, the faster kept (keep_candidate) and the decision written for later processes.
+void Runtime::Impl::check_online(Prepared& pr, cudaStream_t stream) {
+  std::lock_guard turn(build_mu);
+  if (!pr.pending.load(std::memory_order_acquire)) return;  // another thread checked it meanwhile
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    cudaGetLastError();
+    return;  // a stream being captured into a graph cannot wait for a timing: the default, checked later
+  }
+  auto name = [](const Choice& c) { return gt::transformed_name(c.config, gt::parse_transform(c.transform)); };
+  gt::OnlineVerdict v;
+  v.candidate = name(pr.candidate_choice);
+  v.default_config = name(pr.choice);
+  try {
+    gt::ScratchOperands scratch(pr.problem, stream);
+    std::tie(v.candidate_us, v.default_us) = gt::time_interleaved(*pr.candidate, *pr.run, scratch.operands(), stream);
+  } catch (const std::exception& e) {
+    cudaGetLastError();
+    warn_once(fmt::format("the online check of {} failed ({}): the default runs", pr.problem.key(), e.what()));
+    pr.pending.store(false, std::memory_order_release);
+    return;
+  }
+  v.candidate_kept = gt::keep_candidate(v.candidate_us, v.default_us);
+  decisions->record(policy.device.value_or(""), pr.problem.key(), v);
+  warn_once(decisions->take_warning());
+  const std::string timed = fmt::format("timed online: {:.2f} us against the default's {:.2f} us", v.candidate_us,
+                                        v.default_us);
+  if (v.candidate_kept) {
+    std::swap(pr.run, pr.candidate);
+    const double prepare_s = pr.choice.prepare_s;
+    pr.choice = pr.candidate_choice;
+    pr.choice.prepare_s = prepare_s;
+    pr.choice.backing = gt::to_string(gt::Backing::online);
+    pr.choice.backing_note = timed;
+  } else {
+    pr.choice.reason += fmt::format("; {} was {}: the default was kept", v.candidate, timed);
+  }
+  pr.choice.pending.clear();
+  pr.pending.store(false, std::memory_order_release);
+}
+
+// Appends a problem answered without an exact entry to the record file, if one is named.
+void Runtime::Impl::record(const gt::Problem& p) {
+  std::lock_guard lk(record_mu);
+  if (record_path.empty()) return;
+  try {
+    gt::record_untuned(record_path, p);
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("untuned problems cannot be recorded in {} ({}): recording stopped", record_path, e.what()));
+    record_path.clear();
+  }
+}
+
+// The online check's decisions, for the lookup (none unless online mode is on).
+gt::CheckedFn Runtime::Impl::checked() const {
+  if (!online) return {};
+  return [this](const gt::Problem& p, const gt::LookupResult& t) {
+    return decisions->find(policy.device.value_or(""), p.key(), gt::transformed_name(t.config, t.transform));
+  };
 }
 
 Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::make_unique<Impl>()) {
@@ -347,6 +482,15 @@ Runtime::Runtime(const std::string& table_path, const Options& o) : impl_(std::m
     cache_dir = env && *env ? std::filesystem::path(env) : gt::default_cache_dir();
   }
   im.cache = std::make_unique<gt::CubinCache>(cache_dir);
+  im.online = online_of(o);
+  im.policy.online = im.online;
+  if (im.online) {
+    std::string file = option_or_env(o.online_file, "GEMMTUNE_ONLINE_FILE");
+    im.decisions = std::make_unique<gt::OnlineDecisions>(file.empty() ? gt::default_online_file(table_path)
+                                                                      : std::filesystem::path(file));
+    warn_once(im.decisions->take_warning());
+  }
+  im.record_path = option_or_env(o.record_untuned, "GEMMTUNE_RECORD_UNTUNED");
 }
 
 Runtime::~Runtime() = default;
@@ -362,6 +506,7 @@ void Runtime::gemm(const GemmArgs& g, cudaStream_t stream) {
   const Prepared* pr = im.find(k);
   if (!pr) pr = &im.prepare(p, k);
   if (im.opt.dry_run) return;
+  if (pr->pending.load(std::memory_order_acquire)) im.check_online(const_cast<Prepared&>(*pr), stream);
   if (!pr->run) throw Error(GEMMTUNE_ERROR_INTERNAL, "no kernel was prepared for " + pr->choice.problem);
   cudaError_t e = pr->run->launch(gt::Operands{g.a, g.b, g.c, {g.scale_a, g.scale_b, g.scale_d, g.amax_d}}, stream);
   if (e != cudaSuccess) {
@@ -378,6 +523,11 @@ const Choice& Runtime::prepare(const GemmArgs& g) {
   Key k = key_of(p, g);
   if (const Prepared* pr = impl_->find(k)) return pr->choice;
   return impl_->prepare(p, k).choice;
+}
+
+void Runtime::record_untuned(const std::string& path) {
+  std::lock_guard lk(impl_->record_mu);
+  impl_->record_path = path;
 }
 
 const gt::Runnable* Runtime::runnable(const GemmArgs& g) const {

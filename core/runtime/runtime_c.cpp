@@ -6,6 +6,8 @@
 #include "measure/provenance.hpp"
 #include "transform/transform.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -114,6 +116,7 @@ void gemmtune_options_init(gemmtune_options* o) {
   o->device = -1;
   o->max_distance = gemmtune::Options{}.max_distance;
   o->decode_max_m = gemmtune::Options{}.decode_max_m;
+  o->online = gemmtune::Options{}.online;
 }
 
 gemmtune_status gemmtune_create(const char* table_path, const gemmtune_options* options, gemmtune_runtime** out) {
@@ -139,6 +142,10 @@ gemmtune_status gemmtune_create(const char* table_path, const gemmtune_options* 
     cpp.exact_device = o.exact_device != 0;
     cpp.max_distance = o.max_distance;
     cpp.decode_max_m = o.decode_max_m;
+    cpp.unbacked_transfers = o.unbacked_transfers != 0;
+    cpp.online = o.online;
+    if (o.online_file) cpp.online_file = o.online_file;
+    if (o.record_untuned) cpp.record_untuned = o.record_untuned;
     *out = new gemmtune_runtime(table_path, cpp);
   });
 }
@@ -198,6 +205,42 @@ gemmtune_status gemmtune_choice_scaled(gemmtune_runtime* rt, const gemmtune_gemm
     // The config's name with its transform ("...+pad"), as `gemmtune lookup` prints it.
     copy_out(config, config_cap, gt::transformed_name(c.config, gt::parse_transform(c.transform)));
     copy_out(how, how_cap, c.how);
+  });
+}
+
+gemmtune_status gemmtune_choice_json(gemmtune_runtime* rt, const gemmtune_gemm_args* args,
+                                     const gemmtune_scales* scales, const char** json) {
+  if (json) *json = nullptr;
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    if (!json) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "json is NULL");
+    const gemmtune::Choice& c = rt->rt.prepare(args_of(args, scales));
+    static const char* kMatch[] = {"exact", "nearest", "default"};
+    nlohmann::json j = {{"match", kMatch[int(c.match)]},
+                        {"rule", c.rule},
+                        {"backing", c.backing},
+                        {"backing_note", c.backing_note},
+                        {"pending", c.pending},
+                        {"how", c.how},
+                        {"reason", c.reason},
+                        {"family", c.family},
+                        {"config", gt::transformed_name(c.config, gt::parse_transform(c.transform))},
+                        {"params", c.params},
+                        {"transform", c.transform},
+                        {"problem", c.problem},
+                        {"tuned_key", c.tuned_key},
+                        {"unchecked", c.unchecked},
+                        {"note", c.note}};
+    thread_local std::string text;
+    text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    *json = text.c_str();
+  });
+}
+
+gemmtune_status gemmtune_set_record_untuned(gemmtune_runtime* rt, const char* path) {
+  return guarded([&] {
+    if (!rt) throw gemmtune::Error(GEMMTUNE_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
+    rt->rt.record_untuned(path ? path : "");
   });
 }
 

@@ -2,9 +2,11 @@
 
 Where the library is found, in order:
   1. GEMMTUNE_LIBRARY: the path of libgemmtune_runtime.so;
-  2. beside the `gemmtune` command on PATH: a build keeps the library beside the CLI, an
+  2. inside the package (gemmtune/lib/): where a wheel (pip install ./python) bundles it, with
+     its plugins beside it in gemmtune/lib/gemmtune/plugins;
+  3. beside the `gemmtune` command on PATH: a build keeps the library beside the CLI, an
      install under the prefix's lib folder (bin/../lib);
-  3. the dynamic linker's own search (LD_LIBRARY_PATH, ldconfig's cache).
+  4. the dynamic linker's own search (LD_LIBRARY_PATH, ldconfig's cache).
 The library finds its plugins from where it is itself, so nothing else needs setting.
 """
 
@@ -38,6 +40,10 @@ class Options(ctypes.Structure):
         ("exact_device", ctypes.c_int32),
         ("max_distance", ctypes.c_double),
         ("decode_max_m", ctypes.c_int64),
+        ("unbacked_transfers", ctypes.c_int32),
+        ("online", ctypes.c_int32),
+        ("online_file", ctypes.c_char_p),
+        ("record_untuned", ctypes.c_char_p),
     ]
 
 
@@ -78,12 +84,20 @@ _Handle = ctypes.c_void_p
 _Status = ctypes.c_int
 
 
+def _bundled() -> str:
+    """Where a wheel of this package puts the library: lib/ inside the package (with its plugins
+    in lib/gemmtune/plugins, where the library looks for them from its own folder)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", LIBRARY_NAME)
+
+
 def _candidates() -> List[str]:
     """Where the library may be, in the order they are tried."""
     found = []
     env = os.environ.get("GEMMTUNE_LIBRARY")
     if env:
         return [env]  # named: only that one
+    if os.path.exists(_bundled()):
+        return [_bundled()]  # a wheel's own: the library and plugins it was built with
     cli = shutil.which("gemmtune")
     if cli:
         bindir = os.path.dirname(os.path.realpath(cli))
@@ -113,6 +127,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.gemmtune_choice_scaled.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(Scales), c.POINTER(c.c_int32),
                                            c.c_char_p, c.c_size_t, c.c_char_p, c.c_size_t]
     lib.gemmtune_choice_scaled.restype = _Status
+    lib.gemmtune_choice_json.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(Scales), c.POINTER(c.c_char_p)]
+    lib.gemmtune_choice_json.restype = _Status
+    lib.gemmtune_set_record_untuned.argtypes = [_Handle, c.c_char_p]
+    lib.gemmtune_set_record_untuned.restype = _Status
     lib.gemmtune_runtime_info.argtypes = [_Handle, c.POINTER(c.c_int32), c.POINTER(c.c_int32), c.c_char_p,
                                           c.c_size_t, c.c_char_p, c.c_size_t]
     lib.gemmtune_runtime_info.restype = _Status

@@ -31,11 +31,24 @@ class Choice:
     """What the table answers for a problem: match is "exact", "nearest" or "default" (as
     `gemmtune lookup` says), config the canonical name of the config (ending "+pad", "+swap" or
     "+pad+swap" where it runs through a problem transform, which the runtime applies), how the
-    way it was found ("nearest (from 4096x4096x4096)")."""
+    way it was found ("nearest (from 4096x4096x4096)"). rule: the step that served it ("exact",
+    "nearest", "transferred", "adapted", "library default", "family default"); backing: why it
+    may run instead of the default ("exact", "evidence", "online", "default", "unbacked", "none"
+    for a default; docs/lookup.md); pending: online mode, a default: the transfer its first
+    gemm times against it ("": none); reason: a default's, why no entry served."""
 
     match: str
     config: str
     how: str
+    rule: str = ""
+    backing: str = ""
+    pending: str = ""
+    reason: str = ""
+
+    @property
+    def is_default(self) -> bool:
+        """The library's default, nothing to check: a program may run its own (torch.matmul)."""
+        return self.match == "default" and not self.pending
 
 
 @dataclass(frozen=True)
@@ -156,7 +169,9 @@ class Table:
     def load(cls, path: Union[str, "os.PathLike[str]"], *, device: Optional[int] = None,
              dry_run: Optional[bool] = None, arch: Optional[str] = None, device_name: Optional[str] = None,
              plugin_dirs: Optional[Sequence[str]] = None, cache_dir: Optional[str] = None,
-             default_family: Optional[str] = None) -> "Table":
+             default_family: Optional[str] = None, online: Optional[bool] = None,
+             online_file: Optional[str] = None, record_untuned: Optional[str] = None,
+             unbacked_transfers: bool = False) -> "Table":
         """Loads the table and the plugins.
 
         device: the CUDA ordinal (default: the current device). dry_run: True looks up and
@@ -164,7 +179,12 @@ class Table:
         arch: the architecture a dry run builds for (sm_90). device_name: whose entries to
         use (default: the GPU's name; a dry run: every entry). plugin_dirs, cache_dir,
         default_family: as gemmtune_options (defaults: the library's plugins, the user's
-        cache, naive).
+        cache, none). online: time a transfer no evidence backs against the default on its
+        problem's first gemm and keep the faster (None: GEMMTUNE_ONLINE decides); online_file:
+        where the decisions go (default: GEMMTUNE_ONLINE_FILE, else beside the table);
+        record_untuned: a job file that every problem answered without an exact entry is
+        appended to (default: GEMMTUNE_RECORD_UNTUNED); unbacked_transfers: answer from nearest
+        entries without evidence, as before (to measure the rules). docs/lookup.md.
         """
         lib = _capi.load()
         o = _capi.Options()
@@ -185,6 +205,11 @@ class Table:
         o.plugin_dirs = text(":".join(os.fspath(d) for d in plugin_dirs)) if plugin_dirs else None
         o.cache_dir = text(cache_dir)
         o.default_family = text(default_family)
+        if online is not None:
+            o.online = 1 if online else 0
+        o.online_file = text(online_file)
+        o.record_untuned = text(record_untuned)
+        o.unbacked_transfers = 1 if unbacked_transfers else 0
         path = os.fspath(path)
         handle = ctypes.c_void_p()
         reason = ""
@@ -243,12 +268,21 @@ class Table:
                 raise InvalidArgumentError(f"align: {align!r} is not 1, 2, 4, 8 or 16")
             # The C API takes the alignment from the pointers: pointers at that alignment.
             g.a = g.b = g.c = align
-        match = ctypes.c_int32()
-        config, how = ctypes.create_string_buffer(_TEXT_CAP), ctypes.create_string_buffer(_TEXT_CAP)
-        lib = _capi.load()
-        _capi.check(lib.gemmtune_choice_scaled(self._live(), ctypes.byref(g), None if sc is None else ctypes.byref(sc),
-                                               ctypes.byref(match), config, len(config), how, len(how)))
-        return Choice(MATCHES.get(match.value, str(match.value)), config.value.decode(), how.value.decode())
+        return self._choice(g, sc)
+
+    def _choice(self, g: _capi.GemmArgs, sc: Optional[_capi.Scales] = None) -> Choice:
+        """The runtime's choice for a problem's arguments (gemmtune_choice_json)."""
+        out = ctypes.c_char_p()
+        _capi.check(_capi.load().gemmtune_choice_json(self._live(), ctypes.byref(g),
+                                                      None if sc is None else ctypes.byref(sc), ctypes.byref(out)))
+        j = json.loads(out.value.decode("utf-8", "replace"))
+        return Choice(j["match"], j["config"], j["how"], j["rule"], j["backing"], j["pending"], j["reason"])
+
+    def record_untuned(self, path: Optional[Union[str, "os.PathLike[str]"]]) -> None:
+        """Appends every problem answered from now on without an exact entry to the job file
+        `path` (`gemmtune tune --config path` reads it as it is); None stops."""
+        _capi.check(_capi.load().gemmtune_set_record_untuned(self._live(),
+                                                             None if path is None else os.fsencode(path)))
 
     def entries(self) -> List[Entry]:
         """The table's entries, in its order."""

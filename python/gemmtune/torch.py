@@ -12,6 +12,16 @@ dtype there, and no input that needs a gradient. It runs on PyTorch's current st
 device. Where the table cannot serve (any of these fails, or the table has no config that can
 run the problem) it says why in a gemmtune.torch.FallbackWarning and returns torch.matmul.
 
+Where the table answers a problem with the library's default (no exact entry, and no transfer
+backed by evidence or an online check: docs/lookup.md), torch.matmul runs it, without a warning:
+PyTorch's own choice is the default a program has without the table.
+
+The switch: gemmtune.torch.enable(table) routes torch.matmul, torch.mm, torch.nn.functional.linear
+(without a bias) and torch._scaled_mm through the table for the problems it answers with a config
+of its own, and to PyTorch's own functions, silently, for everything else; disable() restores
+them; `with gemmtune.torch.enabled(table):` does both. enable(table, record=path) also appends
+every problem the table answered without an exact entry to a job file for `gemmtune tune --config`.
+
 Per call: the first call of a problem (the shapes, strides, dtypes and devices of A, B and
 out, and its table dtype: f32 or tf32 as PyTorch's setting is at that call) makes every check
 above and, once the table has run it, keeps the plan (layout, leading dimensions, the C API's
@@ -27,16 +37,26 @@ goes through every check.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import warnings
-from typing import Optional
+from typing import Callable, Optional, Union
 
 import torch as _torch
 
 from . import _layout
 from .errors import BuildFailedError, NotSupportedError
-from .table import PLANS_CAP, Table, _scales
+from .table import PLANS_CAP, Table, _copy_args, _scales
 
-__all__ = ["matmul", "scaled_mm", "FallbackWarning", "gemmtune_dtype"]
+__all__ = ["matmul", "scaled_mm", "FallbackWarning", "gemmtune_dtype", "enable", "disable", "enabled", "is_enabled"]
+
+_functional = getattr(getattr(_torch, "nn", None), "functional", None)
+# PyTorch's own functions, as they were when this module was imported: what every fallback
+# runs, also while the switch has replaced them (enable()).
+_ORIGINAL = {"matmul": _torch.matmul, "mm": getattr(_torch, "mm", None),
+             "linear": getattr(_functional, "linear", None), "_scaled_mm": getattr(_torch, "_scaled_mm", None)}
+# A kept plan: the table answers the problem with the library's default, which torch.matmul runs.
+_DEFAULT = "torch"
 
 
 class FallbackWarning(UserWarning):
@@ -99,7 +119,36 @@ def _why_not(a, b, out, table: Table):
 
 def matmul(a: "_torch.Tensor", b: "_torch.Tensor", *, table: Table,
            out: Optional["_torch.Tensor"] = None) -> "_torch.Tensor":
-    """a @ b with the table's config for the problem; torch.matmul where it cannot serve."""
+    """a @ b with the table's config for the problem; torch.matmul where the table answers the
+    library's default (quietly) or cannot serve (with a FallbackWarning saying why)."""
+    return _matmul(a, b, table, out, _warned("matmul", "torch.matmul"))
+
+
+Fallback = Callable[[object, object, object, Optional[str]], "_torch.Tensor"]
+
+
+def _warned(name: str, what: str) -> Fallback:
+    """PyTorch's own `name` for a fallback, with a FallbackWarning where there is a reason."""
+    def run(a, b, out, why):
+        if why is not None:
+            warnings.warn(f"gemmtune.torch.{name}: {why}; using {what}", FallbackWarning, stacklevel=4)
+        return _torch_matmul(a, b, out)
+    return run
+
+
+def _quiet(a, b, out, why):
+    """PyTorch's own torch.matmul, without a word (the switch's fallback)."""
+    return _torch_matmul(a, b, out)
+
+
+def _torch_matmul(a, b, out):
+    f = _ORIGINAL["matmul"]
+    return f(a, b) if out is None else f(a, b, out=out)
+
+
+def _matmul(a, b, table: Table, out, fallback: Fallback):
+    """a @ b through the table's plan for the problem, else `fallback(a, b, out, why)` (why None:
+    the table answers the library's default)."""
     key = dtype = None
     if isinstance(a, _Tensor) and isinstance(b, _Tensor):
         try:
@@ -109,27 +158,49 @@ def matmul(a: "_torch.Tensor", b: "_torch.Tensor", *, table: Table,
             kept = table._plans.get(key)
         except Exception:  # not strided tensors (sparse, say), an out that is no tensor: the checks say
             key = kept = None
-        if kept is not None and not table.dry_run and kept[1].index == table.device and not (
-                (a.requires_grad or b.requires_grad) and _torch.is_grad_enabled()):
+        grad = (a.requires_grad or b.requires_grad) and _torch.is_grad_enabled()
+        if kept is _DEFAULT and not grad:
+            return fallback(a, b, out, None)
+        if kept is not None and kept is not _DEFAULT and not table.dry_run and kept[1].index == table.device \
+                and not grad:
             args, device, size, what = kept
             c = out if out is not None else _torch.empty(size, dtype=a.dtype, device=device)
             failed = _launch(table, args, device.index, a, b, c)
-            return c if failed is None else _fallback(a, b, out, f"the table cannot run {what}: {failed}")
+            return c if failed is None else fallback(a, b, out, f"the table cannot run {what}: {failed}")
     plan = _why_not(a, b, out, table)
     if isinstance(plan, str):
-        return _fallback(a, b, out, plan)
+        return fallback(a, b, out, plan)
     p, planned_dtype = plan
     args = table._prepare(p.m, p.n, p.k, dtype=planned_dtype, layout=p.layout, lda=p.lda, ldb=p.ldb, ldc=p.ldc)
+    keep = key is not None and planned_dtype == dtype
+    choice = _choice_at(table, args, a, b, out)
+    if choice.is_default:  # no config of the table's own: PyTorch's is the default
+        if keep:
+            _keep(table, key, _DEFAULT)
+        return fallback(a, b, out, None)
     what = f"{p.m}x{p.n}x{p.k} {planned_dtype} {p.layout}"
     c = out if out is not None else _torch.empty((p.m, p.n), dtype=a.dtype, device=a.device)
     failed = _launch(table, args, a.device.index, a, b, c)
     if failed is not None:
-        return _fallback(a, b, out, f"the table cannot run {what}: {failed}")
-    if key is not None and planned_dtype == dtype:  # kept once it ran (what cannot run is asked again)
-        if len(table._plans) >= PLANS_CAP:
-            table._plans.clear()
-        table._plans[key] = (args, a.device, (p.m, p.n), what)
+        return fallback(a, b, out, f"the table cannot run {what}: {failed}")
+    if keep:  # kept once it ran (what cannot run is asked again)
+        checked = choice.pending and _choice_at(table, args, a, b, out).is_default  # the online check kept the default
+        _keep(table, key, _DEFAULT if checked else (args, a.device, (p.m, p.n), what))
     return c
+
+
+def _choice_at(table: Table, args, a, b, out):
+    """The table's choice for the prepared problem with these operands' pointers (their alignment
+    is part of the problem; a C not made yet counts as aligned, as PyTorch allocates)."""
+    g = _copy_args(args)
+    g.a, g.b, g.c = a.data_ptr(), b.data_ptr(), 0 if out is None else out.data_ptr()
+    return table._choice(g)
+
+
+def _keep(table: Table, key, plan) -> None:
+    if len(table._plans) >= PLANS_CAP:
+        table._plans.clear()
+    table._plans[key] = plan
 
 
 def _launch(table: Table, args, index: int, a, b, c) -> Optional[Exception]:
@@ -145,11 +216,6 @@ def _launch(table: Table, args, index: int, a, b, c) -> Optional[Exception]:
     except (NotSupportedError, BuildFailedError) as e:
         return e
     return None
-
-
-def _fallback(a, b, out, why: str):
-    warnings.warn(f"gemmtune.torch.matmul: {why}; using torch.matmul", FallbackWarning, stacklevel=3)
-    return _torch.matmul(a, b) if out is None else _torch.matmul(a, b, out=out)
 
 
 # FP8: torch's float8 types as the table names them (older PyTorch has none).
@@ -225,13 +291,20 @@ def scaled_mm(a: "_torch.Tensor", b: "_torch.Tensor", scale_a: "_torch.Tensor", 
     or float8_e5m2; scale_a and scale_b float32 dequantisation scales, tensor-wise, row-wise
     ((M, 1) and (1, N)) or block-wise (1x128 of a, 128x128 of b); out_dtype bfloat16, float16,
     float32 or an FP8 type (default: a's). A bias, a scale_result with a wider output, and a
-    table answer that accumulates fast where use_fast_accum is False go to torch._scaled_mm."""
+    table answer that accumulates fast where use_fast_accum is False go to torch._scaled_mm (with a
+    FallbackWarning), and so, quietly, does a problem the table answers with the library's default."""
+    return _scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, table, True)
+
+
+def _scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, table: Table, warn: bool):
+    """scaled_mm, saying why it falls back where `warn`."""
     out_dtype = out_dtype if out_dtype is not None else getattr(a, "dtype", None)
 
-    def fallback(why: str):
-        warnings.warn(f"gemmtune.torch.scaled_mm: {why}; using torch._scaled_mm", FallbackWarning, stacklevel=3)
-        return _torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, scale_result=scale_result, out_dtype=out_dtype,
-                                 use_fast_accum=use_fast_accum)
+    def fallback(why: Optional[str]):
+        if warn and why is not None:
+            warnings.warn(f"gemmtune.torch.scaled_mm: {why}; using torch._scaled_mm", FallbackWarning, stacklevel=4)
+        return _ORIGINAL["_scaled_mm"](a, b, scale_a, scale_b, bias=bias, scale_result=scale_result,
+                                       out_dtype=out_dtype, use_fast_accum=use_fast_accum)
 
     if bias is not None:
         return fallback("gemmtune's FP8 GEMMs have no bias")
@@ -244,13 +317,14 @@ def scaled_mm(a: "_torch.Tensor", b: "_torch.Tensor", scale_a: "_torch.Tensor", 
     what = f"{args.m}x{args.n}x{args.k} {dtype}{':' + b_dtype if b_dtype else ''}>{out_name} nt {mode}"
     if scale_result is not None and out_dtype not in _FP8:
         return fallback("scale_result applies to an FP8 output only")
+    choice = table.lookup(args.m, args.n, args.k, dtype=dtype, out_dtype=out_name, layout="nt", lda=args.lda,
+                          ldb=args.ldb, ldc=args.ldc, scale=mode, b_dtype=b_dtype)
+    if choice.is_default:  # no config of the table's own: PyTorch's is the default
+        return fallback(None)
     # A config that accumulates fast is what the table was tuned to allow; a caller who did not
     # ask for it gets torch's exact accumulation instead.
-    if not use_fast_accum:
-        choice = table.lookup(args.m, args.n, args.k, dtype=dtype, out_dtype=out_name, layout="nt", lda=args.lda,
-                              ldb=args.ldb, ldc=args.ldc, scale=mode, b_dtype=b_dtype)
-        if "_fast_accum1" in choice.config:
-            return fallback(f"the table's config for {what} accumulates fast ({choice.config}); use_fast_accum=False")
+    if not use_fast_accum and "_fast_accum1" in choice.config:
+        return fallback(f"the table's config for {what} accumulates fast ({choice.config}); use_fast_accum=False")
     c = _torch.empty((args.m, args.n), dtype=out_dtype, device=a.device)
     if scale_result is not None:
         scales.d = scale_result.data_ptr()
@@ -263,3 +337,102 @@ def scaled_mm(a: "_torch.Tensor", b: "_torch.Tensor", scale_a: "_torch.Tensor", 
         return fallback(f"the table cannot run {what}: {e}")
     return c
 
+
+# ---- the switch: PyTorch's functions through a table ------------------------------------------
+
+_switch = {"table": None, "recording": False}
+
+
+def _routed_matmul(input, other, *, out=None):
+    table = _switch["table"]
+    if table is None:
+        return _torch_matmul(input, other, out)
+    return _matmul(input, other, table, out, _quiet)
+
+
+def _routed_mm(input, mat2, *, out=None, **kwargs):
+    table, mm = _switch["table"], _ORIGINAL["mm"]
+    if table is None or kwargs:  # out_dtype and the like: PyTorch's own
+        return mm(input, mat2, **kwargs) if out is None else mm(input, mat2, out=out, **kwargs)
+    return _matmul(input, mat2, table, out, lambda a, b, o, why: mm(a, b) if o is None else mm(a, b, out=o))
+
+
+def _routed_linear(input, weight, bias=None):
+    """F.linear: input (..., K) @ weight (N x K).t(): layout nt, the rows of every leading
+    dimension as M. A bias, and an input that is not contiguous, go to PyTorch's own (gemmtune has
+    no bias epilogue, and a copy of the input would cost more than it could gain)."""
+    table, linear = _switch["table"], _ORIGINAL["linear"]
+    if (table is None or bias is not None or not isinstance(input, _Tensor) or not isinstance(weight, _Tensor)
+            or input.dim() < 1 or weight.dim() != 2 or not input.is_contiguous()):
+        return linear(input, weight, bias)
+    x = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
+    c = _matmul(x, weight.t(), table, None, lambda a, b, o, why: None)
+    if c is None:
+        return linear(input, weight, bias)
+    return c if input.dim() == 2 else c.reshape(*input.shape[:-1], weight.shape[0])
+
+
+def _routed_scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+    table = _switch["table"]
+    if table is None:
+        return _ORIGINAL["_scaled_mm"](a, b, scale_a, scale_b, bias=bias, scale_result=scale_result,
+                                       out_dtype=out_dtype, use_fast_accum=use_fast_accum)
+    return _scaled_mm(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, table, False)
+
+
+_ROUTES = {"matmul": (_torch, "matmul", _routed_matmul), "mm": (_torch, "mm", _routed_mm),
+           "linear": (_functional, "linear", _routed_linear),
+           "_scaled_mm": (_torch, "_scaled_mm", _routed_scaled_mm)}
+
+
+def enable(table: Table, *, record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
+    """Routes torch.matmul, torch.mm, torch.nn.functional.linear (nn.Linear) and torch._scaled_mm
+    through `table`: a problem it answers with a config of its own (an exact entry, or a transfer
+    backed by evidence or an online check) runs that config; every other call runs PyTorch's own
+    function, without a warning (batches, a bias, CPU tensors, gradients, the library default).
+    record: a job file that every problem the table answers without an exact entry is appended
+    to (`gemmtune tune --config record`). A second enable replaces the table."""
+    if not isinstance(table, Table):
+        raise TypeError(f"gemmtune.torch.enable: table must be a gemmtune.Table, not {type(table).__name__}")
+    if _switch["table"] is not None:
+        disable()
+    if record is not None:
+        table.record_untuned(record)
+    _switch.update(table=table, recording=record is not None)
+    for owner, name, routed in _ROUTES.values():
+        if owner is not None and getattr(owner, name, None) is not None:
+            setattr(owner, name, routed)
+
+
+def disable() -> None:
+    """PyTorch's functions back as they were; a recording that enable started stops."""
+    table = _switch["table"]
+    for key, (owner, name, routed) in _ROUTES.items():
+        if owner is not None and getattr(owner, name, None) is routed:
+            setattr(owner, name, _ORIGINAL[key])
+    if table is not None and _switch["recording"]:
+        try:
+            table.record_untuned(None)
+        except Exception:  # a table closed meanwhile records nothing anyway
+            pass
+    _switch.update(table=None, recording=False)
+
+
+def is_enabled() -> bool:
+    return _switch["table"] is not None
+
+
+@contextlib.contextmanager
+def enabled(table: Table, *, record: Optional[Union[str, "os.PathLike[str]"]] = None):
+    """`with gemmtune.torch.enabled(table):` enable() for the block, then the state before it."""
+    before = (_switch["table"], _switch["recording"])
+    enable(table, record=record)
+    try:
+        yield table
+    finally:
+        disable()
+        if before[0] is not None:
+            _switch.update(table=before[0], recording=before[1])
+            for owner, name, routed in _ROUTES.values():
+                if owner is not None and getattr(owner, name, None) is not None:
+                    setattr(owner, name, routed)

@@ -121,6 +121,18 @@ class Tensor:
     def t(self) -> "Tensor":
         return Tensor(self.shape[::-1], self._stride[::-1], self.dtype, self.device, self.requires_grad, self._ptr)
 
+    def reshape(self, *shape) -> "Tensor":
+        """A view of a contiguous tensor in another shape (one size may be -1)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if -1 in shape:
+            rest = 1
+            for s in shape:
+                rest *= s if s != -1 else 1
+            shape = tuple(self.numel() // rest if s == -1 else s for s in shape)
+        assert self.is_contiguous(), "fake_torch: reshape of a tensor that is not contiguous would copy"
+        return Tensor(shape, None, self.dtype, self.device, self.requires_grad, self._ptr)
+
     def __getitem__(self, cols) -> "Tensor":
         """x[:, :n]: the first n columns (a view with the parent's row stride)."""
         rows, c = cols
@@ -161,6 +173,25 @@ def matmul(a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         return out
     return empty(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
 
+
+mm_calls: List[Tuple[Tensor, Tensor, Optional[Tensor]]] = []
+
+
+def mm(a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+    mm_calls.append((a, b, out))
+    return out if out is not None else empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+
+
+linear_calls: List[Tuple[Tensor, Tensor, Optional[Tensor]]] = []
+
+
+def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """torch.nn.functional.linear: records the call, returns a (..., N) tensor."""
+    linear_calls.append((input, weight, bias))
+    return empty(*input.shape[:-1], weight.shape[0], dtype=input.dtype, device=input.device)
+
+
+nn = SimpleNamespace(functional=SimpleNamespace(linear=_linear))
 
 scaled_mm_calls: List[dict] = []
 
@@ -325,6 +356,8 @@ def reset() -> None:
     backends.cuda.matmul.fp32_precision = "none"
     _grad[0] = True
     matmul_calls.clear()
+    mm_calls.clear()
+    linear_calls.clear()
     scaled_mm_calls.clear()
 
 

@@ -108,11 +108,11 @@ def reasons(fn):
 
 
 def test_scaled_mm_launches_each_scale_mode(gt, gpu_table):
-    m, n, k = 256, 512, 1024
+    n, k = 512, 1024
     kb, kb4 = 8, 8
-    cases = [("tensor", t(dtype=F32), t(dtype=F32)), ("row", t(m, 1, dtype=F32), t(1, n, dtype=F32)),
-             ("block", t(m, kb, dtype=F32, stride=(1, m)), t(kb, (n + 127) // 128, dtype=F32, stride=(1, kb4)))]
-    for mode, sa, sb in cases:
+    cases = [("tensor", 256, t(dtype=F32), t(dtype=F32)), ("row", 256, t(256, 1, dtype=F32), t(1, n, dtype=F32)),
+             ("block", 128, t(128, kb, dtype=F32, stride=(1, 128)), t(kb, (n + 127) // 128, dtype=F32, stride=(1, kb4)))]
+    for mode, m, sa, sb in cases:
         a, b = t(m, k), weight(n, k)
         c, why = reasons(lambda: gt.scaled_mm(a, b, sa, sb, out_dtype=BF16, table=gpu_table))
         if mode == "tensor":  # the table's tensor entry accumulates fast: not unless asked
@@ -153,3 +153,16 @@ def test_scaled_mm_on_a_dry_run_table_falls_back(gt, table):
     _, why = reasons(lambda: gt.scaled_mm(t(256, 1024), weight(512, 1024), t(dtype=F32), t(dtype=F32),
                                           out_dtype=BF16, table=table))
     assert len(why) == 1 and "loaded without a GPU (a dry run)" in why[0]
+
+
+def test_scaled_mm_runs_torch_where_the_table_answers_the_default(gt, gpu_table):
+    """256 rows in block scales: the table's nearest entry (128 rows) is not backed by evidence,
+    so the answer is cuBLASLt's pick, the default, which torch._scaled_mm runs, without a word."""
+    m, n, k, kb, kb4 = 256, 512, 1024, 8, 8
+    assert gpu_table.lookup(m, n, k, dtype="e4m3", scale="block").is_default
+    a, b = t(m, k), weight(n, k)
+    sa, sb = t(m, kb, dtype=F32, stride=(1, m)), t(kb, (n + 127) // 128, dtype=F32, stride=(1, kb4))
+    c, why = reasons(lambda: gt.scaled_mm(a, b, sa, sb, out_dtype=BF16, table=gpu_table))
+    assert why == [] and gpu_table._gemm_scaled_c.launches == []
+    assert ft.scaled_mm_calls[-1]["a"] is a and ft.scaled_mm_calls[-1]["out_dtype"] is BF16
+

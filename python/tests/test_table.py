@@ -119,3 +119,44 @@ def test_the_package_is_python_3_9():
     """Every module parses as Python 3.9 (the oldest CPython the package supports)."""
     for path in sorted((REPO / "python" / "gemmtune").glob("*.py")):
         ast.parse(path.read_text(), filename=str(path), feature_version=(3, 9))
+
+
+def test_online_mode_names_the_transfer_a_first_gemm_times_and_answers_from_the_decisions(tmp_path, cache_dir,
+                                                                                         monkeypatch):
+    """Table.load(online=...) and GEMMTUNE_ONLINE: a dry run times nothing, so an unbacked transfer
+    leaves the default, naming the transfer (pending) a first gemm on a GPU would time; a decision
+    in the file beside the table (or online_file) answers without timing."""
+    monkeypatch.delenv("GEMMTUNE_ONLINE", raising=False)
+    monkeypatch.delenv("GEMMTUNE_ONLINE_FILE", raising=False)
+    table = tmp_path / "t.toml"
+    table.write_bytes(LLM_TABLE.read_bytes())
+    kw = dict(dry_run=True, device_name="NVIDIA H200", cache_dir=cache_dir)
+    ask = dict(dtype="bf16")  # 100x4096x4096: the table holds 64x4096x4096 (distance 0.446), without evidence
+
+    def choice(**load):
+        with gemmtune.Table.load(table, **kw, **load) as t:
+            return t.lookup(100, 4096, 4096, **ask)
+
+    off = choice(online=False)
+    assert (off.match, off.rule, off.backing, off.pending) == ("default", "library default", "none", "")
+    assert off.is_default and "not backed" in off.reason
+    on = choice(online=True)
+    assert on.match == "default" and "(nearest (from 64x4096x4096" in on.pending, on
+    assert not on.is_default  # a first gemm would time it: not PyTorch's to run
+    monkeypatch.setenv("GEMMTUNE_ONLINE", "1")
+    assert choice().pending == on.pending
+    monkeypatch.setenv("GEMMTUNE_ONLINE", "0")
+    assert choice().pending == ""
+    monkeypatch.delenv("GEMMTUNE_ONLINE")
+    candidate = on.pending.split(" (")[0]
+    decision = {"device": "NVIDIA H200", "problem": "100x4096x4096 bf16>bf16 nn a16", "candidate": candidate,
+                "default": "cublaslt_pick", "kept": "candidate", "candidate_us": 10.0, "default_us": 12.0, "at": ""}
+    (tmp_path / "t.toml.online.jsonl").write_text(json.dumps(decision) + "\n")
+    kept = choice(online=True)
+    assert (kept.match, kept.rule, kept.backing, kept.config) == ("nearest", "nearest", "online", candidate)
+    assert choice(online=False).is_default  # the decisions count in online mode only
+    other = tmp_path / "other.jsonl"
+    assert choice(online=True, online_file=str(other)).pending == on.pending  # none decided there
+    (tmp_path / "t.toml.online.jsonl").write_text(json.dumps(dict(decision, kept="default")) + "\n")
+    slower = choice(online=True)
+    assert slower.is_default and slower.pending == "" and "the default was kept" in slower.reason

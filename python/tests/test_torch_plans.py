@@ -42,13 +42,24 @@ class Recorder:
         return 0
 
 
+# A config of the table's own for every problem: the plans' machinery runs whatever the committed
+# table answers (the library's default for most of these small shapes, which torch.matmul runs:
+# test_the_librarys_default_runs_torch_matmul_quietly).
+ANSWERED = gemmtune.Choice("exact", "cublaslt_stub", "exact", "exact", "exact")
+
+
+def answering(t):
+    t._choice = lambda g, sc=None: (t._live(), ANSWERED)[1]
+    return t
+
+
 @pytest.fixture
 def table(cache_dir):
     ft.reset()
     t = gemmtune.Table.load(LLM_TABLE, dry_run=True, cache_dir=cache_dir)
     t.dry_run, t.device = False, 0  # the stand-in's cuda:0; launches go to the recorder
     t._gemm_c = Recorder()
-    yield t
+    yield answering(t)
     t.close()
     ft.reset()
 
@@ -190,7 +201,7 @@ def test_a_planned_problem_falls_back_as_a_first_call_does(gt, table, cache_dir)
     table.dry_run, table.device = False, 1  # on another GPU than the tensors
     assert fallback_reasons(lambda: gt.matmul(a, b, table=table, out=c)) == [
         "gemmtune.torch.matmul: the tensors are on cuda:0, the table runs on cuda:1; using torch.matmul"]
-    other = gemmtune.Table.load(LLM_TABLE, dry_run=True, cache_dir=cache_dir)
+    other = answering(gemmtune.Table.load(LLM_TABLE, dry_run=True, cache_dir=cache_dir))
     other.dry_run, other.device, other._gemm_c = False, 0, Recorder()
     no_fallback(lambda: gt.matmul(a, b, table=other, out=c))  # each table keeps its own plans
     assert len(other._gemm_c.launches) == 1 and len(other._plans) == 1
@@ -277,3 +288,21 @@ def test_the_plans_are_capped(gt, table, monkeypatch):
         c = no_fallback(lambda: gt.matmul(a, b, table=table))
         assert table._gemm_c.launches[-1] == launched(table, a, b, c)
         assert 1 <= len(table._plans) <= 3
+
+
+def test_the_librarys_default_runs_torch_matmul_quietly(gt, table, planned):
+    """Where the table answers the library's default (no exact entry, no backed transfer), PyTorch's
+    own torch.matmul runs the product, without a warning; the plan keeps that, so later calls go
+    there at once. A problem the table holds runs its config."""
+    del table._choice  # the runtime's own answers
+    a, b, c = t(16, 32), t(32, 64), t(16, 64)
+    assert table.lookup(16, 64, 32, dtype="bf16").is_default
+    for calls in (1, 2):
+        assert no_fallback(lambda: gt.matmul(a, b, table=table, out=c)) is c
+        assert ft.matmul_calls[-1] == (a, b, c) and len(ft.matmul_calls) == calls
+    assert table._gemm_c.launches == [] and planned[0] == 1
+    assert list(table._plans.values()) == [gt._DEFAULT]
+    x, w = t(16, 4096), t(4096, 4096)  # an entry of the committed table
+    assert table.lookup(16, 4096, 4096, dtype="bf16").match == "exact"
+    no_fallback(lambda: gt.matmul(x, w, table=table))
+    assert len(table._gemm_c.launches) == 1 and len(ft.matmul_calls) == 2

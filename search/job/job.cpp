@@ -54,6 +54,11 @@ std::optional<std::string> RealRange::check(const std::string& name, double v) c
 
 namespace {
 
+// [[problems]]'s lda, ldb, ldc and align (unset: tight, and what they allow).
+struct Strides {
+  std::optional<int64_t> lda, ldb, ldc, align;
+};
+
 struct Ctx {
   std::string file;
   std::map<std::string, std::string>* where = nullptr;  // Job::where
@@ -142,6 +147,43 @@ struct Ctx {
     b.fraction = real(t, "fraction", kFractionRange);
     b.patience = whole(t, "patience", kPatienceRange);
     return b;
+  }
+  // A problem set's leading dimensions and alignment (a runtime problem's, as the runtime's
+  // record of untuned problems writes them): each optional.
+  Strides strides(const toml::table& t) const {
+    Strides st;
+    for (auto [key, slot] : {std::pair{"lda", &st.lda}, {"ldb", &st.ldb}, {"ldc", &st.ldc}, {"align", &st.align}}) {
+      const toml::node* n = t.get(key);
+      if (!n) continue;
+      if (!n->is_integer()) fail(*n, fmt::format("'{}' must be a whole number", key));
+      const int64_t v = *n->value<int64_t>();
+      if (v < 1 || v > kMaxDim) fail(*n, fmt::format("'{}' = {} is out of range (1 to {})", key, v, kMaxDim));
+      if (std::string_view(key) == "align" && (v > 16 || (v & (v - 1))))
+        fail(*n, fmt::format("'align' = {} is not 1, 2, 4, 8 or 16 (bytes)", v));
+      *slot = v;
+    }
+    return st;
+  }
+  // The set's leading dimensions and alignment on one of its problems: each at least what the
+  // problem needs, the alignment at most what the leading dimensions allow.
+  void apply(const toml::table& t, const Strides& st, Problem& p) const {
+    auto set = [&](const char* key, std::optional<int64_t> v, int64_t& ld, int64_t need) {
+      if (!v) return;
+      if (*v < need)
+        fail(*t.get(key), fmt::format("'{}' = {} is less than {} {} needs ({})", key, *v, p.shape(),
+                                      to_string(p.layout), need));
+      ld = *v;
+    };
+    set("lda", st.lda, p.lda, p.a_cols());
+    set("ldb", st.ldb, p.ldb, p.b_cols());
+    set("ldc", st.ldc, p.ldc, p.n);
+    p.align = alignment_of(p);
+    if (st.align) {
+      if (*st.align > p.align)
+        fail(*t.get("align"), fmt::format("'align' = {} is more than the leading dimensions of {} allow ({})",
+                                          *st.align, p.shape(), p.align));
+      p.align = int32_t(*st.align);
+    }
   }
   std::vector<int64_t> ints(const toml::table& t, const char* key) const {
     std::vector<int64_t> out;
@@ -260,8 +302,9 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
   for (auto& node : *arr) {
     const toml::table& t = *node.as_table();
     ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "scales", "constant", "families",
-                   "configs"},
+                      "configs", "lda", "ldb", "ldc", "align"},
                   "[[problems]]");
+    const Strides strides = ctx.strides(t);
     std::map<std::string, std::vector<std::string>> fixed;
     if (const toml::node* cn = t.get("configs")) {
       const toml::table* ct = cn->as_table();
@@ -335,6 +378,7 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
             } catch (const InputError& e) {
               ctx.fail(node, fmt::format("{}x{}x{} {} {}: {}", s[0], s[1], s[2], d, l, e.what()));
             }
+            ctx.apply(t, strides, p);
             add_problem(job, seen, p, fams, fixed);
           }
       }

@@ -35,7 +35,7 @@ void round_trip(const gt::LookupTable& t, gt::TableFormat f) {
     broken(std::string("a loaded table, written as ") + gt::to_string(f) + ", does not read back: " + e.what() +
            "\n--- written:\n" + text);
   }
-  if (!(back.entries == t.entries) || !(back.info == t.info))
+  if (!(back.entries == t.entries) || !(back.evidence == t.evidence) || !(back.info == t.info))
     broken(std::string("a loaded table changes in a ") + gt::to_string(f) + " round trip\n--- written:\n" + text);
 }
 

@@ -6,7 +6,7 @@
 #     C++ program on the shared library and one on the archive; each loads the committed
 #     LLM table, looks up an entry's own key (exact) and, on a GPU, runs it once;
 #  3. the same C program builds with pkg-config (shared), the C++ one with gemmtune-static;
-#  4. the Python package, installed with pip (nothing compiled), finds the installed library
+#  4. the Python package, installed with pip (its Python only, -C wheel.cmake=false), finds the installed library
 #     through the installed CLI on PATH;
 #  5. the prefix moved elsewhere still works (nothing in it names where it was installed).
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR WORK_DIR EXPECTED_PLUGINS_FILE CUDA_LIB_DIR [PYTHON]
@@ -84,11 +84,20 @@ c++ -O1 -std=c++17 -o "$work/consumer_pc_static" "$src/tests/consumer/consumer.c
 "$work/consumer_pc_static" "$table" "${shape[@]}" | grep -q "^match=0 config=$config" || fail "pkg-config consumer (static)"
 echo "built and ran with pkg-config gemmtune and gemmtune-static"
 
-step "pip install ./python; it finds the installed library through the installed CLI on PATH"
-# From a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
-cp -r "$src/python" "$work/python-src"
-"$py" -m pip install --quiet --no-deps --no-build-isolation --no-index --root-user-action=ignore \
-      --target "$work/site" "$work/python-src" || fail "pip install ./python"
+step "pip install ./python, its Python only; it finds the installed library through the installed CLI on PATH"
+# From a copy of what the package is made of (a wheel build writes build/ beside the sources).
+# A full `pip install ./python` compiles the project (scikit-build-core over its CMake) and bundles
+# the library; wheel.cmake=false installs the Python alone, which must then find this install's.
+mkdir -p "$work/python-src"
+cp -r "$src/python/pyproject.toml" "$src/python/gemmtune" "$work/python-src/"
+rm -rf "$work/python-src/gemmtune/lib"
+if "$py" -c "import scikit_build_core" 2>/dev/null; then
+  "$py" -m pip install --quiet --no-deps --no-build-isolation --no-index --root-user-action=ignore \
+        -C wheel.cmake=false --target "$work/site" "$work/python-src" || fail "pip install ./python"
+else
+  echo "note: $py has no scikit-build-core (tools/install_deps.sh installs it): the package is copied, not pip-installed"
+  mkdir -p "$work/site" && cp -r "$work/python-src/gemmtune" "$work/site/"
+fi
 (cd "$work" && PATH="$prefix/bin:$PATH" PYTHONPATH="$work/site" PYTHONDONTWRITEBYTECODE=1 "$py" - "$table" "$prefix" "$config" "$work/site") <<'PY'
 import os, sys
 import gemmtune

@@ -87,6 +87,9 @@ TEST_CASE("every command and flag refuses hostile values: exit 2, the flag named
     for (const char* flag : {"--max-distance", "--decode-max-m", "--align"})
       if (!(huge && std::string(flag) == "--max-distance"))
         cases.push_back({"lookup --table " + test::shell_quote(table.string()) + " --shape 64x64x64 " + flag + " " + test::shell_quote(v), flag});
+    for (const char* flag : {"--neighbours", "--tolerance", "--max-distance", "--decode-max-m", "--rounds", "--device"})
+      if (!(huge && std::string(flag) == "--max-distance"))
+        cases.push_back({"validate --replay " + test::shell_quote(rec.string()) + " " + flag + " " + test::shell_quote(v), flag});
   }
   // Shapes, wherever a command takes one.
   for (auto& s : bad_shapes) {
@@ -126,7 +129,14 @@ TEST_CASE("every command and flag refuses hostile values: exit 2, the flag named
     cases.push_back({"report --store " + test::shell_quote(db.string()) + " --job " + test::shell_quote(p) + " -o " + test::shell_quote((tmp.path / "r").string()),
                      "--job"});
     if (!p.empty()) cases.push_back({"merge " + test::shell_quote(p) + " -o " + test::shell_quote((tmp.path / "merged.db").string()), p});
+    cases.push_back({"validate --replay " + test::shell_quote(rec.string()) + " --table " + test::shell_quote(p), p.empty() ? "--table" : p});
+    if (p != dangling.string())  // a decisions file that does not exist yet holds no decisions: not bad input
+      cases.push_back({"lookup --table " + test::shell_quote(table.string()) + " --shape 64x64x64 --online-file " +
+                           test::shell_quote(p), p.empty() ? "--online-file" : p});
   }
+  for (auto& v : std::vector<std::string>{"", "Any", "none"})
+    cases.push_back({"lookup --table " + test::shell_quote(table.string()) + " --shape 64x64x64 --transfers " + test::shell_quote(v),
+                     "--transfers"});
   // Output files, and the store itself as an output.
   for (auto& p : bad_outputs) {
     cases.push_back({tune + "--shape 64x64x64 --record " + test::shell_quote(p), "--record"});
@@ -135,6 +145,8 @@ TEST_CASE("every command and flag refuses hostile values: exit 2, the flag named
     if (p != dir.string()) cases.push_back({"report --store " + test::shell_quote(db.string()) + " -o " + test::shell_quote(p), "-o"});  // a folder is one
     cases.push_back({"merge " + test::shell_quote(db.string()) + " -o " + test::shell_quote(p), "-o"});
     cases.push_back({"run --family naive --shape 64x64x64 --trace " + test::shell_quote(p), "--trace"});
+    cases.push_back({"validate --replay " + test::shell_quote(rec.string()) + " --table " + test::shell_quote(table.string()) +
+                     " -o " + test::shell_quote(p), "-o"});
   }
   for (auto& p : std::vector<std::string>{dir.string(), fifo.string(), loop.string(), through_file, too_long})
     cases.push_back({"--db " + test::shell_quote(p) + " " + tune + "--shape 64x64x64", p});

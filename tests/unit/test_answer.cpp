@@ -1,9 +1,12 @@
 // One answer from a table. `gemmtune lookup --json`, the runtime library's dry run and its C
 // API give the same config, match kind and rule over a grid of shapes on the committed H200
 // table: with the build's plugins (without a GPU cuBLASLt cannot be asked) and with the
-// stand-in cuBLASLt where a GPU would be needed. Then the rule's steps one at a time: the
-// distance limit, the M regime, the architecture tier and the exact-device option, cuBLASLt's
-// pick as the default (never naive unless named), and a config adapted in one parameter.
+// stand-in cuBLASLt where a GPU would be needed; the committed table has no evidence, so with the
+// rule as it is (transfers backed) every shape it does not hold is the default, and with
+// --transfers any the transfers answer as they did before evidence. Then the rule's steps one at a
+// time (with transfers unbacked: test_backed.cpp has the backing): the distance limit, the M
+// regime, the architecture tier and the exact-device option, cuBLASLt's pick as the default (never
+// naive unless named), and a config adapted in one parameter.
 #include "base/errors.hpp"
 #include "gemmtune_runtime.h"
 #include "gemmtune_runtime.hpp"
@@ -70,12 +73,14 @@ json cli_answer(const fs::path& plugins, const Asked& a, const std::string& devi
   return json::parse(r.out);
 }
 
-gemmtune::Options dry_run(const fs::path& plugins, const fs::path& cache, const std::string& device) {
+gemmtune::Options dry_run(const fs::path& plugins, const fs::path& cache, const std::string& device,
+                          bool unbacked = false) {
   gemmtune::Options o;
   o.plugin_dirs = {plugins.string()};
   o.cache_dir = cache.string();
   o.dry_run = true;
   o.device_name = device;
+  o.unbacked_transfers = unbacked;
   return o;
 }
 
@@ -114,13 +119,14 @@ std::vector<Asked> grid() {
   return g;
 }
 
-// Every shape of the grid, through the command line and through the runtime's dry run.
-void check_agreement(const fs::path& plugins, const std::string& device) {
+// Every shape of the grid, through the command line and through the runtime's dry run: with
+// transfers backed (the rule) and unbacked (--transfers any, the rule before evidence).
+void check_agreement(const fs::path& plugins, const std::string& device, bool unbacked) {
   test::TempDir cache;
-  gemmtune::Runtime rt(committed_table().string(), dry_run(plugins, cache.path, device));
+  gemmtune::Runtime rt(committed_table().string(), dry_run(plugins, cache.path, device, unbacked));
   std::map<std::string, int> rules;
   for (const Asked& a : grid()) {
-    json j = cli_answer(plugins, a, device);
+    json j = cli_answer(plugins, a, device, unbacked ? " --transfers any" : "");
     const gemmtune::Choice& c = rt.prepare(args_of(a));
     INFO(a.text() << " on '" << device << "' from " << plugins.string() << ": lookup " << j.dump() << "; runtime "
                   << c.config << " (" << c.how << ")");
@@ -128,16 +134,20 @@ void check_agreement(const fs::path& plugins, const std::string& device) {
     CHECK(j["family"] == c.family);
     CHECK(j["match"] == match_name(c.match));
     CHECK(j["rule"] == c.rule);
+    CHECK(j["backing"] == c.backing);
     CHECK(j["how"] == c.how);
     CHECK(j["problem"]["key"] == c.problem);
     CHECK((j["reason"].is_null() ? std::string() : j["reason"].get<std::string>()) == c.reason);
     CHECK((j["unchecked"].is_null() ? std::string() : j["unchecked"].get<std::string>()) == c.unchecked);
     ++rules[c.rule];
   }
-  // The grid reaches every kind of answer the committed table gives.
+  // The grid reaches every kind of answer the committed table gives: without evidence, no transfer.
   INFO(json(rules).dump());
   CHECK(rules["exact"] > 0);
-  CHECK(rules["nearest"] + rules["transferred"] > 0);
+  if (unbacked)
+    CHECK(rules["nearest"] + rules["transferred"] > 0);
+  else
+    CHECK(rules["nearest"] + rules["adapted"] == 0);  // transferred, where a GPU has one, is the default itself
   CHECK(rules["library default"] > 0);
 }
 
@@ -145,25 +155,38 @@ void check_agreement(const fs::path& plugins, const std::string& device) {
 
 TEST_CASE("lookup and the runtime give one answer over a grid of shapes on the committed table",
           "[table][runtime][cli]") {
-  SECTION("the build's plugins (without a GPU, cuBLASLt's entries and pick are answered unchecked)") {
-    check_agreement(test::plugin_dir(), kH200);
-    check_agreement(test::plugin_dir(), "");  // the GPU's name where there is one, else none named
-  }
-  SECTION("the stand-in cuBLASLt where the GPU would be") {
-    check_agreement(standin_dir(), kH200);
+  for (bool unbacked : {false, true}) {
+    INFO((unbacked ? "--transfers any" : "transfers backed"));
+    SECTION(std::string("the build's plugins (without a GPU, cuBLASLt's entries and pick are answered unchecked)") +
+            (unbacked ? ", unbacked" : "")) {
+      check_agreement(test::plugin_dir(), kH200, unbacked);
+      check_agreement(test::plugin_dir(), "", unbacked);  // the GPU's name where there is one, else none named
+    }
+    SECTION(std::string("the stand-in cuBLASLt where the GPU would be") + (unbacked ? ", unbacked" : "")) {
+      check_agreement(standin_dir(), kH200, unbacked);
+    }
   }
 }
 
-TEST_CASE("the committed table answers prefill shapes from prefill entries, a misaligned problem with the pick",
+TEST_CASE("the committed table answers prefill shapes from prefill entries only with --transfers any (it has no "
+          "evidence), a misaligned problem with the pick",
           "[table][runtime][cli]") {
   for (const fs::path& plugins : {test::plugin_dir(), standin_dir()}) {
     const bool standin = plugins == standin_dir();
     INFO((standin ? "stand-in cuBLASLt" : "the build's plugins"));
     test::TempDir cache;
-    gemmtune::Runtime rt(committed_table().string(), dry_run(plugins, cache.path, kH200));
+    gemmtune::Runtime rt(committed_table().string(), dry_run(plugins, cache.path, kH200, true));
+    gemmtune::Runtime backed(committed_table().string(), dry_run(plugins, cache.path, kH200));
     for (auto [asked, from] : std::vector<std::pair<Asked, std::string>>{{{4000, 4096, 4096}, "4096x4096x4096"},
                                                                          {{32, 4096, 4096}, "64x4096x4096"}}) {
-      json j = cli_answer(plugins, asked, kH200);
+      json b = cli_answer(plugins, asked, kH200);
+      INFO(b.dump());
+      CHECK(b["rule"] == "library default");
+      CHECK_THAT(b["reason"].get<std::string>(),
+                 Catch::Contains(from + " (nearest, distance") &&
+                     Catch::Contains("the table has no evidence that its nearest answers hold on NVIDIA H200"));
+      CHECK(backed.prepare(args_of(asked)).rule == "library default");
+      json j = cli_answer(plugins, asked, kH200, " --transfers any");
       INFO(j.dump());
       CHECK(j["match"] == "nearest");
       REQUIRE(j["entry"].is_object());
@@ -282,7 +305,7 @@ TEST_CASE("an H100 answers from the H200's entries by architecture, unless an ex
 
 TEST_CASE("lookup flags of the rule: distance, regime, exact device and the default family are checked and used",
           "[table][cli]") {
-  std::string bin = fmt::format("'{}' --plugin-dir '{}' lookup --table '{}' --device '{}'",
+  std::string bin = fmt::format("'{}' --plugin-dir '{}' lookup --transfers any --table '{}' --device '{}'",
                                 test::gemmtune_binary().string(), test::plugin_dir().string(),
                                 committed_table().string(), kH200);
   // Far from every entry: no nearest answer, cuBLASLt's pick, and why.
@@ -348,6 +371,15 @@ TEST_CASE("lookup flags of the rule: distance, regime, exact device and the defa
                                     committed_table().string()));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.out, Catch::Contains("--exact-device is about a problem"));
+  for (const char* flag : {"--transfers any", "--online"}) {
+    r = test::run_command(fmt::format("'{}' lookup --table '{}' {}", test::gemmtune_binary().string(),
+                                      committed_table().string(), flag));
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.out, Catch::Contains("is about a problem"));
+  }
+  r = test::run_command(bin + " --shape 64x64x64 --transfers some");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--transfers"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -395,6 +427,7 @@ TEST_CASE("lookup rule: the distance limit, with the reason when it falls to the
   LookupPolicy policy;
   policy.device = kDevice;
   policy.default_family = "naive";
+  policy.unbacked_transfers = true;  // the reach alone (test_backed.cpp: the backing)
   LookupHooks h = hooks_of(naive_only(), "naive");
   // ln(2048/1024) = 0.69: within ln 4.
   LookupResult r = t.lookup(f32(2048, 1024, 1024), policy, h);
@@ -427,6 +460,7 @@ TEST_CASE("lookup rule: a nearest entry serves its own M regime only", "[table]"
   LookupPolicy policy;
   policy.device = kDevice;
   policy.max_distance = std::numeric_limits<double>::infinity();
+  policy.unbacked_transfers = true;
   LookupHooks h = hooks_of(naive_only(), "naive");
   // 12 rows is decode: 64 rows is nearer (ln 5.3 = 1.67 against ln 12 = 2.48) but prefill.
   LookupResult r = t.lookup(f32(12, 4096, 4096), policy, h);
@@ -540,6 +574,7 @@ TEST_CASE("lookup rule: a parameter the asked shape refuses is set to the family
   LookupPolicy policy;
   policy.device = kDevice;
   policy.max_distance = std::numeric_limits<double>::infinity();
+  policy.unbacked_transfers = true;
   LookupResult r = t.lookup(asked, policy, hooks_of(reg));
   CHECK(r.kind == MatchKind::nearest);
   CHECK(r.rule == Rule::adapted);
@@ -632,12 +667,18 @@ print(json.dumps({{"status": "ok", "time_us": {{"value": times[key]}}}}))
                                      fmt::arg("bin", test::gemmtune_binary().string()),
                                      fmt::arg("plugins", test::naive_only_dir().string())));
   fs::permissions(fake, fs::perms::owner_all);
-  std::string cmd = fmt::format("python3 '{}' --gemmtune '{}' --table '{}' --device '{}' --default-family naive",
+  // --transfers any: the rules' answers as they would run without evidence (the table has none).
+  std::string cmd = fmt::format("python3 '{}' --gemmtune '{}' --table '{}' --device '{}' --default-family naive "
+                                "--transfers any",
                                 (test::source_dir() / "tools" / "bench_lookup.py").string(), fake.string(),
                                 table.string(), kDevice);
   auto r = test::run_command(cmd + " --limit 3 --shapes 1500x1024x1024");
   INFO(r.out);
-  CHECK(r.exit_code == 0);
+  // The named family's default at 1x4096x4096 ran 4x cuBLASLt's pick: slower than the default, exit 1.
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("SLOWER THAN THE DEFAULT: 1x4096x4096 f32: its family default answer ran 4.000x "
+                                    "cuBLASLt's pick's time") &&
+                        Catch::Contains("1 of 4 answers ran more than 1 % slower than the default"));
   // Held out 1024: answered from 2048 (nearest), tuned/answer 50/62.5, pick/answer 100/62.5.
   CHECK_THAT(r.out, Catch::Matches(
                         "(.|\n)*1024x1024x1024 f32 +yes +nearest +2048x1024x1024 +naive +50\\.0 +62\\.5 +100\\.0 +- +"
@@ -654,8 +695,10 @@ print(json.dumps({{"status": "ok", "time_us": {{"value": times[key]}}}}))
   CHECK_THAT(r.out, Catch::Contains("geomean tuned/answer over 3 held-out shapes: 0.711 (min 0.500)"));
   CHECK_THAT(r.out, Catch::Contains("geomean pick/answer over 4: 1.095 (min 0.250); answers more than 2 % slower than "
                                     "the pick: 1"));
-  CHECK_THAT(r.out, Catch::Contains("family default     1: pick/answer 0.250, tuned/answer 0.500 (min 0.500)"));
-  CHECK_THAT(r.out, Catch::Contains("nearest            3: pick/answer 1.793, tuned/answer 0.849 (min 0.800)"));
+  CHECK_THAT(r.out, Catch::Contains("family default     1: pick/answer 0.250, answer/default 4.000 (worst 4.000), "
+                                    "tuned/answer 0.500 (min 0.500)"));
+  CHECK_THAT(r.out, Catch::Contains("nearest            3: pick/answer 1.793, answer/default 0.558 (worst 0.625), "
+                                    "tuned/answer 0.849 (min 0.800)"));
   // Every run it made was one the table of times expected, each once.
   std::string asked = test::read_file(times_file.string() + ".asked");
   CHECK(std::count(asked.begin(), asked.end(), '\n') == long(times.size()));
@@ -666,12 +709,25 @@ print(json.dumps({{"status": "ok", "time_us": {{"value": times[key]}}}}))
   test::write_file(times_file, times.dump());
   r = test::run_command(cmd + " --limit 3");
   INFO(r.out);
-  CHECK(r.exit_code == 0);
+  CHECK(r.exit_code == 1);  // the family default's row, as above
   CHECK_THAT(r.out, Catch::Matches("(.|\n)*1024x1024x1024 f32 +yes +nearest +2048x1024x1024 +naive +cannot +62\\.5 +"
                                    "100\\.0 +- +- +1\\.600(.|\n)*"));
   CHECK_THAT(r.out, Catch::Contains("geomean tuned/answer over 2 held-out shapes: 0.671 (min 0.500)"));
   CHECK_THAT(r.out, Catch::Contains("held-out entries whose own config this GPU's space lacks (not in tuned/answer): 1"));
 
+  // With transfers backed (lookup's default) and no evidence, every answer is a default: the
+  // named family's, slower than cuBLASLt's pick here (exit 1).
+  Space s15 = naive.space(f32(1500, 1024, 1024), arch_limits("sm_90"));
+  times["naive|" + s15.name(s15.default_config()) + "|1500x1024x1024"] = 150.0;
+  test::write_file(times_file, times.dump());
+  r = test::run_command(fmt::format("python3 '{}' --gemmtune '{}' --table '{}' --device '{}' --default-family naive "
+                                    "--limit 0 --shapes 1500x1024x1024",
+                                    (test::source_dir() / "tools" / "bench_lookup.py").string(), fake.string(),
+                                    table.string(), kDevice));
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Matches("(.|\n)*1500x1024x1024 f32 +no +family default +- +naive +- +150\\.0 +140\\.0 +- +- +"
+                                   "0\\.933(.|\n)*"));
   // A problem that cannot be timed fails the run (exit 1) and is said; the others are still reported.
   r = test::run_command(cmd + " --limit 0 --shapes 1500x1024x1024,700x1024x1024");
   INFO(r.out);

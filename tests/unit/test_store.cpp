@@ -830,6 +830,41 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     CHECK(rw.best(RowFilter::of(mixed.key())).size() == 1);
     CHECK(rw.check_integrity());
   }
+  SECTION("a store of schema v6 has no validations; it reads as none and, migrated, keeps them and merges the newer") {
+    fs::path p = tmp.path / "v6.db";
+    {
+      Store s = Store::open(p);
+      s.insert(sample_row());
+    }
+    raw_sql(p, "DROP TABLE validations; UPDATE meta SET value = '6' WHERE key = 'schema_version'");
+    const std::string v6_bytes = test::read_file(p);
+    CHECK(Store::open_readonly(p).validations().empty());
+    CHECK(test::read_file(p) == v6_bytes);  // reading changes nothing
+    Store rw = Store::open(p);
+    CHECK(schema_version(p) == "7");
+    ValidationRow v{"NVIDIA Test GPU", "at-key", "from-key", "cfg_a", 100, R"({"held":true})"};
+    rw.put_validation(v);
+    ValidationRow older = v;
+    older.time_unix = 50;
+    older.record = R"({"held":false})";
+    rw.put_validation(older);  // an older timing of the same identity does not replace the newer
+    REQUIRE(rw.validations().size() == 1);
+    CHECK(rw.validations()[0].record == v.record);
+    CHECK(rw.validations("another GPU").empty());
+    fs::path q = tmp.path / "other.db";
+    Store other = Store::open(q);
+    ValidationRow newer = v;
+    newer.time_unix = 200;
+    newer.record = R"({"held":false})";
+    other.put_validation(newer);
+    other.put_validation(ValidationRow{"NVIDIA Test GPU", "at-key", "from-key", "cfg_b", 10, "{}"});
+    rw.merge_from(other);
+    auto all = rw.validations();
+    REQUIRE(all.size() == 2);  // per (device, at, from, from_config): the newer
+    CHECK(all[0].from_config == "cfg_a");
+    CHECK(all[0].record == newer.record);
+    CHECK(all[1].from_config == "cfg_b");
+  }
   SECTION("a store of a newer schema") {
     fs::path p = tmp.path / "newer.db";
     {

@@ -348,6 +348,8 @@ TEST_CASE("C++ header: compiles on its own, escapes every name, and can be searc
   t.info.generated_at = "now */ \n #error in a comment";
   t.info.source = "/tmp/evil\\\n#error spliced";
   t.sort();
+  for (auto& e : t.entries)  // evidence that the 4096-row entry answers shapes up to 0.5 away on the H200
+    if (e.key.m == 4096) t.evidence.push_back({e.key, e.family, e.config, e.transform, Rule::nearest, 0.5, 1, 0.99, 0.01, ""});
   fs::path header = d.path / "table.hpp";
   t.save(header, TableFormat::cpp);
   std::string text = test::read_file(header);
@@ -369,6 +371,7 @@ TEST_CASE("C++ header: compiles on its own, escapes every name, and can be searc
 #include <cstdio>
 using namespace gemmtune_table;
 static_assert(kEntries.size() == 3, "three entries");
+static_assert(kEvidence.size() == 1, "one evidence");
 static_assert(find_exact("", 4096, 256, 128, "f32", "f32", "nn", 16) != nullptr, "exact key found");
 static_assert(find_exact("NVIDIA H200", 4096, 256, 128, "f32", "f32", "nn", 16)->time_us == 300, "its time");
 static_assert(find_exact("NVIDIA H200", 4096, 256, 128, "f32", "f32", "nt", 16) == nullptr, "other layout");
@@ -381,16 +384,23 @@ int main() {
     std::fwrite(e.device.data(), 1, e.device.size(), stdout); std::fputc(0, stdout);
     std::fwrite(e.config.data(), 1, e.config.size(), stdout); std::fputc(0, stdout);
   }
+  // Backed by kEvidence on the H200 (0.312 away, within 0.5); not on another device.
   const Entry* n = find_nearest("NVIDIA H200", 3000, 250, 130, "f32", "f32", "nn", 16);
   std::printf("nearest=%lld", n ? (long long)n->m : -1LL);
-  // 8 rows: beyond the distance limit (ln 32) of 256x256x128, and of the decode regime.
   auto m_of = [](const Entry* e) { return e ? (long long)e->m : -1LL; };
-  std::printf(" far=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16)));
-  std::printf(" regime=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300)));
-  std::printf(" one=%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300, 0)));
+  // Near 256x256x128, which has no evidence: nothing, unless asked for unbacked.
+  std::printf(" unbacked=%lld/%lld", m_of(find_nearest("NVIDIA H200", 200, 256, 128, "f32", "f32", "nn", 16)),
+              m_of(find_nearest("NVIDIA H200", 200, 256, 128, "f32", "f32", "nn", 16, 1.3862943611198906, 16, {},
+                                "none", true)));
+  // 8 rows: beyond the distance limit (ln 32) of 256x256x128, and of the decode regime.
+  auto any = [](std::int64_t m, std::int64_t n, double dist, std::int64_t decode) {
+    return find_nearest("NVIDIA H200", m, n, 128, "f32", "f32", "nn", 16, dist, decode, {}, "none", true);
+  };
+  std::printf(" far=%lld", m_of(any(8, 256, 1.3862943611198906, 16)));
+  std::printf(" regime=%lld", m_of(any(8, 256, 1e300, 16)));
+  std::printf(" one=%lld", m_of(any(8, 256, 1e300, 0)));
   // With M <= 512 as decode, the entries of 256 and 512 rows are decode entries: they serve their own N only.
-  std::printf(" decode_n=%lld/%lld", m_of(find_nearest("NVIDIA H200", 8, 256, 128, "f32", "f32", "nn", 16, 1e300, 512)),
-              m_of(find_nearest("NVIDIA H200", 8, 300, 128, "f32", "f32", "nn", 16, 1e300, 512)));
+  std::printf(" decode_n=%lld/%lld", m_of(any(8, 256, 1e300, 512)), m_of(any(8, 300, 1e300, 512)));
 }
 )");
   fs::path exe = d.path / "main";
@@ -401,7 +411,7 @@ int main() {
   REQUIRE(r.exit_code == 0);
   std::string expect;
   for (auto& e : t.entries) expect += e.key.device_name + '\0' + e.config + '\0';
-  expect += "nearest=4096 far=-1 regime=-1 one=256 decode_n=256/-1";
+  expect += "nearest=4096 unbacked=-1/256 far=-1 regime=-1 one=256 decode_n=256/-1";
   CHECK(r.out == expect);
 
   SECTION("an empty table and another namespace") {
@@ -737,7 +747,8 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
       {"transform in the config name", "a.toml", toml_with("bx32_by8\"", "bx32_by8+pad\""),
        {"field 'config'", "a transform is its own field ('transform')"}},
       {"TOML syntax", "a.toml", toml_with("n = 64", "n = "), {"a.toml:6:", "not valid TOML"}},
-      {"newer format", "a.toml", "gemmtune_table = 4\n", {"gemmtune_table", "newer gemmtune"}},
+      {"newer format", "a.toml", fmt::format("gemmtune_table = {}\n", kTableFormatVersion + 1),
+       {"gemmtune_table", "newer gemmtune"}},
       {"not a table", "a.toml", "title = \"x\"\n", {"not a gemmtune table"}},
       {"entries not an array", "a.toml", "gemmtune_table = 1\nentries = 3\n", {"'entries'", "array"}},
       {"JSON syntax", "a.json", "{\"gemmtune_table\": 1,\n \"entries\": [ }", {"a.json:2:", "not valid JSON"}},

@@ -554,6 +554,7 @@ TEST_CASE("transforms: a transformed winner in every table format, answered by l
   LookupPolicy policy;
   policy.device = kH200;
   policy.arch = "sm_90";
+  policy.unbacked_transfers = true;  // the transform's reach (test_backed.cpp: the backing)
   LookupResult a = answer(t, p, reg, lim, policy);
   CHECK(a.rule == Rule::exact);
   CHECK(a.transform == Transform::pad);

@@ -3,6 +3,7 @@
 // (--format tunableop); or, with --recording, one tune's measurements as a replay
 // recording. Needs no GPU.
 #include "cli.hpp"
+#include "table/evidence.hpp"
 #include "replay/replay_measurer.hpp"
 #include "store/store.hpp"
 #include "table/table.hpp"
@@ -15,9 +16,6 @@
 
 namespace gt::cli {
 namespace fs = std::filesystem;
-
-static Command add_export(CLI::App& app, Globals& g);
-static Registrar reg_export(75, add_export);
 
 // The readable "k=v,..." of a stored config: from the family's space for the row's problem
 // on the row's architecture, and only when the space still names the config as the row
@@ -186,98 +184,126 @@ static int export_tunableop(Globals& g, const std::string& output, const std::st
   return 0;
 }
 
-static Command add_export(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand(
-      "export", "writes the lookup table of winners from the store: TOML, JSON, CSV or a self-contained C++ header "
-                "(no GPU)");
-  static std::string format, output, device, ns = "gemmtune_table", recording, torch_version, cublaslt_version;
-  static bool include_replay = false;
-  sub->add_option("--format", format,
+namespace {
+
+struct ExportArgs {
+  std::string format, output, device, ns = "gemmtune_table", recording, torch_version, cublaslt_version;
+  bool include_replay = false;
+  const CLI::App* app = nullptr;  // which flags were given
+};
+
+void add_export_options(CLI::App* sub, ExportArgs& a) {
+  a.app = sub;
+  sub->add_option("--format", a.format,
                   "toml|json|csv|cpp, or tunableop: PyTorch TunableOp's results file of the cuBLASLt winners "
                   "(default: from the extension of -o: .toml, .json, .csv, or .h/.hpp/.hh/.hxx for the C++ header; any "
                   "other extension is refused unless --format names the format; to standard output: json with "
                   "--json, else toml)");
-  sub->add_option("--torch-version", torch_version,
+  sub->add_option("--torch-version", a.torch_version,
                   "tunableop: the PyTorch version that reads the file (its PT_VERSION validator, e.g. 2.15.0; 2.14 "
                   "or later)");
-  sub->add_option("--cublaslt-version", cublaslt_version,
+  sub->add_option("--cublaslt-version", a.cublaslt_version,
                   "tunableop: the CUBLASLT_VERSION validator, cublasLtGetVersion() of the PyTorch process (default: "
                   "the version the results were tuned with)");
-  sub->add_option("-o,--output", output, "file to write (replaced atomically; default: standard output)");
-  sub->add_option("--device", device, "only the results of this device (its name as `gemmtune devices` prints it)");
-  sub->add_flag("--include-replay", include_replay,
+  sub->add_option("-o,--output", a.output, "file to write (replaced atomically; default: standard output)");
+  sub->add_option("--device", a.device, "only the results of this device (its name as `gemmtune devices` prints it)");
+  sub->add_flag("--include-replay", a.include_replay,
                 "keep results made by replaying recorded measurements (left out by default: not measured on a GPU)");
-  sub->add_option("--namespace", ns, "C++ namespace of the header (cpp format)")->default_str("gemmtune_table");
-  sub->add_option("--recording", recording,
+  sub->add_option("--namespace", a.ns, "C++ namespace of the header (cpp format)")->capture_default_str();
+  sub->add_option("--recording", a.recording,
                   "instead of a table: the measurements of this tune (its tune_id, as `tune --json` prints it) as a "
                   "replay recording (JSON, for `tune --replay` and bench_search); source families only");
-  return {sub, [&g, sub] {
-            if (!recording.empty()) return export_recording(g, recording, output);
-            if (format == "tunableop") {
-              if (sub->count("--namespace") > 0) throw InputError("--namespace is for --format cpp");
-              return export_tunableop(g, output, device, include_replay, torch_version, cublaslt_version);
-            }
-            for (const char* flag : {"--torch-version", "--cublaslt-version"})
-              if (sub->count(flag) > 0) throw InputError(fmt::format("{} is for --format tunableop", flag));
-            // The paths first: -o naming the store is refused as that, whatever its extension.
-            Store store = open_store(g, output);
-            const TableFormat f = table_format(format, output, g.json);
-            fs::path db = store.path();
-            ExportOptions o;
-            if (!device.empty()) o.device = device;
-            o.include_replay = include_replay;
-            // Plugins only spell the parameters out; a family that is missing leaves them empty.
-            const PluginRegistry* reg = nullptr;
-            o.params_of = [&g, &reg, &store](const StoredRow& r) {
-              if (!reg) reg = &g.plugins();
-              return params_of(*reg, store, r);
-            };
-            std::vector<std::string> notes;
-            ExportSummary summary;
-            LookupTable t = table_from_store(store, o, &notes, &summary);
-            if (t.entries.empty() && summary.replay_left_out == 0) {
-              std::string have;
-              for (auto& k : store.keys()) {
-                if (have.find("'" + k.device_name + "'") == std::string::npos)
-                  have += (have.empty() ? "'" : ", '") + k.device_name + "'";
-              }
-              notes.push_back(device.empty()
-                                  ? fmt::format("the store {} holds no successful measurement: the table is empty",
-                                                db.string())
-                                  : fmt::format("the store {} holds no successful measurement for device '{}' "
-                                                "(devices in the store: {}): the table is empty",
-                                                db.string(), device, have.empty() ? "none" : have));
-            }
-            std::map<std::string, size_t> origins;
-            for (auto& e : t.entries) ++origins[e.origin];
-            if (output.empty() || output == "-") {
-              fmt::print("{}", t.serialize(f, ns));
-              std::fflush(stdout);  // the table before the summary on stderr, where both go to one place
-            } else {
-              t.save(output, f, ns);
-            }
-            std::string where = output.empty() || output == "-" ? std::string("standard output") : output;
-            if (g.json && !(output.empty() || output == "-")) {
-              nlohmann::json j;
-              j["file"] = output;
-              j["format"] = to_string(f);
-              j["entries"] = t.entries.size();
-              j["origins"] = origins;
-              j["replay_left_out"] = summary.replay_left_out;  // problems, as the note counts them
-              j["replay_passed_over"] = summary.replay_passed_over;
-              j["notes"] = notes;
-              j["store"] = db.string();
-              print_json(j);
-            } else {
-              std::string by;
-              for (auto& [k, n] : origins) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", n, k);
-              fmt::print(stderr, "exported {} entr{}{} from {} as {} to {}\n", t.entries.size(),
-                         t.entries.size() == 1 ? "y" : "ies", by.empty() ? "" : " (" + by + ")", db.string(),
-                         to_string(f), where);
-              for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
-            }
-            return 0;
-          }};
 }
+
+// The table of winners (the formats but tunableop), with the evidence validate stored.
+int export_table(Globals& g, const ExportArgs& a) {
+  // The paths first: -o naming the store is refused as that, whatever its extension.
+  Store store = open_store(g, a.output);
+  const TableFormat f = table_format(a.format, a.output, g.json);
+  fs::path db = store.path();
+  ExportOptions o;
+  if (!a.device.empty()) o.device = a.device;
+  o.include_replay = a.include_replay;
+  // Plugins only spell the parameters out; a family that is missing leaves them empty.
+  const PluginRegistry* reg = nullptr;
+  o.params_of = [&g, &reg, &store](const StoredRow& r) {
+    if (!reg) reg = &g.plugins();
+    return params_of(*reg, store, r);
+  };
+  std::vector<std::string> notes;
+  ExportSummary summary;
+  LookupTable t = table_from_store(store, o, &notes, &summary);
+  // The transfers `gemmtune validate` found to hold: what lets the table answer other shapes.
+  t.evidence = evidence_of(t, stored_validations(store, o.device), a.include_replay, &notes);
+  if (f == TableFormat::csv && !t.evidence.empty())
+    notes.push_back(fmt::format("a CSV table lists entries only: its {} evidence record{} left out, so "
+                                "what reads it answers the shapes it holds and the default elsewhere",
+                                t.evidence.size(), t.evidence.size() == 1 ? " is" : "s are"));
+  if (t.entries.empty() && summary.replay_left_out == 0) {
+    std::string have;
+    for (auto& k : store.keys()) {
+      if (have.find("'" + k.device_name + "'") == std::string::npos)
+        have += (have.empty() ? "'" : ", '") + k.device_name + "'";
+    }
+    notes.push_back(a.device.empty()
+                        ? fmt::format("the store {} holds no successful measurement: the table is empty",
+                                      db.string())
+                        : fmt::format("the store {} holds no successful measurement for a.device '{}' "
+                                      "(devices in the store: {}): the table is empty",
+                                      db.string(), a.device, have.empty() ? "none" : have));
+  }
+  std::map<std::string, size_t> origins;
+  for (auto& e : t.entries) ++origins[e.origin];
+  if (a.output.empty() || a.output == "-") {
+    fmt::print("{}", t.serialize(f, a.ns));
+    std::fflush(stdout);  // the table before the summary on stderr, where both go to one place
+  } else {
+    t.save(a.output, f, a.ns);
+  }
+  std::string where = a.output.empty() || a.output == "-" ? std::string("standard output") : a.output;
+  if (g.json && !(a.output.empty() || a.output == "-")) {
+    nlohmann::json j;
+    j["file"] = a.output;
+    j["format"] = to_string(f);
+    j["entries"] = t.entries.size();
+    j["evidence"] = t.evidence.size();
+    j["origins"] = origins;
+    j["replay_left_out"] = summary.replay_left_out;  // problems, as the note counts them
+    j["replay_passed_over"] = summary.replay_passed_over;
+    j["notes"] = notes;
+    j["store"] = db.string();
+    print_json(j);
+  } else {
+    std::string by;
+    for (auto& [k, n] : origins) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", n, k);
+    fmt::print(stderr, "exported {} entr{}{} and {} evidence record{} from {} as {} to {}\n", t.entries.size(),
+               t.entries.size() == 1 ? "y" : "ies", by.empty() ? "" : " (" + by + ")", t.evidence.size(),
+               t.evidence.size() == 1 ? "" : "s", db.string(), to_string(f), where);
+    if (t.evidence.empty() && !t.entries.empty())
+      notes.push_back("no evidence: the table answers the shapes it holds and the library's default "
+                      "elsewhere (`gemmtune validate` on the GPU measures which transfers hold)");
+    for (auto& n : notes) fmt::print(stderr, "note: {}\n", n);
+  }
+  return 0;
+}
+
+int run_export(Globals& g, const ExportArgs& a) {
+  if (!a.recording.empty()) return export_recording(g, a.recording, a.output);
+  if (a.format == "tunableop") {
+    if (a.app->count("--namespace") > 0) throw InputError("--namespace is for --format cpp");
+    return export_tunableop(g, a.output, a.device, a.include_replay, a.torch_version, a.cublaslt_version);
+  }
+  for (const char* flag : {"--torch-version", "--cublaslt-version"})
+    if (a.app->count(flag) > 0) throw InputError(fmt::format("{} is for --format tunableop", flag));
+  return export_table(g, a);
+}
+
+Registrar reg_export(75, [](CLI::App& app, Globals& g) {
+  return make_command<ExportArgs>(app, g, "export",
+      "writes the lookup table of winners from the store: TOML, JSON, CSV or a self-contained C++ header (no GPU)",
+      add_export_options, run_export);
+});
+
+}  // namespace
 
 }  // namespace gt::cli

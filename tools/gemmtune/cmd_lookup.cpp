@@ -2,6 +2,7 @@
 // was an exact match, a nearest tuned shape or the default; without a problem, what the table
 // holds. Needs no GPU.
 #include "cli.hpp"
+#include "table/online.hpp"
 #include "session.hpp"
 #include "table/table.hpp"
 
@@ -9,8 +10,6 @@
 
 namespace gt::cli {
 
-static Command add_lookup(CLI::App& app, Globals& g);
-static Registrar reg_lookup(76, add_lookup);
 
 // A config as a person reads it: "k=v k=v" where its parameters are known, else its name.
 static std::string shown_config(const std::string& params, const std::string& name) {
@@ -37,6 +36,11 @@ static int list_table(LookupTable t, const std::string& device, bool json) {
     j["generated_at"] = t.info.generated_at;
     j["source"] = t.info.source;
     j["entries"] = t.entries;
+    nlohmann::json ev = nlohmann::json::array();
+    for (auto& e : t.evidence)
+      ev.push_back({{"from", e.from.text()}, {"config", e.config}, {"rule", to_string(e.rule)}, {"radius", e.radius},
+                    {"neighbours", e.neighbours}, {"worst", e.worst}});
+    j["evidence"] = ev;
     print_json(j);
     return 0;
   }
@@ -50,6 +54,11 @@ static int list_table(LookupTable t, const std::string& device, bool json) {
   for (const TableEntry& e : t.entries)
     fmt::print("  {:<{}} {:<14} {:>11.3f} {:>9.2f}  {}\n", e.key.text(), w, e.family, e.time_us, e.tflops,
                shown_config(e.params, e.config) + (e.transform == Transform::none ? "" : "  +" + std::string(to_string(e.transform))));
+  if (t.evidence.empty())
+    fmt::print("no evidence: shapes it does not hold get the default (gemmtune validate measures evidence)\n");
+  for (auto& e : t.evidence)
+    fmt::print("  evidence: {} {} answers up to distance {:.3f} ({} neighbour{}, the slowest {:.3f}x the default)\n",
+               e.from.text(), to_string(e.rule), e.radius, e.neighbours, e.neighbours == 1 ? "" : "s", e.worst);
   fmt::print("(give --shape and --dtype to ask it for a problem)\n");
   return 0;
 }
@@ -59,9 +68,13 @@ struct LookupArgs {
   std::string table, device, arch, default_family;
   int align = 0;
   bool exact_device = false;
+  std::string transfers = "backed";  // backed: only with evidence or an online decision; any: as before
+  bool online = false;
+  std::string online_file;
   double max_distance = kDefaultMaxDistance;
   int64_t decode_max_m = kDefaultDecodeMaxM;
   ProblemArgs pa;
+  const CLI::App* app = nullptr;  // which flags were given
 };
 
 // The problem asked about (its alignment from --align when given), with every flag about the
@@ -97,6 +110,8 @@ static LookupPolicy policy_of(const LookupArgs& a, const LookupMachine& machine)
   policy.max_distance = a.max_distance;
   policy.decode_max_m = a.decode_max_m;
   policy.default_family = a.default_family;
+  policy.unbacked_transfers = a.transfers == "any";
+  policy.online = a.online;
   return policy;
 }
 
@@ -144,6 +159,14 @@ static void print_answer_json(const LookupResult& r, const AnswerDetails& d, con
   j["arch"] = policy.arch;
   j["match"] = to_string(r.kind);
   j["rule"] = to_string(r.rule);
+  j["backing"] = to_string(r.backing);
+  j["backing_note"] = r.backing_note.empty() ? nlohmann::json() : nlohmann::json(r.backing_note);
+  j["pending"] = r.pending ? nlohmann::json{{"config", transformed_name(r.pending->config, r.pending->transform)},
+                                            {"family", r.pending->family},
+                                            {"rule", to_string(r.pending->rule)},
+                                            {"how", r.pending->how},
+                                            {"distance", r.pending->distance}}
+                           : nlohmann::json();
   j["tier"] = to_string(r.tier);
   j["how"] = r.how;
   j["reason"] = r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason);
@@ -157,6 +180,8 @@ static void print_answer_json(const LookupResult& r, const AnswerDetails& d, con
   j["transferred"] = r.transferred.empty() ? nlohmann::json() : nlohmann::json(r.transferred);
   j["adapted"] = r.adapted.empty() ? nlohmann::json() : nlohmann::json(r.adapted);
   j["policy"] = {{"exact_device", policy.exact_device},
+                 {"transfers", policy.unbacked_transfers ? "any" : "backed"},
+                 {"online", policy.online},
                  {"max_distance", std::isfinite(policy.max_distance) ? nlohmann::json(policy.max_distance)
                                                                      : nlohmann::json("inf")},
                  {"decode_max_m", policy.decode_max_m},
@@ -202,6 +227,11 @@ static void print_answer(const LookupResult& r, const AnswerDetails& d, const Pr
                regime_text(p.m, policy));
   fmt::print("  for {}{}\n", p.key(), policy.device ? " on " + *policy.device : "");
   if (!r.reason.empty()) fmt::print("  why:    {}\n", r.reason);
+  if (r.backing != Backing::none && r.backing != Backing::exact)
+    fmt::print("  backed: {}: {}\n", to_string(r.backing), r.backing_note);
+  if (r.pending)
+    fmt::print("  online: {} {} ({}) is timed against this default on the problem's first calls\n", r.pending->family,
+               shown_config(r.pending->params, r.pending->config), r.pending->how);
   if (!r.adapted.empty()) fmt::print("  adapted: {}\n", r.adapted);
   if (r.entry) {
     const TableEntry& e = *r.entry;
@@ -231,21 +261,33 @@ static void print_answer(const LookupResult& r, const AnswerDetails& d, const Pr
 }
 
 // With a problem, the answer for it (what the runtime library answers); without, what the table holds.
-static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
+static int lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
   if (!a.pa.given() && sub.count("--shape") == 0) {
     for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
-                             "--exact-device", "--max-distance", "--decode-max-m"})
+                             "--exact-device", "--max-distance", "--decode-max-m", "--transfers", "--online",
+                             "--online-file"})
       if (sub.count(flag) > 0)
         throw InputError(
             fmt::format("{} is about a problem: give --shape too (without it lookup lists the table)", flag));
     return list_table(LookupTable::load(a.table), a.device, g.json);
   }
   Problem p = checked_problem(g, sub, a);
+  if (a.online && !a.online_file.empty()) check_file_roles({{FileUse::read, "--online-file", a.online_file}});
   LookupTable t = LookupTable::load(a.table);
   LookupMachine machine = lookup_machine(a.device, a.arch);
   LookupPolicy policy = policy_of(a, machine);
   const PluginRegistry& reg = g.plugins();
-  LookupResult r = answer(t, p, reg, machine.limits, policy);  // what the runtime library answers, too
+  // Online mode: the decisions a runtime in online mode wrote (beside the table unless named).
+  std::optional<OnlineDecisions> decisions;
+  CheckedFn checked;
+  if (a.online) {
+    decisions.emplace(a.online_file.empty() ? default_online_file(a.table) : std::filesystem::path(a.online_file));
+    if (std::string w = decisions->take_warning(); !w.empty()) fmt::print(stderr, "note: {}\n", w);
+    checked = [&](const Problem& q, const LookupResult& tr) {
+      return decisions->find(policy.device.value_or(""), q.key(), transformed_name(tr.config, tr.transform));
+    };
+  }
+  LookupResult r = answer(t, p, reg, machine.limits, policy, checked);  // what the runtime library answers, too
   AnswerDetails d = details_of(r, p, reg, machine.limits);
   if (g.json)
     print_answer_json(r, d, p, policy, a.table);
@@ -254,11 +296,8 @@ static int run_lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
   return 0;
 }
 
-static Command add_lookup(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("lookup", "the config to run for a problem from an exported table (TOML or JSON), "
-                                           "and whether it was an exact match, a nearest shape or the default; "
-                                           "without --shape, the table's entries (no GPU)");
-  static LookupArgs a;
+static void add_lookup_options(CLI::App* sub, LookupArgs& a) {
+  a.app = sub;
   sub->add_option("--table", a.table, "the table (TOML or JSON, as `gemmtune export` writes it)")->required();
   sub->add_option("--device", a.device,
                   "use this device's entries; where the table has none, those measured on its architecture, else "
@@ -287,8 +326,30 @@ static Command add_lookup(CLI::App& app, Globals& g) {
   sub->add_option("--default-family", a.default_family,
                   "family whose default config runs what no entry serves where cuBLASLt's heuristic cannot answer "
                   "(default: none; never a hand-written family unless named)");
+  sub->add_option("--transfers", a.transfers,
+                  "backed (default): an answer from a nearest entry only where the table's evidence (gemmtune "
+                  "validate) backs it on this GPU model, or an online decision does, else the default; any: every "
+                  "transfer, unbacked (the rule before evidence; to measure the rules)")
+      ->check(CLI::IsMember({"backed", "any"}));
+  sub->add_flag("--online", a.online,
+                "answer as the runtime in online mode: with the decisions its online checks wrote, and naming the "
+                "transfer a first call would time against the default");
+  sub->add_option("--online-file", a.online_file,
+                  "the online decisions (default: beside the table, TABLE.online.jsonl); implies --online");
   add_problem_options(sub, a.pa);
-  return {sub, [&g, sub] { return run_lookup(g, *sub, a); }};
 }
+
+static int run_lookup(Globals& g, const LookupArgs& given) {
+  LookupArgs a = given;
+  if (!a.online_file.empty()) a.online = true;  // --online-file implies --online
+  return lookup(g, *a.app, a);
+}
+
+static Registrar reg_lookup(76, [](CLI::App& app, Globals& g) {
+  return make_command<LookupArgs>(app, g, "lookup",
+      "the config to run for a problem from an exported table (TOML or JSON), and whether it was an exact match, a "
+      "nearest shape or the default; without --shape, the table's entries (no GPU)",
+      add_lookup_options, run_lookup);
+});
 
 }  // namespace gt::cli

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -256,6 +257,67 @@ void write_file_replacing(const fs::path& file, std::string_view text) {
     ::fsync(dfd);  // the rename itself, on the disk
     ::close(dfd);
   }
+}
+
+namespace {
+
+// An open file descriptor under a flock, both released on scope exit.
+class LockedFile {
+ public:
+  LockedFile(const fs::path& file, int flags, int lock) : file_(file) {
+    fd_ = ::open(file.c_str(), flags | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail("cannot be opened");
+    while (::flock(fd_, lock) != 0)
+      if (errno != EINTR) fail("cannot be locked");
+  }
+  ~LockedFile() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  LockedFile(const LockedFile&) = delete;
+  LockedFile& operator=(const LockedFile&) = delete;
+  [[noreturn]] void fail(const char* what) const {
+    throw RuntimeFailure(fmt::format("{}: {}: {}", file_.string(), what, std::strerror(errno)));
+  }
+  std::string read_all() const {
+    std::string text;
+    char buf[1 << 16];
+    for (off_t at = 0;;) {
+      ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("cannot be read");
+      if (n == 0) return text;
+      text.append(buf, size_t(n));
+      at += n;
+    }
+  }
+  int fd() const { return fd_; }
+
+ private:
+  fs::path file_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+void append_locked(const fs::path& file, const std::function<std::string(const std::string&)>& more) {
+  LockedFile f(file, O_RDWR | O_CREAT | O_APPEND, LOCK_EX);
+  const std::string text = more(f.read_all());
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(f.fd(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) f.fail("cannot be written");
+    done += size_t(n);
+  }
+  if (!text.empty() && ::fsync(f.fd()) != 0) f.fail("cannot be flushed to disk");
+}
+
+std::string read_locked(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return "";
+  if (std::string kind = special_file_kind(file); !kind.empty())
+    throw RuntimeFailure(fmt::format("{}: is {}, not a file", file.string(), kind));
+  LockedFile f(file, O_RDONLY, LOCK_SH);
+  return f.read_all();
 }
 
 }  // namespace gt

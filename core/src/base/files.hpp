@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,5 +61,15 @@ void check_input_file(const std::filesystem::path& p, const std::string& what, u
 // disk and renames it over the file; the folder is created when missing. RuntimeFailure
 // naming the file and the system's reason (a full disk, say); the old file is then untouched.
 void write_file_replacing(const std::filesystem::path& file, std::string_view text);
+
+// A file several processes add to (the runtime's online decisions, its record of untuned
+// problems): under an exclusive lock on the file (flock), `more` is given what the file holds
+// and returns what to append ("": nothing), which is written at its end in one write. The file
+// is created when missing (its folder must exist). RuntimeFailure naming the file and the
+// system's reason when it cannot be opened, locked or written.
+void append_locked(const std::filesystem::path& file, const std::function<std::string(const std::string&)>& more);
+// What a file that others append to (append_locked) holds, read under a shared lock; "" when
+// it does not exist. RuntimeFailure when it exists and cannot be read.
+std::string read_locked(const std::filesystem::path& file);
 
 }  // namespace gt

@@ -533,6 +533,11 @@ struct Store::Impl {
   ~Impl() {
     if (db) sqlite3_close_v2(db);
   }
+  bool has_table(const char* name) const {
+    Stmt st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    sqlite3_bind_text(st.get(), 1, name, -1, SQLITE_STATIC);
+    return st.step();
+  }
 
   std::vector<StoredRow> query_rows(const std::string& tail, const Where& w) const {
     Stmt st(db, "SELECT " + column_list(version) + " FROM results" + w.sql() + tail);
@@ -698,6 +703,17 @@ const char* kRoofsDdl =
     "  time_utc TEXT NOT NULL, time_unix REAL NOT NULL,\n"
     "  PRIMARY KEY (device_name, name)\n)";
 
+const char* kValidationsDdl =
+    "CREATE TABLE IF NOT EXISTS validations (\n"
+    "  device_name TEXT NOT NULL, at_key TEXT NOT NULL, from_key TEXT NOT NULL, from_config TEXT NOT NULL,\n"
+    "  time_unix REAL NOT NULL, record TEXT NOT NULL,\n"
+    "  PRIMARY KEY (device_name, at_key, from_key, from_config)\n)";
+const char* kValidationUpsert =
+    "INSERT INTO validations (device_name, at_key, from_key, from_config, time_unix, record) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (device_name, at_key, from_key, from_config) DO UPDATE SET time_unix = excluded.time_unix, "
+    "record = excluded.record WHERE excluded.time_unix > validations.time_unix OR (excluded.time_unix = "
+    "validations.time_unix AND excluded.record > validations.record)";
+
 // The decision columns of `winners` as DDL lines ("  tie INTEGER NOT NULL ...,\n" ...).
 std::string decisions_ddl() {
   std::string s;
@@ -729,6 +745,7 @@ void create_schema(sqlite3* db) {
   exec(db, "CREATE INDEX results_by_tune ON results (tune_id)");
   exec(db, winners_ddl("winners"));
   exec(db, kRoofsDdl);
+  exec(db, kValidationsDdl);
   auto [now, unix_now] = utc_now();
   (void)unix_now;
   Stmt st(db, "INSERT INTO meta (key, value) VALUES ('application', 'gemmtune'), ('schema_version', ?), "
@@ -850,10 +867,13 @@ void add_constant_key(sqlite3* db) {
   exec(db, "DROP TABLE winners_before_v7");
 }
 
+// v7 -> v8: validate's timings, in a table of their own; an older store has none.
+void add_validations(sqlite3* db) { exec(db, kValidationsDdl); }
+
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash},
                                                {5, add_transform},   {6, add_fp8_key},
-                                               {7, add_constant_key}};
+                                               {7, add_constant_key}, {8, add_validations}};
   return steps;
 }
 
@@ -1289,6 +1309,16 @@ int64_t Store::merge_from(const Store& other) {
       dst.step();
     }
   }
+  if (other.impl_->has_table("validations")) {
+    // Validations: per identity the newer timing wins (the upsert keeps the newer).
+    Stmt src(other.impl_->db, "SELECT device_name, at_key, from_key, from_config, time_unix, record FROM validations");
+    Stmt dst(db, kValidationUpsert);
+    while (src.step()) {
+      dst.reset();
+      for (int i = 0; i < 6; ++i) sqlite3_bind_value(dst.get(), i + 1, sqlite3_column_value(src.get(), i));
+      dst.step();
+    }
+  }
   {
     // The families' parameter names (note_param_names): names for a version are the same
     // wherever they were noted, so either store's will do.
@@ -1388,6 +1418,38 @@ std::vector<std::string> Store::param_names(const std::string& family, const std
   if (!st.step()) return {};
   const unsigned char* v = sqlite3_column_text(st.get(), 0);
   return v ? split_names(reinterpret_cast<const char*>(v)) : std::vector<std::string>{};
+}
+
+void Store::put_validation(const ValidationRow& v) {
+  if (impl_->readonly) throw RuntimeFailure(fmt::format("{}: the store is open read-only", impl_->path.string()));
+  std::lock_guard lock(impl_->mu);
+  Stmt st(impl_->db, kValidationUpsert);
+  sqlite3_stmt* s = st.get();
+  int i = 0;
+  for (const std::string* t : {&v.device_name, &v.at, &v.from, &v.from_config})
+    sqlite3_bind_text(s, ++i, t->c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(s, 5, v.time_unix);
+  sqlite3_bind_text(s, 6, v.record.c_str(), -1, SQLITE_TRANSIENT);
+  st.step();
+}
+
+std::vector<ValidationRow> Store::validations(const std::optional<std::string>& device_name) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<ValidationRow> out;
+  if (!impl_->has_table("validations")) return out;  // a read-only store from before them
+  Stmt st(impl_->db, std::string("SELECT device_name, at_key, from_key, from_config, time_unix, record FROM "
+                                 "validations") +
+                         (device_name ? " WHERE device_name = ?" : "") + " ORDER BY device_name, at_key, from_key, from_config");
+  if (device_name) sqlite3_bind_text(st.get(), 1, device_name->c_str(), -1, SQLITE_TRANSIENT);
+  auto text = [](sqlite3_stmt* s, int i) {
+    auto* t = sqlite3_column_text(s, i);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  };
+  while (st.step()) {
+    sqlite3_stmt* s = st.get();
+    out.push_back({text(s, 0), text(s, 1), text(s, 2), text(s, 3), sqlite3_column_double(s, 4), text(s, 5)});
+  }
+  return out;
 }
 
 std::vector<RoofRow> Store::roofs(const std::optional<std::string>& device_name) const {

@@ -58,9 +58,10 @@ namespace gt {
 // winners (FP8: B's type where it differs from A's, and how A and B are scaled; 'none' before).
 // v7: `constant` in the key of results and winners (the operands a program declares constant:
 // '', 'a', 'b', 'a,b'; '' before), and results.transform takes 'round'.
+// v8: the table `validations` (gemmtune validate's timings of transfers; an older store has none).
 // A store of an older schema is upgraded when opened for writing (store.cpp, `migrations()`:
 // one step per version, in order), and read as it is when opened read-only.
-inline constexpr int kStoreSchemaVersion = 7;
+inline constexpr int kStoreSchemaVersion = 8;
 
 // A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
 // I/O error): the message names the store and SQLite's reason. It is never a reason to go on
@@ -110,6 +111,18 @@ struct StoredRow {
   ResultKey key() const { return ResultKey::of(prov.device_name, problem); }
   // TFLOP/s of an ok row, NaN otherwise.
   double tflops() const { return m.tflops(problem.flops()); }
+};
+
+// One timing of `gemmtune validate`: a neighbour entry's answer at an entry's shape against the
+// library's default there. The store keeps the record whole (JSON, evidence.hpp's Validation)
+// and indexes it by what identifies it.
+struct ValidationRow {
+  std::string device_name;
+  std::string at;           // the key text of the problem timed (the held-out entry's)
+  std::string from;         // the key text of the entry the answer came from
+  std::string from_config;  // that entry's config (its transformed name): another config is another timing
+  double time_unix = 0;
+  std::string record;       // the timing as JSON
 };
 
 // Conditions on rows; every field that is set must match.
@@ -265,6 +278,12 @@ class Store {
   // newest kept. compare and the report read them; they are never datasheet numbers.
   void put_roof(const RoofRow& r);
   std::vector<RoofRow> roofs(const std::optional<std::string>& device_name = std::nullopt) const;
+
+  // `gemmtune validate`'s timings (evidence.hpp): per (device, at, from, from_config) the newest
+  // kept. A store made before them has none (the table is created when a store is opened for
+  // writing, as roofs' is); merge carries them, the newer per identity.
+  void put_validation(const ValidationRow& v);
+  std::vector<ValidationRow> validations(const std::optional<std::string>& device_name = std::nullopt) const;
 
   // A family's parameter names in order (meta key param_names/FAMILY/VERSION), noted by the
   // tuner from the space it searched, so that a config name reads as "p1=V1 p2=V2" where the

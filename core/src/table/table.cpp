@@ -76,6 +76,25 @@ const char* to_string(Rule r) {
   return "?";
 }
 
+Rule parse_rule(std::string_view s, std::string_view where) {
+  for (Rule r : {Rule::exact, Rule::nearest, Rule::transferred, Rule::adapted, Rule::library_default,
+                 Rule::family_default})
+    if (s == to_string(r)) return r;
+  throw InputError(fmt::format("{}: unknown rule '{}' (expected nearest, transferred or adapted)", where, s));
+}
+
+const char* to_string(Backing b) {
+  switch (b) {
+    case Backing::none: return "none";
+    case Backing::exact: return "exact";
+    case Backing::evidence: return "evidence";
+    case Backing::online: return "online";
+    case Backing::default_config: return "default";
+    case Backing::unbacked: return "unbacked";
+  }
+  return "?";
+}
+
 const char* to_string(Tier t) {
   switch (t) {
     case Tier::device: return "device";
@@ -98,7 +117,24 @@ std::string TableEntry::text() const { return fmt::format("{} -> {}", key.text()
 static bool entry_less(const TableEntry& a, const TableEntry& b) {
   return std::tie(a.key, a.family, a.config) < std::tie(b.key, b.family, b.config);
 }
-void LookupTable::sort() { std::stable_sort(entries.begin(), entries.end(), entry_less); }
+static bool evidence_less(const TransferEvidence& a, const TransferEvidence& b) {
+  return std::tie(a.from, a.family, a.config, a.rule) < std::tie(b.from, b.family, b.config, b.rule);
+}
+void LookupTable::sort() {
+  std::stable_sort(entries.begin(), entries.end(), entry_less);
+  std::stable_sort(evidence.begin(), evidence.end(), evidence_less);
+}
+
+const TransferEvidence* LookupTable::evidence_for(const TableEntry& e, Rule rule, double d,
+                                                  const std::optional<std::string>& device) const {
+  // Measured on this GPU model only: another model of the architecture gets the default.
+  if (!device || e.key.device_name != *device) return nullptr;
+  for (const TransferEvidence& ev : evidence)
+    if (ev.from == e.key && ev.family == e.family && ev.config == e.config && ev.transform == e.transform &&
+        ev.rule == rule && d <= ev.radius)
+      return &ev;
+  return nullptr;
+}
 
 std::vector<std::string> LookupTable::devices() const {
   std::set<std::string> s;
@@ -153,10 +189,15 @@ struct RawTable {
 };
 
 const std::set<std::string> kEntryFields = {
-    "device", "m", "n", "k", "dtype", "b_dtype", "out_dtype", "layout", "align", "scale", "constant", "family", "family_version", "source_hash",
-    "config", "params", "transform", "time_us", "tflops", "measured_at", "arch", "driver", "cuda_runtime", "nvrtc", "library",
-    "gemmtune_version", "row_uuid", "origin", "replay"};
-const std::set<std::string> kHeaderFields = {"gemmtune_table", "generated_at", "generator", "source", "entries"};
+    "device",    "m",       "n",       "k",          "dtype",   "b_dtype", "out_dtype",      "layout",
+    "align",     "scale",   "constant", "family",    "family_version", "source_hash", "config", "params",
+    "transform", "time_us", "tflops",  "measured_at", "arch",   "driver",  "cuda_runtime",   "nvrtc",
+    "library",   "gemmtune_version", "row_uuid", "origin", "replay"};
+const std::set<std::string> kEvidenceFields = {
+    "device", "m", "n", "k", "dtype", "b_dtype", "out_dtype", "layout", "align", "scale", "constant", "family",
+    "config", "transform", "rule", "radius", "neighbours", "worst", "tolerance", "measured_at"};
+const std::set<std::string> kHeaderFields = {"gemmtune_table", "generated_at", "generator", "source", "entries",
+                                             "evidence"};
 
 class EntryReader {
  public:
@@ -233,15 +274,14 @@ bool valid_family_name(const std::string& s) {
   return true;
 }
 
-TableEntry read_entry(const RawTable& t, const std::string& where) {
-  EntryReader r(t, where);
-  r.only_known(kEntryFields);
-  TableEntry e;
-  e.key.device_name = r.str("device", true);
-  if (e.key.device_name.empty()) r.fail("device", "is empty", r.line_of("device"));
-  e.key.m = r.integer("m", 1, kMaxDim);
-  e.key.n = r.integer("n", 1, kMaxDim);
-  e.key.k = r.integer("k", 1, kMaxDim);
+// The key fields of an entry (and of evidence, which names its entry by them).
+ResultKey read_key(const EntryReader& r) {
+  ResultKey key;
+  key.device_name = r.str("device", true);
+  if (key.device_name.empty()) r.fail("device", "is empty", r.line_of("device"));
+  key.m = r.integer("m", 1, kMaxDim);
+  key.n = r.integer("n", 1, kMaxDim);
+  key.k = r.integer("k", 1, kMaxDim);
   auto dtype = [&](const char* f) {
     std::string s = r.str(f, true);
     try {
@@ -250,16 +290,16 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
       r.fail(f, fmt::format("unknown dtype '{}' (expected f32, tf32, f16, bf16, e4m3 or e5m2)", s), r.line_of(f));
     }
   };
-  e.key.in = dtype("dtype");
-  e.key.out = dtype("out_dtype");
-  if (e.key.out == DType::tf32)
+  key.in = dtype("dtype");
+  key.out = dtype("out_dtype");
+  if (key.out == DType::tf32)
     r.fail("out_dtype", "tf32 is an input mode, not a storage type (use f32)", r.line_of("out_dtype"));
   // Format 3: B's type and the scale mode (older tables: B's type is A's, no scales).
-  e.key.in_b = r.find("b_dtype") ? dtype("b_dtype") : e.key.in;
+  key.in_b = r.find("b_dtype") ? dtype("b_dtype") : key.in;
   if (r.find("scale")) {
     std::string s = r.str("scale", true);
     try {
-      e.key.scale = s == "none" ? ScaleMode::none : parse_scale_mode(s, "scale");
+      key.scale = s == "none" ? ScaleMode::none : parse_scale_mode(s, "scale");
     } catch (const InputError&) {
       r.fail("scale", fmt::format("unknown scale mode '{}' (expected none, tensor, row or block)", s), r.line_of("scale"));
     }
@@ -268,7 +308,7 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
   if (r.find("constant")) {
     std::string s = r.str("constant", false);
     try {
-      e.key.constant = parse_constant(s, "constant");
+      key.constant = parse_constant(s, "constant");
     } catch (const InputError&) {
       r.fail("constant", fmt::format("unknown operands '{}' (expected \"\", \"a\", \"b\" or \"a,b\")", s),
              r.line_of("constant"));
@@ -277,42 +317,57 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
   {
     std::string s = r.str("layout", true);
     try {
-      e.key.layout = parse_layout(s, "layout");
+      key.layout = parse_layout(s, "layout");
     } catch (const InputError&) {
       r.fail("layout", fmt::format("unknown layout '{}' (expected nn, nt, tn or tt)", s), r.line_of("layout"));
     }
   }
-  e.key.align = int32_t(r.integer("align", 1, 16));
-  if (e.key.align & (e.key.align - 1))
-    r.fail("align", fmt::format("{} is not a power of two (1, 2, 4, 8 or 16 bytes)", e.key.align), r.line_of("align"));
+  key.align = int32_t(r.integer("align", 1, 16));
+  if (key.align & (key.align - 1))
+    r.fail("align", fmt::format("{} is not a power of two (1, 2, 4, 8 or 16 bytes)", key.align), r.line_of("align"));
   try {  // an FP8 key no GPU could run (a layout other than nt, e5m2 x e5m2, scales without FP8, ...)
+    TableEntry e;
+    e.key = key;
     problem_of(e);
   } catch (const InputError& bad) {
-    r.fail("", fmt::format("the key {} is not a problem gemmtune runs: {}", e.key.text(), bad.what()));
+    r.fail("", fmt::format("the key {} is not a problem gemmtune runs: {}", key.text(), bad.what()));
   }
-  e.family = r.str("family", true);
-  if (!valid_family_name(e.family))
-    r.fail("family", fmt::format("'{}' is not a family name (lower case letters, digits, '_')", e.family),
+  return key;
+}
+
+// A family name and a config name of it (a transform is its own field).
+void read_config(const EntryReader& r, std::string& family, std::string& config, Transform& transform) {
+  family = r.str("family", true);
+  if (!valid_family_name(family))
+    r.fail("family", fmt::format("'{}' is not a family name (lower case letters, digits, '_')", family),
            r.line_of("family"));
-  e.config = r.str("config", true);
-  if (e.config.rfind(e.family, 0) != 0)
+  config = r.str("config", true);
+  if (config.rfind(family, 0) != 0)
     r.fail("config", fmt::format("'{}' is not a config name of family '{}' (it must start with the family name)",
-                                 e.config, e.family),
+                                 config, family),
            r.line_of("config"));
-  if (e.config.find('+') != std::string::npos)
+  if (config.find('+') != std::string::npos)
     r.fail("config", fmt::format("'{}' is not a family's config name: a transform is its own field ('transform')",
-                                 e.config),
+                                 config),
            r.line_of("config"));
-  e.params = r.str("params", false);
   if (r.find("transform")) {
     std::string t = r.str("transform", true);
     try {
-      e.transform = parse_transform(t, "transform");
+      transform = parse_transform(t, "transform");
     } catch (const InputError&) {
       r.fail("transform", fmt::format("unknown transform '{}' (expected none, pad, round, swap or pad+swap)", t),
              r.line_of("transform"));
     }
   }
+}
+
+TableEntry read_entry(const RawTable& t, const std::string& where) {
+  EntryReader r(t, where);
+  r.only_known(kEntryFields);
+  TableEntry e;
+  e.key = read_key(r);
+  read_config(r, e.family, e.config, e.transform);
+  e.params = r.str("params", false);
   e.time_us = *r.number("time_us", true);
   if (e.time_us <= 0) r.fail("time_us", fmt::format("{} is not a positive time", e.time_us), r.line_of("time_us"));
   auto tf = r.number("tflops", false);
@@ -334,6 +389,33 @@ TableEntry read_entry(const RawTable& t, const std::string& where) {
   e.origin = r.str("origin", false);
   e.replay = r.boolean("replay");
   return e;
+}
+
+TransferEvidence read_evidence(const RawTable& t, const std::string& where) {
+  EntryReader r(t, where);
+  r.only_known(kEvidenceFields);
+  TransferEvidence ev;
+  ev.from = read_key(r);
+  read_config(r, ev.family, ev.config, ev.transform);
+  std::string rule = r.str("rule", true);
+  try {
+    ev.rule = parse_rule(rule, "rule");
+  } catch (const InputError&) {
+    ev.rule = Rule::exact;
+  }
+  if (ev.rule != Rule::nearest && ev.rule != Rule::transferred && ev.rule != Rule::adapted)
+    r.fail("rule", fmt::format("'{}' is not a transfer (expected nearest, transferred or adapted)", rule),
+           r.line_of("rule"));
+  ev.radius = *r.number("radius", true);
+  if (ev.radius < 0) r.fail("radius", fmt::format("{} is not a distance (0 or more)", ev.radius), r.line_of("radius"));
+  ev.neighbours = r.integer("neighbours", 1, std::numeric_limits<int32_t>::max());
+  ev.worst = *r.number("worst", true);
+  if (ev.worst <= 0) r.fail("worst", fmt::format("{} is not a time ratio (above 0)", ev.worst), r.line_of("worst"));
+  ev.tolerance = *r.number("tolerance", true);
+  if (ev.tolerance < 0 || ev.tolerance > 1)
+    r.fail("tolerance", fmt::format("{} is not a fraction from 0 to 1", ev.tolerance), r.line_of("tolerance"));
+  ev.measured_at = r.str("measured_at", false);
+  return ev;
 }
 
 void read_header(const RawTable& t, const std::string& where, TableInfo& info) {
@@ -399,19 +481,24 @@ LookupTable parse_toml(std::string_view text, const std::string& origin) {
     throw InputError(fmt::format("{}: not a gemmtune table: the field 'gemmtune_table' (the format version) is missing",
                                  origin));
   read_header(head, origin, t.info);
-  if (const toml::node* en = root.get("entries")) {
+  // Each array of tables ([[entries]], [[evidence]]) through its reader.
+  auto each = [&](const char* field, auto&& read) {
+    const toml::node* en = root.get(field);
+    if (!en) return;
     const toml::array* arr = en->as_array();
     if (!arr)
-      throw InputError(fmt::format("{}:{}: field 'entries': expected an array of tables ([[entries]])", origin,
-                                   en->source().begin.line));
+      throw InputError(fmt::format("{}:{}: field '{}': expected an array of tables ([[{}]])", origin,
+                                   en->source().begin.line, field, field));
     for (size_t i = 0; i < arr->size(); ++i) {
       const toml::node& n = *arr->get(i);
-      std::string where = fmt::format("{}: entries[{}]", origin, i);
+      std::string where = fmt::format("{}: {}[{}]", origin, field, i);
       const toml::table* et = n.as_table();
       if (!et) throw InputError(fmt::format("{} (line {}): expected a table", where, n.source().begin.line));
-      t.entries.push_back(read_entry(raw_of_table(*et), where));
+      read(raw_of_table(*et), where);
     }
-  }
+  };
+  each("entries", [&](const RawTable& rt, const std::string& w) { t.entries.push_back(read_entry(rt, w)); });
+  each("evidence", [&](const RawTable& rt, const std::string& w) { t.evidence.push_back(read_evidence(rt, w)); });
   return t;
 }
 
@@ -470,15 +557,18 @@ LookupTable parse_json(std::string_view text, const std::string& origin) {
     throw InputError(fmt::format("{}: not a gemmtune table: the field 'gemmtune_table' (the format version) is missing",
                                  origin));
   read_header(raw_of_object(root), origin, t.info);
-  if (root.contains("entries")) {
-    const auto& arr = root["entries"];
-    if (!arr.is_array()) throw InputError(fmt::format("{}: field 'entries': expected an array of objects", origin));
+  auto each = [&](const char* field, auto&& read) {
+    if (!root.contains(field)) return;
+    const auto& arr = root[field];
+    if (!arr.is_array()) throw InputError(fmt::format("{}: field '{}': expected an array of objects", origin, field));
     for (size_t i = 0; i < arr.size(); ++i) {
-      std::string where = fmt::format("{}: entries[{}]", origin, i);
+      std::string where = fmt::format("{}: {}[{}]", origin, field, i);
       if (!arr[i].is_object()) throw InputError(fmt::format("{}: expected an object", where));
-      t.entries.push_back(read_entry(raw_of_object(arr[i]), where));
+      read(raw_of_object(arr[i]), where);
     }
-  }
+  };
+  each("entries", [&](const RawTable& rt, const std::string& w) { t.entries.push_back(read_entry(rt, w)); });
+  each("evidence", [&](const RawTable& rt, const std::string& w) { t.evidence.push_back(read_evidence(rt, w)); });
   return t;
 }
 
@@ -565,22 +655,29 @@ struct Field {
   double f = 0;
   bool b = false;
 };
+Field S(const char* n, const std::string& v) { return Field{n, 's', v}; }
+Field I(const char* n, int64_t v) { return Field{n, 'i', {}, v}; }
+Field F(const char* n, double v) { return Field{n, 'f', {}, 0, v}; }
+
+// The key's fields, as an entry and its evidence spell them.
+std::vector<Field> key_fields(const ResultKey& k) {
+  return {S("device", k.device_name), I("m", k.m), I("n", k.n), I("k", k.k), S("dtype", to_string(k.in)),
+          S("b_dtype", to_string(k.in_b)), S("out_dtype", to_string(k.out)), S("layout", to_string(k.layout)),
+          I("align", k.align), S("scale", to_string(k.scale)), S("constant", constant_text(k.constant))};
+}
+
+std::vector<Field> fields_of(const TransferEvidence& ev) {
+  std::vector<Field> f = key_fields(ev.from);
+  for (Field x : {S("family", ev.family), S("config", ev.config), S("transform", to_string(ev.transform)),
+                  S("rule", to_string(ev.rule)), F("radius", ev.radius), I("neighbours", ev.neighbours),
+                  F("worst", ev.worst), F("tolerance", ev.tolerance), S("measured_at", ev.measured_at)})
+    f.push_back(std::move(x));
+  return f;
+}
+
 std::vector<Field> fields_of(const TableEntry& e) {
-  auto S = [](const char* n, const std::string& v) { return Field{n, 's', v}; };
-  auto I = [](const char* n, int64_t v) { return Field{n, 'i', {}, v}; };
-  auto F = [](const char* n, double v) { return Field{n, 'f', {}, 0, v}; };
-  return {S("device", e.key.device_name),
-          I("m", e.key.m),
-          I("n", e.key.n),
-          I("k", e.key.k),
-          S("dtype", to_string(e.key.in)),
-          S("b_dtype", to_string(e.key.in_b)),
-          S("out_dtype", to_string(e.key.out)),
-          S("layout", to_string(e.key.layout)),
-          I("align", e.key.align),
-          S("scale", to_string(e.key.scale)),
-          S("constant", constant_text(e.key.constant)),
-          S("family", e.family),
+  std::vector<Field> f = key_fields(e.key);
+  for (Field x : {S("family", e.family),
           S("config", e.config),
           S("params", e.params),
           S("transform", to_string(e.transform)),
@@ -597,10 +694,13 @@ std::vector<Field> fields_of(const TableEntry& e) {
           S("gemmtune_version", e.gemmtune_version),
           S("row_uuid", e.row_uuid),
           S("origin", e.origin),
-          Field{"replay", 'b', {}, 0, 0, e.replay}};
+          Field{"replay", 'b', {}, 0, 0, e.replay}})
+    f.push_back(std::move(x));
+  return f;
 }
 
-nlohmann::ordered_json entry_json(const TableEntry& e) {
+template <class T>
+nlohmann::ordered_json entry_json(const T& e) {
   nlohmann::ordered_json j;
   for (auto& f : fields_of(e)) {
     switch (f.kind) {
@@ -621,9 +721,9 @@ std::string to_toml(const LookupTable& t) {
   if (!t.info.generated_at.empty()) o += "generated_at = " + toml_string(t.info.generated_at) + "\n";
   if (!t.info.generator.empty()) o += "generator = " + toml_string(t.info.generator) + "\n";
   if (!t.info.source.empty()) o += "source = " + toml_string(t.info.source) + "\n";
-  for (auto& e : t.entries) {
-    o += "\n[[entries]]\n";
-    for (auto& f : fields_of(e)) {
+  auto table_of = [&o](const char* array, const std::vector<Field>& fields) {
+    o += fmt::format("\n[[{}]]\n", array);
+    for (auto& f : fields) {
       o += f.name;
       o += " = ";
       switch (f.kind) {
@@ -634,7 +734,13 @@ std::string to_toml(const LookupTable& t) {
       }
       o += "\n";
     }
-  }
+  };
+  for (auto& e : t.entries) table_of("entries", fields_of(e));
+  if (!t.evidence.empty())
+    o += "\n# Evidence: transfers from an entry to shapes near it, timed on its GPU (gemmtune validate) against the\n"
+         "# library's default, that held within the tolerance up to `radius` (log-space distance). Elsewhere a shape\n"
+         "# the table does not hold gets the default (docs/lookup.md).\n";
+  for (auto& ev : t.evidence) table_of("evidence", fields_of(ev));
   return o;
 }
 
@@ -646,6 +752,10 @@ std::string to_json_text(const LookupTable& t) {
   if (!t.info.source.empty()) root["source"] = t.info.source;
   root["entries"] = nlohmann::ordered_json::array();
   for (auto& e : t.entries) root["entries"].push_back(entry_json(e));
+  if (!t.evidence.empty()) {
+    root["evidence"] = nlohmann::ordered_json::array();
+    for (auto& ev : t.evidence) root["evidence"].push_back(entry_json(ev));
+  }
   // JSON text is UTF-8: a byte sequence that is not (a mangled name) becomes U+FFFD.
   return root.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
@@ -702,6 +812,33 @@ bool valid_cpp_namespace(const std::string& ns) {
   }
 }
 
+// A struct of `fields`' names and types, and a constexpr array of it holding `rows`.
+std::string cpp_array(const char* type, const char* name, const std::vector<Field>& fields,
+                      const std::vector<std::vector<Field>>& rows, const std::vector<std::string>& comments) {
+  std::string o = fmt::format("struct {} {{\n", type);
+  for (auto& f : fields) {
+    const char* t = f.kind == 's' ? "std::string_view" : f.kind == 'i' ? "std::int64_t" : f.kind == 'f' ? "double" : "bool";
+    o += fmt::format("  {} {};\n", t, f.name);
+  }
+  o += "};\n\n";
+  o += fmt::format("inline constexpr std::array<{}, {}> {} = {{{{\n", type, rows.size(), name);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    o += "    // " + cpp_comment_text(comments[r]) + "\n    {";
+    const auto& fs = rows[r];
+    for (size_t i = 0; i < fs.size(); ++i) {
+      if (i) o += ", ";
+      switch (fs[i].kind) {
+        case 's': o += "\"" + cpp_string_body(fs[i].s) + "\"sv"; break;
+        case 'i': o += std::to_string(fs[i].i); break;
+        case 'f': o += float_text(fs[i].f); break;
+        case 'b': o += fs[i].b ? "true" : "false"; break;
+      }
+    }
+    o += "},\n";
+  }
+  return o + "}};\n\n";
+}
+
 std::string to_cpp(const LookupTable& t, const std::string& ns) {
   if (!valid_cpp_namespace(ns))
     throw InputError(fmt::format("--namespace: '{}' is not a C++ namespace name", cpp_comment_text(ns)));
@@ -745,29 +882,22 @@ std::string to_cpp(const LookupTable& t, const std::string& ns) {
 )";
   o += "constexpr std::int64_t padded_ld(std::int64_t elements, std::int64_t element_bytes) {\n"
        "  return (elements * element_bytes + 15) / 16 * 16 / element_bytes;\n}\n\n";
-  o += "struct Entry {\n";
-  TableEntry dummy;
-  for (auto& f : fields_of(dummy)) {
-    const char* type = f.kind == 's' ? "std::string_view" : f.kind == 'i' ? "std::int64_t" : f.kind == 'f' ? "double" : "bool";
-    o += fmt::format("  {} {};\n", type, f.name);
-  }
-  o += "};\n\n";
-  o += fmt::format("inline constexpr std::array<Entry, {}> kEntries = {{{{\n", t.entries.size());
+  std::vector<std::vector<Field>> rows;
+  std::vector<std::string> comments;
   for (auto& e : t.entries) {
-    o += "    // " + cpp_comment_text(e.text()) + "\n    {";
-    auto fs = fields_of(e);
-    for (size_t i = 0; i < fs.size(); ++i) {
-      if (i) o += ", ";
-      switch (fs[i].kind) {
-        case 's': o += "\"" + cpp_string_body(fs[i].s) + "\"sv"; break;
-        case 'i': o += std::to_string(fs[i].i); break;
-        case 'f': o += float_text(fs[i].f); break;
-        case 'b': o += fs[i].b ? "true" : "false"; break;
-      }
-    }
-    o += "},\n";
+    rows.push_back(fields_of(e));
+    comments.push_back(e.text());
   }
-  o += "}};\n\n";
+  o += cpp_array("Entry", "kEntries", fields_of(TableEntry{}), rows, comments);
+  o += "// Evidence (gemmtune validate): the entry of this key, family and config answers shapes up to `radius`\n"
+       "// away by `rule` no slower than the library's default, as timed on `device`; elsewhere the default.\n";
+  rows.clear();
+  comments.clear();
+  for (auto& ev : t.evidence) {
+    rows.push_back(fields_of(ev));
+    comments.push_back(fmt::format("{} {} up to {:.3f}", ev.from.text(), to_string(ev.rule), ev.radius));
+  }
+  o += cpp_array("Evidence", "kEvidence", fields_of(TransferEvidence{}), rows, comments);
   o += R"(// Whether an entry is for these types, layout, alignment and scales (an empty b_dtype: dtype's). An
 // entry timed with constant operands serves only a program that keeps exactly those constant.
 constexpr bool same_kind(const Entry& e, std::string_view dtype, std::string_view out_dtype, std::string_view layout,
@@ -796,17 +926,31 @@ inline double shape_distance(std::int64_t m, std::int64_t n, std::int64_t k, con
   return std::sqrt(dm * dm + dn * dn + dk * dk);
 }
 
-// The closest tuned shape of the same dtypes, out_dtype, layout, align and scale (the exact key when it is
-// there) within max_distance and of the same M regime (M <= decode_max_m is decode, else prefill;
-// 0: one regime; a decode entry serves only its own N), or nullptr: then run the library's own
-// choice (cuBLASLt's heuristic pick). Ties: the faster entry. The defaults are gemmtune's (docs/lookup.md). Whether the config can run the
-// problem is not checked here, nor whether a cuBLASLt entry was the heuristic's pick at its shape,
-// nor can a refused parameter be adapted (gemmtune's runtime does all three with the plugins).
+// Whether kEvidence backs entry e's own config at distance d on `device` (the rule "nearest": the
+// header can neither transfer a pick nor adapt a parameter).
+inline bool backed(const Entry& e, double d, std::string_view device) {
+  for (const Evidence& v : kEvidence)
+    if (!device.empty() && v.device == device && e.device == device && v.m == e.m && v.n == e.n && v.k == e.k &&
+        v.dtype == e.dtype && v.b_dtype == e.b_dtype && v.out_dtype == e.out_dtype && v.layout == e.layout &&
+        v.align == e.align && v.scale == e.scale && v.constant == e.constant && v.family == e.family && v.config == e.config &&
+        v.transform == e.transform && v.rule == "nearest" && d <= v.radius)
+      return true;
+  return false;
+}
+
+// The exact key's entry, else the closest tuned shape of the same dtypes, out_dtype, layout, align and scale
+// whose evidence on `device` reaches this shape, within max_distance and of the same M regime (M <= decode_max_m
+// is decode, else prefill; 0: one regime; a decode entry serves only its own N), or nullptr: then run the
+// library's own choice (cuBLASLt's heuristic pick). Ties: the faster entry. The defaults are gemmtune's
+// (docs/lookup.md). Whether the config can run the problem is not checked here, nor whether a cuBLASLt entry
+// was the heuristic's pick at its shape, nor can a refused parameter be adapted (gemmtune's runtime does all
+// three with the plugins). unbacked = true answers a nearest entry without evidence, as the rule was before.
 inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::int64_t n, std::int64_t k,
                                  std::string_view dtype, std::string_view out_dtype, std::string_view layout,
                                  std::int64_t align, double max_distance = 1.3862943611198906,
                                  std::int64_t decode_max_m = 16, std::string_view b_dtype = {},
-                                 std::string_view scale = "none", std::string_view constant = {}) {
+                                 std::string_view scale = "none", std::string_view constant = {},
+                                 bool unbacked = false) {
   const Entry* best = nullptr;
   double best_d = 0;
   for (const Entry& e : kEntries) {
@@ -816,7 +960,8 @@ inline const Entry* find_nearest(std::string_view device, std::int64_t m, std::i
     double d = shape_distance(m, n, k, e);
     bool exact = e.m == m && e.n == n && e.k == k;
     if (!exact && (d > max_distance || (e.m <= decode_max_m) != (m <= decode_max_m) ||
-                   (m <= decode_max_m && e.n != n)))  // decode entries serve their own N
+                   (m <= decode_max_m && e.n != n) ||  // decode entries serve their own N
+                   !(unbacked || backed(e, d, device))))
       continue;
     if (!best || d < best_d || (d == best_d && e.time_us < best->time_us)) {
       best = &e;
@@ -1010,6 +1155,153 @@ std::string out_of_reach(const Candidate& c, const Problem& p, const LookupPolic
   return {};
 }
 
+// Step 1, and step 2's three ways for a candidate in reach: its answer (from `base`, which holds
+// what the lookup found so far), or nullopt with why it cannot serve in *why. Throws
+// BrokenEntryError as lookup() says.
+std::optional<LookupResult> served_by(const LookupTable& t, const Candidate& c, const Problem& p, bool exact,
+                                      const LookupPolicy& policy, const LookupHooks& hooks, const LookupResult& base,
+                                      std::string* why) {
+  LookupResult r = base;
+  if (!exact && hooks.transfer)
+    if (auto tr = hooks.transfer(*c.e, p)) {
+      answer_with(r, c, Rule::transferred, *tr);
+      r.transferred = tr->note;
+      r.how = fmt::format("nearest (from {}, whose winner was {}, so {} for this shape)", c.e->shape(), tr->note,
+                          tr->note);
+      return r;
+    }
+  Verdict v;
+  if (hooks.can_implement) {
+    try {
+      v = hooks.can_implement(*c.e, p);
+    } catch (const InputError& ex) {
+      // An entry measured on another device (the architecture's or any device's tier): a family's
+      // space may depend on the device (cuBLASLt's is its library's answer there), so a config
+      // this device's space lacks is an entry that cannot run here, not a broken table.
+      if (!policy.device || c.e->key.device_name == *policy.device)
+        throw BrokenEntryError(fmt::format("{}: entries[{}] ({}): {}", t.origin.empty() ? "table" : t.origin,
+                                           size_t(c.e - t.entries.data()), c.e->text(), ex.what()));
+      v = Verdict::cannot(fmt::format("measured on {}, its config is not in the space of {} here: {}",
+                                      c.e->key.device_name, *policy.device, ex.what()));
+    }
+  }
+  if (v.kind == Verdict::Kind::cannot) {
+    if (!exact && hooks.adapt)
+      if (auto a = hooks.adapt(*c.e, p)) {
+        answer_with(r, c, Rule::adapted, *a);
+        r.adapted = fmt::format("{}: {}", a->note, v.why);
+        r.how = fmt::format("nearest (from {}, with {})", c.e->shape(), a->note);
+        return r;
+      }
+    *why = v.why;
+    return std::nullopt;
+  }
+  answer_with(r, c, exact ? MatchKind::exact : MatchKind::nearest, exact ? Rule::exact : Rule::nearest);
+  r.how = exact ? std::string("exact")
+          : v.kind == Verdict::Kind::unchecked
+              ? fmt::format("nearest (from {}; not checked on this machine)", c.e->shape())
+              : fmt::format("nearest (from {})", c.e->shape());
+  if (v.kind == Verdict::Kind::unchecked) r.unchecked = v.why;
+  if (exact) r.backing = Backing::exact;
+  return r;
+}
+
+// Why no evidence backs entry c's `rule` answer on the asked device at its distance.
+std::string no_evidence(const LookupTable& t, const Candidate& c, Rule rule, const LookupPolicy& policy) {
+  if (!policy.device)
+    return "no device is named, and a transfer is backed only by evidence measured on the asked GPU model";
+  if (c.e->key.device_name != *policy.device)
+    return fmt::format("measured on {}, not on {}: another GPU model gets the default, never a transfer",
+                       c.e->key.device_name, *policy.device);
+  for (const TransferEvidence& ev : t.evidence)
+    if (ev.from == c.e->key && ev.family == c.e->family && ev.config == c.e->config && ev.rule == rule)
+      return fmt::format("its {} answers were validated up to distance {:.3f}, and this problem lies {:.3f} away",
+                         to_string(rule), ev.radius, c.d);
+  return fmt::format("the table has no evidence that its {} answers hold on {} (gemmtune validate measures it)",
+                     to_string(rule), *policy.device);
+}
+
+// Whether a transfer may answer instead of the default (docs/lookup.md, "Backed answers"): sets
+// its backing, or says why not in *why. *verdict: the online check's, where one was made.
+bool back(LookupResult& a, const Candidate& c, const Problem& p, const LookupTable& t, const LookupPolicy& policy,
+          const LookupHooks& hooks, std::optional<OnlineVerdict>* verdict, std::string* why) {
+  if (a.rule == Rule::transferred && a.transform == Transform::none) {
+    a.backing = Backing::default_config;
+    a.backing_note = fmt::format("it is {} itself", a.transferred);
+    return true;
+  }
+  if (policy.unbacked_transfers) {
+    a.backing = Backing::unbacked;
+    a.backing_note = "transfers without evidence were asked for";
+    return true;
+  }
+  if (const TransferEvidence* ev = t.evidence_for(*c.e, a.rule, c.d, policy.device)) {
+    a.backing = Backing::evidence;
+    a.backing_note = fmt::format("validated on {}: {} neighbour{} up to distance {:.3f} (this problem: {:.3f}), the "
+                                 "slowest at {:.3f} of the default's time{}",
+                                 ev->from.device_name, ev->neighbours, ev->neighbours == 1 ? "" : "s", ev->radius, c.d,
+                                 ev->worst, ev->measured_at.empty() ? "" : ", " + ev->measured_at);
+    return true;
+  }
+  if (hooks.checked) *verdict = hooks.checked(p, a);
+  if (*verdict) {
+    const OnlineVerdict& v = **verdict;
+    const std::string timed = fmt::format("timed online{}: {:.2f} us against the default's {:.2f} us", 
+                                          v.where.empty() ? "" : " (" + v.where + ")", v.candidate_us, v.default_us);
+    if (v.candidate_kept) {
+      a.backing = Backing::online;
+      a.backing_note = timed;
+      return true;
+    }
+    *why = timed + ": the default was kept";
+    return false;
+  }
+  *why = no_evidence(t, c, a.rule, policy);
+  return false;
+}
+
+// Why no entry served, for the default's `reason`.
+std::string no_entry_reason(const Problem& p, const std::vector<Candidate>& cands, const LookupResult& r,
+                            size_t unreachable, size_t refused, size_t unbacked, const std::string& first_unbacked) {
+  std::string cls =
+      fmt::format("{}>{} {} alignment {}", to_string(p.in), to_string(p.out), to_string(p.layout), p.align);
+  std::string reason;
+  if (cands.empty())
+    reason = fmt::format("the table has no entry for {}", cls);
+  else if (unbacked > 0)
+    reason = fmt::format("no answer of its {} entries for {} is backed here ({} out of reach, {} cannot run it, {} not "
+                         "backed): the nearest that could serve, {}",
+                         cands.size(), cls, unreachable, refused, unbacked, first_unbacked);
+  else if (refused == 0)
+    reason = fmt::format("none of its {} entries for {} is within reach: the nearest, {}, {}", cands.size(), cls,
+                         cands[0].e->shape(), r.passed_over[0].second);
+  else
+    reason = fmt::format("none of its {} entries for {} can serve it ({} out of reach, {} cannot run it)",
+                         cands.size(), cls, unreachable, refused);
+  if (!r.device_note.empty()) reason += "; " + r.device_note;
+  return reason;
+}
+
+// Step 3: r answered with the fallback's default for p; false, with why not in *why, where it has none.
+bool answer_default(LookupResult& r, const Problem& p, const DefaultFn& fallback, std::string* why) {
+  std::string no;
+  auto d = fallback(p, &no);
+  if (!d) {
+    *why = no.empty() ? "the default cannot run it" : no;
+    return false;
+  }
+  r.kind = MatchKind::fallback;
+  r.rule = d->library_pick ? Rule::library_default : Rule::family_default;
+  r.how = d->unchecked.empty() ? fmt::format("default ({})", d->note)
+                               : fmt::format("default ({}; not named on this machine)", d->note);
+  r.family = d->family;
+  r.config = d->config;
+  r.params = d->params;
+  r.transform = d->transform;
+  r.unchecked = d->unchecked;
+  return true;
+}
+
 }  // namespace
 
 LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, const LookupHooks& hooks) const {
@@ -1019,87 +1311,49 @@ LookupResult LookupTable::lookup(const Problem& p, const LookupPolicy& policy, c
     throw InputError("an exact device match needs a device: name one (--device, or the runtime's device_name)");
   std::vector<Candidate> cands = candidates_for(candidate_pool(*this, policy, r), p, r);
 
-  size_t unreachable = 0, refused = 0;
+  size_t unreachable = 0, refused = 0, unbacked = 0;
+  std::optional<LookupResult> first;  // the nearest transfer that could serve but is not backed
+  bool first_decided = false;         // ... and an online check kept the default over it
+  std::string first_text;
   for (const Candidate& c : cands) {
     bool exact = c.e->key.m == p.m && c.e->key.n == p.n && c.e->key.k == p.k;
-    if (!exact) {
+    if (!exact)
       if (std::string why = out_of_reach(c, p, policy); !why.empty()) {
         r.passed_over.emplace_back(c.e->text(), why);
         ++unreachable;
         continue;
       }
-      if (hooks.transfer)
-        if (auto t = hooks.transfer(*c.e, p)) {
-          answer_with(r, c, Rule::transferred, *t);
-          r.transferred = t->note;
-          r.how = fmt::format("nearest (from {}, whose winner was {}, so {} for this shape)", c.e->shape(), t->note,
-                              t->note);
-          return r;
-        }
-    }
-    Verdict v;
-    if (hooks.can_implement) {
-      try {
-        v = hooks.can_implement(*c.e, p);
-      } catch (const InputError& ex) {
-        // An entry measured on another device (the architecture's or any device's tier): a family's
-        // space may depend on the device (cuBLASLt's is its library's answer there), so a config
-        // this device's space lacks is an entry that cannot run here, not a broken table.
-        if (!policy.device || c.e->key.device_name == *policy.device)
-          throw BrokenEntryError(fmt::format("{}: entries[{}] ({}): {}", table_name, size_t(c.e - entries.data()),
-                                             c.e->text(), ex.what()));
-        v = Verdict::cannot(fmt::format("measured on {}, its config is not in the space of {} here: {}",
-                                        c.e->key.device_name, *policy.device, ex.what()));
-      }
-    }
-    if (v.kind == Verdict::Kind::cannot) {
-      if (!exact && hooks.adapt)
-        if (auto a = hooks.adapt(*c.e, p)) {
-          answer_with(r, c, Rule::adapted, *a);
-          r.adapted = fmt::format("{}: {}", a->note, v.why);
-          r.how = fmt::format("nearest (from {}, with {})", c.e->shape(), a->note);
-          return r;
-        }
-      r.passed_over.emplace_back(c.e->text(), v.why);
+    std::string why;
+    std::optional<LookupResult> a = served_by(*this, c, p, exact, policy, hooks, r, &why);
+    if (!a) {
+      r.passed_over.emplace_back(c.e->text(), why);
       ++refused;
       continue;
     }
-    answer_with(r, c, exact ? MatchKind::exact : MatchKind::nearest, exact ? Rule::exact : Rule::nearest);
-    r.how = exact ? std::string("exact")
-            : v.kind == Verdict::Kind::unchecked
-                ? fmt::format("nearest (from {}; not checked on this machine)", c.e->shape())
-                : fmt::format("nearest (from {})", c.e->shape());
-    if (v.kind == Verdict::Kind::unchecked) r.unchecked = v.why;
-    return r;
+    std::optional<OnlineVerdict> verdict;
+    if (exact || back(*a, c, p, *this, policy, hooks, &verdict, &why)) return *a;
+    r.passed_over.emplace_back(c.e->text(), "not backed: " + why);
+    if (unbacked++ == 0) {
+      first_text = fmt::format("{} ({}, distance {:.3f}), is not: {}", c.e->shape(), to_string(a->rule), c.d, why);
+      first_decided = verdict.has_value();
+      first = std::move(a);
+    }
   }
 
-  std::string cls =
-      fmt::format("{}>{} {} alignment {}", to_string(p.in), to_string(p.out), to_string(p.layout), p.align);
-  if (cands.empty())
-    r.reason = fmt::format("the table has no entry for {}", cls);
-  else if (refused == 0)
-    r.reason = fmt::format("none of its {} entries for {} is within reach: the nearest, {}, {}", cands.size(), cls,
-                           cands[0].e->shape(), r.passed_over[0].second);
-  else
-    r.reason = fmt::format("none of its {} entries for {} can serve it ({} out of reach, {} cannot run it)",
-                           cands.size(), cls, unreachable, refused);
-  if (!r.device_note.empty()) r.reason += "; " + r.device_note;
+  r.reason = no_entry_reason(p, cands, r, unreachable, refused, unbacked, first_text);
   std::string why_no_default = "no default was given";
-  if (hooks.fallback) {
-    std::string why;
-    if (auto d = hooks.fallback(p, &why)) {
-      r.kind = MatchKind::fallback;
-      r.rule = d->library_pick ? Rule::library_default : Rule::family_default;
-      r.how = d->unchecked.empty() ? fmt::format("default ({})", d->note)
-                                   : fmt::format("default ({}; not named on this machine)", d->note);
-      r.family = d->family;
-      r.config = d->config;
-      r.params = d->params;
-      r.transform = d->transform;
-      r.unchecked = d->unchecked;
-      return r;
+  if (hooks.fallback && answer_default(r, p, hooks.fallback, &why_no_default)) {
+    if (policy.online && first && !first_decided) {
+      r.pending = std::make_shared<const LookupResult>(*first);
+      r.reason += "; online: that answer is timed against this default on the problem's first calls";
     }
-    why_no_default = why.empty() ? "the default cannot run it" : why;
+    return r;
+  }
+  if (first) {  // no default to lose against: the transfer, unbacked, rather than nothing
+    first->backing = Backing::unbacked;
+    first->backing_note = fmt::format("no default can run this problem here ({}), so nothing to be slower than",
+                                      why_no_default);
+    return *first;
   }
   std::string passed;
   for (size_t i = 0; i < r.passed_over.size() && i < 5; ++i)
@@ -1116,6 +1370,7 @@ LookupResult LookupTable::lookup(const Problem& p, const std::optional<std::stri
   policy.device = device;
   policy.max_distance = std::numeric_limits<double>::infinity();
   policy.decode_max_m = 0;
+  policy.unbacked_transfers = true;
   return lookup(p, policy, LookupHooks{can_implement, fallback, transfer, {}});
 }
 
@@ -1465,9 +1720,9 @@ LookupMachine lookup_machine(const std::string& device_name, const std::string& 
 }
 
 LookupResult answer(const LookupTable& table, const Problem& problem, const PluginRegistry& reg,
-                    const gt_device& limits, const LookupPolicy& policy) {
+                    const gt_device& limits, const LookupPolicy& policy, const CheckedFn& checked) {
   LookupHooks hooks{plugin_can_implement(reg, limits), plugin_default(reg, limits, policy.default_family),
-                    plugin_transfer(reg, limits), plugin_adapt(reg, limits)};
+                    plugin_transfer(reg, limits), plugin_adapt(reg, limits), checked};
   return table.lookup(problem, policy, hooks);
 }
 

@@ -19,6 +19,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,7 +31,9 @@ namespace gt {
 // carry `b_dtype` and `scale` (FP8: B's type and the scale mode; older tables are read as B's
 // type = dtype and scale "none"). 4: entries carry `constant` (the operands the time took as
 // prepared once: "", "b", ...; older tables are read as ""), and transform may be "round".
-inline constexpr int kTableFormatVersion = 4;
+// 5: `evidence`, the transfers validated on a GPU that held (older tables have none: they
+// answer exact keys and defaults only, unless told otherwise).
+inline constexpr int kTableFormatVersion = 5;
 
 enum class TableFormat { toml, json, csv, cpp };
 const char* to_string(TableFormat f);
@@ -86,6 +89,21 @@ enum class Rule {
   family_default,   // no entry serves and cuBLASLt cannot answer: the named default family's default config
 };
 const char* to_string(Rule r);  // "exact", "nearest", "transferred", "adapted", "library default", "family default"
+// The rule of a to_string name; InputError naming `where` otherwise.
+Rule parse_rule(std::string_view s, std::string_view where = "rule");
+
+// Why an answer may run instead of the library's default (docs/lookup.md, "Backed answers"). A
+// table must never make a program slower than not using it, and an entry's config carried to
+// another shape did: on an H100 the adapted rule's answer ran 0.822x cuBLASLt's pick there.
+enum class Backing {
+  none,            // a default: nothing to back
+  exact,           // the entry for exactly this key
+  evidence,        // a transfer the table's evidence backs: validated on this GPU model, within its radius
+  online,          // a transfer timed against the default on this machine (the online check), and faster
+  default_config,  // a transfer whose answer is the library's default for the problem itself
+  unbacked,        // a transfer without evidence, asked for (LookupPolicy::unbacked_transfers)
+};
+const char* to_string(Backing b);  // "none", "exact", "evidence", "online", "default", "unbacked"
 
 // Whose entries were candidates: the asked device's, those measured on its architecture (the
 // table has none of the device), or every entry (it has none of either).
@@ -112,6 +130,14 @@ struct LookupPolicy {
   // (a decode grid is laid over N; across N its config measured 0.82-0.92 of tuning the shape).
   int64_t decode_max_m = kDefaultDecodeMaxM;
   std::string default_family;  // where cuBLASLt cannot answer: this family's default config ("": none)
+  // A transfer (nearest, transferred, adapted) answers only where it is backed: by the table's
+  // evidence for the asked device, or by an online check (LookupHooks::checked). true: any
+  // transfer, as the rule was before issue 54 (to measure the rules: validate, bench_lookup).
+  bool unbacked_transfers = false;
+  // Online mode: where the nearest transfer that could serve is not backed and not decided yet,
+  // the answer is the default and LookupResult::pending names that transfer, to be timed
+  // against the default by the runtime on the problem's first calls.
+  bool online = false;
 };
 
 // A config that is not the entry's own: a default, a transfer or an adaptation.
@@ -140,9 +166,40 @@ struct LookupResult {
   std::string unchecked;            // a config this machine could not check (or name): why
   std::string device_note;          // set when the answer came from another tier than the device's
   std::string reason;               // defaults: why no entry served
+  Backing backing = Backing::none;  // why it may run instead of the default
+  std::string backing_note;         // the evidence or the online timing that backs it ("": none)
+  // Online mode, a default: the unbacked transfer to time against it (null: none).
+  std::shared_ptr<const LookupResult> pending;
   // Entries the lookup looked at and could not use, nearest first, with the reason.
   std::vector<std::pair<std::string, std::string>> passed_over;
 };
+
+// Evidence that a transfer from an entry holds near it, measured on a GPU (gemmtune validate
+// times each entry's neighbours' answers at its shape, leave-one-out; export keeps what held).
+// It backs the entry's `rule` answers on the entry's device model up to `radius`.
+struct TransferEvidence {
+  ResultKey from;              // the entry's key; its device is the GPU model it was measured on
+  std::string family, config;  // the entry's family and config when validated (another config: stale)
+  Transform transform = Transform::none;
+  Rule rule = Rule::nearest;   // nearest, transferred or adapted
+  double radius = 0;           // the log-space distance up to which every neighbour timed held
+  int64_t neighbours = 0;      // how many were timed within it
+  double worst = 0;            // the slowest of their answer / default time ratios
+  double tolerance = 0;        // how much slower than the default a held answer could be (0.01: 1 %)
+  std::string measured_at;     // the newest of those timings (UTC ISO 8601)
+  bool operator==(const TransferEvidence&) const = default;
+};
+
+// An online check's outcome for a problem: the transfer timed against the default, and which
+// was kept (the transfer only where it ran faster by the margin: kOnlineMargin).
+struct OnlineVerdict {
+  bool candidate_kept = false;
+  double candidate_us = 0, default_us = 0;
+  std::string candidate, default_config;  // what was timed (transformed config names)
+  std::string decided_at;                 // UTC ISO 8601
+  std::string where;                      // the file it came from ("": this process)
+};
+inline constexpr double kOnlineMargin = 0.01;
 
 // Whether an entry's config can run a problem: it runs; it cannot (why); or this machine cannot
 // tell (why: e.g. cuBLASLt's spaces need a GPU). Built from a family's refusal (nullopt: runs).
@@ -181,19 +238,25 @@ using TransferFn = std::function<std::optional<DefaultChoice>(const TableEntry&,
 // one parameter and can, or nullopt. See plugin_adapt.
 using AdaptFn = std::function<std::optional<DefaultChoice>(const TableEntry&, const Problem&)>;
 
+// For an unbacked transfer: the online check's verdict for the problem, if one was made.
+using CheckedFn = std::function<std::optional<OnlineVerdict>(const Problem&, const LookupResult& transfer)>;
+
 // What lookup() asks of the plugins. An empty can_implement accepts every entry; an empty
-// fallback has no default; empty transfer and adapt never answer.
+// fallback has no default; empty transfer and adapt never answer; an empty checked knows of
+// no online check.
 struct LookupHooks {
   CanImplementFn can_implement;
   DefaultFn fallback;
   TransferFn transfer;
   AdaptFn adapt;
+  CheckedFn checked = {};
 };
 
 class LookupTable {
  public:
   TableInfo info;
   std::vector<TableEntry> entries;  // sorted by key (save and load keep the order)
+  std::vector<TransferEvidence> evidence;  // sorted by entry key, then rule
   std::string origin;               // the file it was loaded from ("" when made in memory)
 
   // Reads a TOML or JSON table, the format detected from the content ('{' first: JSON),
@@ -223,6 +286,10 @@ class LookupTable {
   //     b. its own config, when can_implement accepts it (Verdict::unchecked, such as cuBLASLt
   //        without a GPU: answered, marked unchecked, with the reason), else
   //     c. adapt answers for it (its config with one parameter at the family's default here);
+  //     and only where that answer is backed (backing_of): the table's evidence on the asked
+  //     device reaches it, or an online check kept it, or it is the library's default itself
+  //     (or policy.unbacked_transfers); else the candidate is passed over, and in online mode
+  //     the first one becomes the default answer's `pending`;
   //     every candidate passed over is listed in passed_over with the reason;
   //  3. default: the fallback's choice (plugin_default: cuBLASLt's heuristic pick, else the
   //     named default family's default config), with the reason no entry served.
@@ -237,6 +304,10 @@ class LookupTable {
   LookupResult lookup(const Problem& problem, const std::optional<std::string>& device = std::nullopt,
                       const CanImplementFn& can_implement = {}, const DefaultFn& fallback = {},
                       const TransferFn& transfer = {}) const;
+
+  // The evidence that backs `e`'s `rule` answers at log-space distance `d` on `device`, or null.
+  const TransferEvidence* evidence_for(const TableEntry& e, Rule rule, double d,
+                                       const std::optional<std::string>& device) const;
 
   // The devices the entries are for, sorted, once each.
   std::vector<std::string> devices() const;
@@ -335,10 +406,11 @@ TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits);
 
 // The answer for `problem` from `table` on this machine: lookup() with the policy and the
 // plugins' hooks (plugin_can_implement, plugin_default with policy.default_family,
-// plugin_transfer, plugin_adapt). `gemmtune lookup`, the runtime library and its C API all
-// answer through this function. Throws as lookup() does.
+// plugin_transfer, plugin_adapt) and the online check's decisions (`checked`; empty: none).
+// `gemmtune lookup`, the runtime library and its C API all answer through this function.
+// Throws as lookup() does.
 LookupResult answer(const LookupTable& table, const Problem& problem, const PluginRegistry& reg,
-                    const gt_device& limits, const LookupPolicy& policy);
+                    const gt_device& limits, const LookupPolicy& policy, const CheckedFn& checked = {});
 
 // The machine a lookup answers for: the device named, else GPU `gpu`'s name when there is a
 // GPU (else none); the architecture named, else that GPU's, else sm_90; and its limits (the
