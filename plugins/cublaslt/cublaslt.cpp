@@ -196,8 +196,8 @@ struct Gpu {
   int cc_major = 0, cc_minor = 0;
   cublasLtHandle_t handle = nullptr;
   // 256 bytes of zeros on the device: the FP8 scale pointers while the heuristic and AlgoCheck
-  // are asked (no call's scales exist then). With null vector scales, cuBLASLt 13.1's heuristic
-  // answered CUBLAS_STATUS_INVALID_VALUE at some shapes (H100, 4096^3 with row scales).
+  // are asked (no call's scales exist then); null vector scales make the heuristic fail at
+  // some shapes (docs/kernel-notes.md, "Readings behind the code": cublaslt).
   void* scale_stub = nullptr;
 };
 
@@ -304,8 +304,8 @@ Mapping map_problem(const gt_problem& p) {
   m.c = m.out;
   if (fp8_problem(p)) map_fp8(p, m);
   // cuBLASLt's table of supported types has TF32 compute with fp32 C and D only; asked for a
-  // 16-bit output, its heuristic still offers algorithms, and one of them (algo 21, tile 64x64)
-  // ran into an illegal address on the H200 at 1000x1504x776 (the conformance suite).
+  // 16-bit output, its heuristic still offers algorithms that fault (docs/kernel-notes.md,
+  // "Readings behind the code": cublaslt).
   if (p.in_dtype == GT_TF32 && p.out_dtype != GT_F32)
     throw Refusal(GT_REFUSAL_DTYPE, std::string("cuBLASLt computes tf32 inputs into f32 output only, not ") +
                                         dtype_name(p.out_dtype));

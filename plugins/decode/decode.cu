@@ -34,9 +34,6 @@
 // Kernel parameters (plugin ABI v3): the nine standard ones, the workspace, the launch scalars
 // (unused), and with ENGINE_TMA the tensor map of B. Every define has a default, so this file
 // compiles on its own (NVRTC, sm_80 or sm_90); decode.cpp sets each.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
 #ifndef IN_T
 #define IN_T __nv_bfloat16  // storage type of A (the activations): __half or __nv_bfloat16
 #endif
@@ -83,11 +80,9 @@
 #define B_EVICT_FIRST 1  // 1: B's TMA copies ask L2 to evict B first (it is read once); 0: no hint
 #endif
 
-typedef unsigned int u32;
-typedef unsigned long long u64;
-typedef IN_T in_t;
+#include <gemmtune/kernel_prelude.cuh>  // u32, u64, in_t, out_t, store
+
 typedef B_T b_t;
-typedef OUT_T out_t;
 
 static_assert(sizeof(b_t) == 2, "16-bit weights only for now; an 8-bit B needs load_w to widen its bytes");
 static_assert(sizeof(in_t) == 2, "16-bit activations");
@@ -299,10 +294,6 @@ __device__ __forceinline__ void load_x_group(XFrag& x, const in_t* __restrict__ 
 }
 
 // ---- the output ----
-
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 // A consumer warp's sums into C: d[nt][jt][e] is feature i0 + 16nt + g + 8(e >> 1), row
 // 8jt + 2q + (e & 1) of C (the mma's D is C transposed).

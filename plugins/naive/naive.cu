@@ -2,9 +2,6 @@
 // The first rung of the ladder; MAPPING is the lab's experiment in coalescing.
 //
 // Every define has a default, so the file compiles on its own; naive.cpp sets each.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
 #ifndef IN_T
 #define IN_T float  // storage type of A and B (float, __half, __nv_bfloat16)
 #endif
@@ -30,17 +27,7 @@
 #define BY 8  // threads per block in y
 #endif
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ float round_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
+#include <gemmtune/kernel_prelude.cuh>  // to_f, store, round_tf32
 
 extern "C" __global__ void __launch_bounds__(BX * BY)
 gemm_naive(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb, int ldc) {

@@ -70,23 +70,22 @@ int64_t reg_cap(int64_t regs_per_sm, int64_t blocks, int64_t threads) {
 
 std::string s(int64_t v) { return std::to_string(v); }
 
-// Checks the (problem, config) and derives every quantity; throws Refusal with its code.
-Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
-  table().check_values(c, n);
-  Plan P{};
-  P.bm = c[0], P.bn = c[1], P.bk = c[2], P.tm = c[3], P.tn = c[4], P.lanes_m = c[5];
-  P.vec = c[6], P.pipe = c[7], P.swz = c[8], P.occ = c[9];
+// The steps of plan(), in order (the first refusal wins, so the order is part of the
+// behaviour). Each checks one concern and fills its part of the plan.
 
+// The problem's types, alignment and the architecture cp.async needs.
+void check_problem(const gt_problem& p, const gt_device& d, const Plan& P) {
   if (p.in_dtype != GT_F32 || p.out_dtype != GT_F32)
     throw Refusal(GT_REFUSAL_DTYPE, std::string("register_tile computes f32 -> f32 only (asked ") + dtype_name(p.in_dtype) + " -> " +
            dtype_name(p.out_dtype) + "); shared_tile and wmma take the other types");
   if (p.align_bytes < 4)
     throw Refusal(GT_REFUSAL_SHAPE, "the f32 operands are aligned to only " + s(p.align_bytes) + " bytes; even 4-byte loads would be misaligned");
-  const bool cp_async = P.pipe >= kCp2;
-  if (cp_async && d.cc_major < 8)
+  if (P.pipe >= kCp2 && d.cc_major < 8)
     throw Refusal(GT_REFUSAL_ARCH, "cp.async needs compute capability 8.0 or newer (device has " + s(d.cc_major) + "." + s(d.cc_minor) + ")");
+}
 
-  // Design rules: which tile shapes this family builds at all.
+// Design rules: which thread, warp and block tiles this family builds at all.
+void plan_tiles(const gt_device& d, Plan& P) {
   const int64_t tmax = std::max(P.tm, P.tn), tmin = std::min(P.tm, P.tn);
   if (!(P.tm == P.tn || (tmax >= 8 && tmax == 2 * tmin)))
     throw Refusal(GT_REFUSAL_CONFIG, "thread tile " + s(P.tm) + "x" + s(P.tn) + ": the family builds square thread tiles and 4x8, 8x4, 8x16, 16x8");
@@ -110,8 +109,11 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
     throw Refusal(GT_REFUSAL_CONFIG, "thread tiles of 128 accumulators are built with 8 warps only (128x256 and 256x128 block tiles)");
   P.tm_sub = lab ? P.tm : std::min<int64_t>(P.tm, 4);
   P.tn_sub = lab ? P.tn : std::min<int64_t>(P.tn, 4);
+}
 
-  // Global -> shared copies.
+// Global -> shared copies.
+void plan_copies(const gt_problem& p, Plan& P) {
+  const bool cp_async = P.pipe >= kCp2;
   P.a_trans_store = !a_transposed(p);
   P.b_trans_store = b_transposed(p);
   P.lv_a = cp_async && P.a_trans_store ? 1 : P.vec;
@@ -125,7 +127,9 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
   if ((P.bm * P.bk) % (P.threads * P.lv_a) || (P.bn * P.bk) % (P.threads * P.lv_b))
     throw Refusal(GT_REFUSAL_CONFIG, "the " + s(P.bm) + "x" + s(P.bk) + " and " + s(P.bk) + "x" + s(P.bn) + " tiles do not split evenly over " +
            s(P.threads / 32) + " warps copying " + s(std::max(P.lv_a, P.lv_b)) + " floats a lane");
+}
 
+void plan_shared_memory(const gt_device& d, Plan& P) {
   // Shared memory: padding only where an operand is transposed on the way in; 4 floats keep
   // rows 16-byte aligned for LDS.128 and spread a warp's transposed stores over the banks.
   P.stages = P.pipe == kSingle ? 1 : P.pipe == kRegDb ? 2 : P.pipe;  // kCpN == N
@@ -135,7 +139,10 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
   if (P.smem_bytes > d.smem_per_block_optin)
     throw Refusal(GT_REFUSAL_RESOURCES, "needs " + s(P.smem_bytes) + " bytes of shared memory per block; the device allows " +
            s(d.smem_per_block_optin));
+}
 
+void plan_registers(const gt_device& d, Plan& P) {
+  const bool cp_async = P.pipe >= kCp2;
   // Registers, estimated from the live values: accumulators, two sets of fragments, the
   // staged tile of the register pipelines (cp.async stages nothing in registers), and ~24
   // for pointers, indices and predicates. Checked against ptxas: the estimate is at or above
@@ -166,7 +173,10 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
              s(d.smem_per_sm));
     if (d.max_blocks_per_sm < 2) throw Refusal(GT_REFUSAL_RESOURCES, "the device runs 1 block per SM; occ=2 exceeds the device");
   }
+}
 
+// The grid, and C's store width.
+void plan_grid(const gt_problem& p, Plan& P) {
   P.grid_m = (p.m + P.bm - 1) / P.bm;
   P.grid_n = (p.n + P.bn - 1) / P.bn;
   if (P.grid_m * P.grid_n > 2147483647ll)
@@ -177,6 +187,20 @@ Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) 
 
   // C is stored CVEC floats at a time where the alignment and the thread's run allow.
   P.cvec = std::min<int64_t>({P.tn_sub, 4, std::max<int64_t>(1, p.align_bytes / 4)});
+}
+
+// Checks the (problem, config) and derives every quantity; throws Refusal with its code.
+Plan plan(const gt_problem& p, const int64_t* c, int32_t n, const gt_device& d) {
+  table().check_values(c, n);
+  Plan P{};
+  P.bm = c[0], P.bn = c[1], P.bk = c[2], P.tm = c[3], P.tn = c[4], P.lanes_m = c[5];
+  P.vec = c[6], P.pipe = c[7], P.swz = c[8], P.occ = c[9];
+  check_problem(p, d, P);
+  plan_tiles(d, P);
+  plan_copies(p, P);
+  plan_shared_memory(d, P);
+  plan_registers(d, P);
+  plan_grid(p, P);
   return P;
 }
 

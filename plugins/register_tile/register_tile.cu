@@ -63,6 +63,9 @@
 #ifndef CVEC
 #define CVEC 4  // width of the stores to C in floats (1, 2, 4)
 #endif
+#define HALF_TYPES 0  // f32 only: the 16-bit headers would only lengthen the compile
+
+#include <gemmtune/kernel_prelude.cuh>
 
 constexpr int kWTN = 32 / WTM;
 constexpr int kWM = WTM * TM;  // warp tile

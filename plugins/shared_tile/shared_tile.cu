@@ -37,21 +37,11 @@
 #define HALF_TYPES 0  // 1 when a type is f16 or bf16: only then are their headers included (most of the compile time)
 #endif
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-#if HALF_TYPES
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-#endif
+#include <gemmtune/kernel_prelude.cuh>  // to_f, store, round_tf32
+
 __device__ __forceinline__ float operand(float x) {
 #if TF32
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
+  return round_tf32(x);
 #else
   return x;
 #endif

@@ -31,15 +31,7 @@
 #define UNROLL 8  // rows of B each thread has in flight
 #endif
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+#include <gemmtune/kernel_prelude.cuh>  // to_f, store
 
 struct __align__(VEC * sizeof(IN_T)) Pack {
   IN_T v[VEC];

@@ -43,14 +43,7 @@
 #define UNROLL 2  // k32 steps of B each warp has in flight
 #endif
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-typedef unsigned int u32;
-
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+#include <gemmtune/kernel_prelude.cuh>  // u32, store
 
 __device__ __forceinline__ u32 transpose8x8(u32 x) {
   u32 r;

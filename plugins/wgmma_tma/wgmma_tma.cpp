@@ -106,14 +106,11 @@ struct Plan {
 constexpr int64_t kEpilogueChunkBytes = 64 * 128;  // the kernel's chunk: 64 rows of 128 bytes
 constexpr int64_t kEpilogueBuffers = 2;            // per consumer warpgroup
 
-// Checks the (problem, config, device) and derives everything; throws Refusal with its code.
-Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d) {
-  base_table().check_values(cfg, n);
-  Plan pl;
-  std::copy(cfg, cfg + kParams, pl.c);
-  const int64_t bm = cfg[pBm], bn = cfg[pBn], consumers = cfg[pConsumers], stages = cfg[pStages];
+// The steps of plan(), in order (the first refusal wins, so the order is part of the
+// behaviour). Each checks one concern and fills its part of the plan.
 
-  // ---- architecture and types ----
+// The architecture, and the input, output and scale types (16-bit or FP8).
+void check_types(const gt_problem& p, const gt_device& d, Plan& pl) {
   if (d.cc_major != 9 || d.cc_minor != 0)
     throw Refusal(GT_REFUSAL_ARCH, "wgmma and setmaxnreg are sm_90a instructions (Hopper); this is sm_" +
                                        str(d.cc_major) + str(d.cc_minor));
@@ -145,8 +142,10 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
       throw Refusal(GT_REFUSAL_DTYPE, std::string("scale mode ") + scale_mode_name(p.scale_mode) +
                                           " with " + dtype_name(p.in_dtype) + " inputs (scales are for FP8)");
   }
+}
 
-  // ---- what TMA needs of the problem ----
+// What TMA needs of the problem.
+void check_tma(const gt_problem& p, const Plan& pl) {
   if (p.align_bytes < 16)
     throw Refusal(GT_REFUSAL_SHAPE, "TMA copies need 16-byte aligned operands and leading dimensions; this problem is "
                                     "aligned to " + str(p.align_bytes) + " bytes (a padded copy would serve it)");
@@ -154,8 +153,12 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   if (p.lda % row_elems != 0 || p.ldb % row_elems != 0)
     throw Refusal(GT_REFUSAL_SHAPE, "TMA needs rows 16 bytes apart: lda = " + str(p.lda) + ", ldb = " + str(p.ldb) +
                                         " are not multiples of " + str(row_elems) + " elements");
+}
 
-  // ---- tiles, warpgroups, registers ----
+// The consumers' tiles and their accumulators, and the block's threads.
+void plan_warpgroups(const gt_problem& p, const gt_device& d, Plan& pl) {
+  const int64_t* cfg = pl.c;
+  const int64_t bm = cfg[pBm], bn = cfg[pBn], consumers = cfg[pConsumers];
   const bool along_n = cfg[pWg] == kAlongNCols;
   if (along_n && consumers == 1)
     throw Refusal(GT_REFUSAL_CONFIG, "wg=n places two consumers side by side; with one it is the same kernel as wg=m");
@@ -189,6 +192,12 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   if (pl.threads > d.max_threads_per_block)
     throw Refusal(GT_REFUSAL_RESOURCES, "block of " + str(pl.threads) + " threads exceeds the device's " +
                                             str(d.max_threads_per_block));
+}
+
+// Shared memory: the ring, its barriers, and the TMA epilogue's buffers where they fit.
+void plan_shared_memory(const gt_device& d, Plan& pl) {
+  const int64_t* cfg = pl.c;
+  const int64_t bm = cfg[pBm], bn = cfg[pBn], consumers = cfg[pConsumers], stages = cfg[pStages];
   pl.smem = stages * (bm + bn) * kBk * 2 + 1024 + 16 * stages + 16;
   // The epilogue goes through shared memory and TMA stores where two chunk buffers per consumer
   // fit beside the ring, else from registers. (C's rows are 16 bytes apart, as TMA needs: the
@@ -200,8 +209,12 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
     throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(pl.smem) + " bytes of shared memory (" + str(stages) +
                                             " stages of " + str((bm + bn) * kBk * 2) + "); the device allows " +
                                             str(d.smem_per_block_optin) + " per block");
+}
 
-  // ---- cluster and schedule ----
+// The cluster, the tile schedule and split-K's workspace.
+void plan_schedule(const gt_problem& p, const gt_device& d, Plan& pl) {
+  const int64_t* cfg = pl.c;
+  const int64_t bm = cfg[pBm], bn = cfg[pBn];
   pl.cluster_m = cfg[pCluster] == k2x1 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k4x1 ? 4 : 1;
   pl.cluster_n = cfg[pCluster] == k1x2 || cfg[pCluster] == k2x2 ? 2 : cfg[pCluster] == k1x4 ? 4 : 1;
   pl.a_kmajor = !a_transposed(p);
@@ -234,6 +247,18 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
       throw Refusal(GT_REFUSAL_RESOURCES, "split-K " + str(split) + " needs " + str(pl.workspace >> 20) +
                                               " MiB of fp32 partials; the family keeps within " + str(cap >> 20));
   }
+}
+
+// Checks the (problem, config, device) and derives everything; throws Refusal with its code.
+Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d) {
+  base_table().check_values(cfg, n);
+  Plan pl;
+  std::copy(cfg, cfg + kParams, pl.c);
+  check_types(p, d, pl);
+  check_tma(p, pl);
+  plan_warpgroups(p, d, pl);
+  plan_shared_memory(d, pl);
+  plan_schedule(p, d, pl);
   return pl;
 }
 
@@ -310,9 +335,8 @@ std::vector<int64_t> with(std::initializer_list<std::pair<P, int64_t>> changes) 
 }
 
 // Strong configs, best first for a large problem; smaller tiles and split-K follow for
-// problems whose tiles would leave SMs idle (M = 256 against 132 SMs). cuBLASLt's picks on
-// the H200 are 256x128 and 128x256 tiles in 1x2 or 2x1 clusters at 4096-8192, and 192x128
-// or 128x64 tiles in clusters at M = 256 (docs/kernel-notes.md).
+// problems whose tiles would leave SMs idle (M = 256 against 132 SMs). The list follows
+// cuBLASLt's picks (docs/kernel-notes.md, "Readings behind the code": wgmma_tma candidates).
 const std::vector<std::vector<int64_t>>& candidates() {
   static const std::vector<std::vector<int64_t>> c = {
       with({}),
@@ -376,9 +400,8 @@ const std::vector<std::vector<int64_t>>& candidates_for(const gt_problem& p) {
 // over the tile's efficiency, with split-K's partials as a cost per extra split. The
 // efficiency grows with the tile (shared-memory bytes per MAC fall with its width, and larger
 // tiles amortise the pipeline's fill): (area / 128x256)^0.3, so 128x192 0.92, 128x128 0.81,
-// 64x128 0.66. Read off the H200 (docs/kernel-notes.md, v4): it ranks the measured fastest
-// first at 8192^3, 4096^3 and the four M = 256 rows, where "the first that fills the device"
-// chose 128x128 at 256x12288x4096 (1.45 waves, 59 us) over 128x192 (0.97 waves, 50 us).
+// 64x128 0.66. The exponent is fitted so that the measured fastest ranks first
+// (docs/kernel-notes.md, "Readings behind the code": wgmma_tma's cost model).
 double predicted_cost(const Plan& pl, const gt_device& d) {
   const int64_t cluster = pl.cluster_m * pl.cluster_n, split = pl.c[pSplit];
   const int64_t slots = std::max(cluster, int64_t(std::max(1, d.sm_count)) / cluster * cluster);

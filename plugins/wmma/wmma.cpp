@@ -127,15 +127,14 @@ struct Plan {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Checks (problem, config, device) and derives everything; throws Refusal with the reason.
-Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
-  Plan pl;
-  pl.c = c;
-  const bool tf32 = p.in_dtype == GT_TF32;
-  const bool mma = c[pLoader] == kMmaPtx;
-  const int cc = d.cc_major * 10 + d.cc_minor;
+// The steps of plan(), in order (the first refusal wins, so the order is part of the
+// behaviour). Each checks one concern and fills its part of the plan.
 
-  // ---- types and architecture ----
+// Types and architecture.
+void check_types(const gt_problem& p, const gt_device& d, Plan& pl) {
+  const bool tf32 = p.in_dtype == GT_TF32;
+  const bool mma = pl.c[pLoader] == kMmaPtx;
+  const int cc = d.cc_major * 10 + d.cc_minor;
   if (p.in_dtype == GT_F32)
     throw Refusal(GT_REFUSAL_DTYPE, "f32 inputs run on tensor cores only as tf32 (--dtype tf32); plain f32 is not supported");
   if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16 && !tf32) throw Refusal(GT_REFUSAL_DTYPE, "unsupported input dtype");
@@ -147,9 +146,12 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
   if (mma && cc < 75) throw Refusal(GT_REFUSAL_ARCH, "the mma loader needs ldmatrix (compute capability 7.5 or newer)");
   pl.esize = int(dtype_size(p.in_dtype));
   pl.osize = int(dtype_size(p.out_dtype));
+}
 
-  // ---- tiles ----
-  const int bm = int(c[pBm]), bn = int(c[pBn]), bk = int(c[pBk]), wm = int(c[pWm]), wn = int(c[pWn]);
+// The block and warp tiles.
+void plan_tiles(const gt_device& d, Plan& pl) {
+  const Cfg& c = pl.c;
+  const int bm = int(c[pBm]), bn = int(c[pBn]), wm = int(c[pWm]), wn = int(c[pWn]);
   if (wm > bm || wn > bn)
     throw Refusal(GT_REFUSAL_CONFIG, "warp tile " + str(wm) + "x" + str(wn) + " is larger than the block tile " + str(bm) + "x" + str(bn));
   pl.warps = (bm / wm) * (bn / wn);
@@ -160,8 +162,14 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
   if (wm * wn / 32 > 128)
     throw Refusal(GT_REFUSAL_RESOURCES, "warp tile " + str(wm) + "x" + str(wn) + " needs " + str(wm * wn / 32) +
                   " accumulator registers per thread; beyond 128, the device's 255 per thread leave too few for fragments");
+}
 
-  // ---- fragment path ----
+// The fragment path: mma.sync's m16n8 instructions, or the WMMA API's fragment shapes.
+void plan_fragments(const gt_problem& p, Plan& pl) {
+  const bool tf32 = p.in_dtype == GT_TF32;
+  const bool mma = pl.c[pLoader] == kMmaPtx;
+  const Cfg& c = pl.c;
+  const int bk = int(c[pBk]), wm = int(c[pWm]), wn = int(c[pWn]);
   const int frag = int(c[pFrag]);
   if (mma) {
     if (frag != kFrag16x16)
@@ -197,14 +205,22 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
                     " fragment steps 16 bytes along a row-major B in shared memory; WMMA needs 32-byte "
                     "aligned fragments (use layout nt/tt or another fragment)");
   }
+}
 
-  // ---- global copies: the widest unit the alignment allows ----
+// Global copies: the widest unit the alignment allows.
+void plan_copies(const gt_problem& p, Plan& pl) {
   if (p.align_bytes < pl.esize)
     throw Refusal(GT_REFUSAL_SHAPE, "alignment of " + str(p.align_bytes) + " bytes is below the element size " + str(pl.esize));
   pl.vec = std::min(16, int(p.align_bytes)) / pl.esize;
   pl.out_vec = std::clamp(int(p.align_bytes) / pl.osize, 1, 4);
+}
 
-  // ---- shared memory ----
+// Shared memory: the pipeline's stages, or the epilogue's staging if that is larger.
+void plan_shared_memory(const gt_problem& p, const gt_device& d, Plan& pl) {
+  const bool tf32 = p.in_dtype == GT_TF32;
+  const bool mma = pl.c[pLoader] == kMmaPtx;
+  const Cfg& c = pl.c;
+  const int bm = int(c[pBm]), bn = int(c[pBn]), bk = int(c[pBk]), wn = int(c[pWn]);
   const bool swizzle = c[pSmem] == kSwizzle;
   const bool at = a_transposed(p), bt = b_transposed(p);
   pl.a = at ? operand_tile(bk, bm, pl.esize, mma && tf32, swizzle) : operand_tile(bm, bk, pl.esize, false, swizzle);
@@ -221,8 +237,14 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
     throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(smem) + " bytes of shared memory (" + str(stages) + " stages of " +
                   str(pl.stage_bytes) + "), more than the device's " + str(d.smem_per_block_optin) + " per block");
   pl.smem_bytes = int(smem);
+}
 
-  // ---- registers ----
+void plan_registers(const gt_problem& p, const gt_device& d, Plan& pl) {
+  const bool mma = pl.c[pLoader] == kMmaPtx;
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  const Cfg& c = pl.c;
+  const int wm = int(c[pWm]), wn = int(c[pWn]);
+  const bool at = a_transposed(p), bt = b_transposed(p);
   // An estimate, calibrated on ptxas at sm_90: accumulators, fragments (the mma loader
   // double-buffers them; WMMA's 16-bit fragments hold each element twice), about one register
   // per global copy unit a thread issues per stage, and ~48 for addressing and loop state.
@@ -245,11 +267,27 @@ Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
   if (int64_t(pl.regs_estimate) * pl.threads > d.regs_per_block)
     throw Refusal(GT_REFUSAL_RESOURCES, "needs about " + str(int64_t(pl.regs_estimate) * pl.threads) + " registers per block; the device has " +
                   str(d.regs_per_block));
+}
 
-  // ---- grid ----
+// The grid: one block per block tile.
+void plan_grid(const gt_problem& p, Plan& pl) {
+  const int bm = int(pl.c[pBm]), bn = int(pl.c[pBn]);
   const int64_t blocks = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn);
   if (blocks > 2147483647ll) throw Refusal(GT_REFUSAL_RESOURCES, "grid of " + str(blocks) + " blocks exceeds the device's 2^31-1");
   pl.grid = uint32_t(blocks);
+}
+
+// Checks (problem, config, device) and derives everything; throws Refusal with the reason.
+Plan plan(const gt_problem& p, const Cfg& c, const gt_device& d) {
+  Plan pl;
+  pl.c = c;
+  check_types(p, d, pl);
+  plan_tiles(d, pl);
+  plan_fragments(p, pl);
+  plan_copies(p, pl);
+  plan_shared_memory(p, d, pl);
+  plan_registers(p, d, pl);
+  plan_grid(p, pl);
   return pl;
 }
 

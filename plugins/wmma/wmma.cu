@@ -120,15 +120,10 @@
 #define B_BYTES 16384  // bytes of one stage of B
 #endif
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include <gemmtune/kernel_prelude.cuh>  // u32, in_t, out_t, store, store2, round_tf32_bits
 #if LOADER == 0
 #include <mma.h>
 #endif
-
-typedef unsigned int u32;  // NVRTC has no <cstdint>
-typedef IN_T in_t;
-typedef OUT_T out_t;
 
 constexpr int WARPS_M = BM / WM;
 constexpr int WARPS_N = BN / WN;
@@ -336,16 +331,6 @@ __device__ __forceinline__ void load_tile_kfull(unsigned char* smem, u32 smem_u3
 // ---------------------------------------------------------------------------------------------
 // Output conversion and stores
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ void st1(float* p, float v) { *p = v; }
-__device__ __forceinline__ void st1(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void st1(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void st2(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
-__device__ __forceinline__ void st2(__half* p, float x, float y) {
-  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
-}
-__device__ __forceinline__ void st2(__nv_bfloat16* p, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-}
 __device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
 __device__ __forceinline__ void st4(__half* p, float4 v) {
   __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
@@ -359,10 +344,10 @@ __device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
 // Two adjacent outputs of which `left` (may be <= 0) are inside the matrix.
 __device__ __forceinline__ void store_pair(out_t* p, float x, float y, int left) {
   if (OUT_VEC >= 2 && left >= 2) {
-    st2(p, x, y);
+    store2(p, x, y);
   } else {
-    if (left > 0) st1(p, x);
-    if (left > 1) st1(p + 1, y);
+    if (left > 0) store(p, x);
+    if (left > 1) store(p + 1, y);
   }
 }
 // Four adjacent outputs (the first at a multiple of 4 columns) of which `left` are inside.
@@ -370,13 +355,13 @@ __device__ __forceinline__ void store_quad(out_t* p, float4 v, int left) {
   if (OUT_VEC == 4 && left >= 4) {
     st4(p, v);
   } else if (OUT_VEC == 2 && left >= 4) {
-    st2(p, v.x, v.y);
-    st2(p + 2, v.z, v.w);
+    store2(p, v.x, v.y);
+    store2(p + 2, v.z, v.w);
   } else {
-    if (left > 0) st1(p, v.x);
-    if (left > 1) st1(p + 1, v.y);
-    if (left > 2) st1(p + 2, v.z);
-    if (left > 3) st1(p + 3, v.w);
+    if (left > 0) store(p, v.x);
+    if (left > 1) store(p + 1, v.y);
+    if (left > 2) store(p + 2, v.z);
+    if (left > 3) store(p + 3, v.w);
   }
 }
 
@@ -428,11 +413,6 @@ __device__ __forceinline__ u32 lds32(u32 addr) {
   u32 v;
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
   return v;
-}
-__device__ __forceinline__ u32 to_tf32(u32 x) {
-  u32 r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
-  return r;
 }
 
 // The per-thread parts of the ldmatrix addresses, computed once before the main loop. The
@@ -535,11 +515,11 @@ __device__ __forceinline__ void load_frags(Frags& f, u32 a, u32 b, int kk, const
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) f.a[mi][j] = to_tf32(f.a[mi][j]);
+    for (int j = 0; j < 4; ++j) f.a[mi][j] = round_tf32_bits(__uint_as_float(f.a[mi][j]));
 #pragma unroll
   for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-    for (int j = 0; j < 2; ++j) f.b[ni][j] = to_tf32(f.b[ni][j]);
+    for (int j = 0; j < 2; ++j) f.b[ni][j] = round_tf32_bits(__uint_as_float(f.b[ni][j]));
 #endif
 }
 
@@ -604,25 +584,23 @@ __device__ __forceinline__ WarpTile warp_tile(int M, int N) {
   return w;
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb, int ldc) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  const in_t* __restrict__ A = static_cast<const in_t*>(A_);
-  const in_t* __restrict__ B = static_cast<const in_t*>(B_);
-  out_t* __restrict__ C = static_cast<out_t*>(C_);
-  const u32 smem_u32 = u32(__cvta_generic_to_shared(smem));
-
-  const WarpTile w = warp_tile(M, N);
-  const int m0 = w.m0, n0 = w.n0, m_left = M - m0, n_left = N - n0;  // m_left, n_left >= 1
-  const int tid = w.tid, wm0 = w.wm0, wn0 = w.wn0;
-  const int KT = (K + BK - 1) / BK;
+// ---- stage 1: loads. A block's operand tiles and the copies that fill a pipeline stage ----
+struct Operands {
+  unsigned char* smem;
+  u32 smem_u32;
+  const in_t* __restrict__ A;
+  const in_t* __restrict__ B;
+  int lda, ldb, K;
+  int m0, n0, m_left, n_left;  // the block tile's origin in C; rows / columns of C from there (>= 1)
+  int tid, KT;                 // KT: k tiles
 
   // Tiles run over K in the order: the last (possibly partial) K tile first, then the others
   // from K = 0 on. The prologue alone meets a partial tile; the main loop's copies need no
   // K predicate. (Summation order does not matter beyond fp32 rounding.)
-  auto tile_k0 = [&](int t) { return (t == 0 ? KT - 1 : t - 1) * BK; };
+  __device__ __forceinline__ int tile_k0(int t) const { return (t == 0 ? KT - 1 : t - 1) * BK; }
+
   // Tile t of both operands into stage s, predicated everywhere (the prologue).
-  auto load_stage = [&](int s, int t) {
+  __device__ __forceinline__ void load_stage(int s, int t) const {
     const int k0 = tile_k0(t);
     const u32 base = u32(s) * STAGE_BYTES;
 #if !A_TRANS
@@ -637,9 +615,10 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
     load_tile<TileB, B_ROWS, B_COLS>(smem, smem_u32, base + A_BYTES, B + (long long)n0 * ldb + k0, ldb, n_left, K - k0,
                                      tid);
 #endif
-  };
+  }
+
   // Tile t >= 1 (whole in K) into stage s (the main loop).
-  auto load_stage_kfull = [&](int s, int t) {
+  __device__ __forceinline__ void load_stage_kfull(int s, int t) const {
     const int k0 = tile_k0(t);
     const u32 base = u32(s) * STAGE_BYTES;
 #if !A_TRANS
@@ -654,20 +633,38 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
     load_tile_kfull<TileB, B_ROWS, B_COLS, false>(smem, smem_u32, base + A_BYTES, B + (long long)n0 * ldb + k0, ldb,
                                                   n_left, tid);
 #endif
-  };
-
-  // Prologue: the first STAGES-1 tiles in flight (a group per stage, empty past the end, so
-  // that wait_group counts stay exact). Not unrolled: one copy of the copy code is enough.
-#pragma unroll 1
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) load_stage(s, s);
-    cp_async_commit();
   }
 
+  // The first STAGES-1 tiles in flight (a group per stage, empty past the end, so that
+  // wait_group counts stay exact). Not unrolled: one copy of the copy code is enough.
+  __device__ __forceinline__ void prologue() const {
+#pragma unroll 1
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < KT) load_stage(s, s);
+      cp_async_commit();
+    }
+  }
+};
+
 #if LOADER == 1
-  // ---- ldmatrix + mma.sync ----
-  const int lane = w.lane;
-  float acc[MI][NI][4];
+// ---- stage 2 (ldmatrix + mma.sync): the k loop ----
+typedef float Acc[MI][NI][4];
+
+// One k-step's MMAs over the warp tile.
+__device__ __forceinline__ void mma_kstep(Acc& acc, const Frags& f) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int nx = 0; nx < NI; ++nx) {
+      const int ni = (mi & 1) ? NI - 1 - nx : nx;  // serpentine: reuse the last B fragment
+      mma(acc[mi][ni], f.a[mi], f.b[ni]);
+    }
+}
+
+// Per k-step: at the first, issue the tile STAGES-1 ahead into the stage everyone finished
+// reading before the previous barrier; at the last, wait for the next stage and pass the
+// barrier; always prefetch the next k-step's fragments before this one's MMAs.
+__device__ __forceinline__ void k_loop(Acc& acc, const Operands& ops, int lane, int wm0, int wn0) {
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -679,18 +676,15 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
   cp_async_wait<STAGES - 2>();
   __syncthreads();
   const FragOffsets offs = frag_offsets(lane, wm0, wn0);
-  load_frags(fr[0], smem_u32, smem_u32 + A_BYTES, 0, offs, lane, wm0, wn0);
+  load_frags(fr[0], ops.smem_u32, ops.smem_u32 + A_BYTES, 0, offs, lane, wm0, wn0);
 
-  // Per k-step: at the first, issue the tile STAGES-1 ahead into the stage everyone finished
-  // reading before the previous barrier; at the last, wait for the next stage and pass the
-  // barrier; always prefetch the next k-step's fragments before this one's MMAs.
   int read_stage = 0, write_stage = STAGES - 1;
 #pragma unroll 1
-  for (int kt = 0; kt < KT; ++kt) {
+  for (int kt = 0; kt < ops.KT; ++kt) {
 #pragma unroll
     for (int kk = 0; kk < KK; ++kk) {
       if (kk == 0) {
-        if (kt + STAGES - 1 < KT) load_stage_kfull(write_stage, kt + STAGES - 1);
+        if (kt + STAGES - 1 < ops.KT) ops.load_stage_kfull(write_stage, kt + STAGES - 1);
         cp_async_commit();
         write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
       }
@@ -699,18 +693,17 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
         __syncthreads();
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
       }
-      const u32 a = smem_u32 + u32(read_stage) * STAGE_BYTES;
+      const u32 a = ops.smem_u32 + u32(read_stage) * STAGE_BYTES;
       load_frags(fr[(kk + 1) % 2], a, a + A_BYTES, (kk + 1) % KK, offs, lane, wm0, wn0);
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int nx = 0; nx < NI; ++nx) {
-          const int ni = (mi & 1) ? NI - 1 - nx : nx;  // serpentine: reuse the last B fragment
-          mma(acc[mi][ni], fr[kk % 2].a[mi], fr[kk % 2].b[ni]);
-        }
+      mma_kstep(acc, fr[kk % 2]);
     }
   }
+}
 
+// ---- stage 3 (ldmatrix + mma.sync): the epilogue ----
+// The mma accumulator layout: lane 4g + t holds rows g and g + 8 of each m16 tile, columns
+// 2t and 2t + 1 of each n8 tile.
+__device__ __forceinline__ void epilogue(const Acc& acc, out_t* __restrict__ C, int M, int N, int ldc, unsigned char* smem) {
   const WarpTile e = warp_tile(M, N);
   out_t* const c_warp = C + ((long long)e.m0 + e.wm0) * ldc + ((long long)e.n0 + e.wn0);
   const int wm_left = M - e.m0 - e.wm0, wn_left = N - e.n0 - e.wn0;  // <= 0: the warp is past the edge
@@ -742,42 +735,45 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
     __syncwarp();
   }
 #endif
+}
 
 #else
-  // ---- nvcuda::wmma ----
-  using namespace nvcuda;
+// ---- stage 2 (nvcuda::wmma): the k loop ----
+using namespace nvcuda;
 #if IS_TF32
-  typedef wmma::precision::tf32 frag_t;
+typedef wmma::precision::tf32 frag_t;
 #else
-  typedef in_t frag_t;
+typedef in_t frag_t;
 #endif
 #if A_TRANS
-  typedef wmma::col_major a_layout;  // A stored [k][m]
+typedef wmma::col_major a_layout;  // A stored [k][m]
 #else
-  typedef wmma::row_major a_layout;  // A stored [m][k]
+typedef wmma::row_major a_layout;  // A stored [m][k]
 #endif
 #if B_TRANS
-  typedef wmma::col_major b_layout;  // B stored [n][k]
+typedef wmma::col_major b_layout;  // B stored [n][k]
 #else
-  typedef wmma::row_major b_layout;  // B stored [k][n]
+typedef wmma::row_major b_layout;  // B stored [k][n]
 #endif
-  constexpr int MI = WM / FM, NI = WN / FN;
-  wmma::fragment<wmma::accumulator, FM, FN, FK, float> acc[MI][NI];
+constexpr int MI = WM / FM, NI = WN / FN;
+typedef wmma::fragment<wmma::accumulator, FM, FN, FK, float> Acc[MI][NI];
+
+// One barrier per tile: it publishes tile kt and frees the stage tile kt-1 used, which the
+// copies issued right after it then refill.
+__device__ __forceinline__ void k_loop(Acc& acc, const Operands& ops, int wm0, int wn0) {
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) wmma::fill_fragment(acc[mi][ni], 0.f);
 
-  // One barrier per tile: it publishes tile kt and frees the stage tile kt-1 used, which the
-  // copies issued right after it then refill.
 #pragma unroll 1
-  for (int kt = 0; kt < KT; ++kt) {
+  for (int kt = 0; kt < ops.KT; ++kt) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
-    if (kt + STAGES - 1 < KT) load_stage_kfull((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+    if (kt + STAGES - 1 < ops.KT) ops.load_stage_kfull((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
     cp_async_commit();
-    const in_t* As = reinterpret_cast<const in_t*>(smem + (kt % STAGES) * STAGE_BYTES);
-    const in_t* Bs = reinterpret_cast<const in_t*>(smem + (kt % STAGES) * STAGE_BYTES + A_BYTES);
+    const in_t* As = reinterpret_cast<const in_t*>(ops.smem + (kt % STAGES) * STAGE_BYTES);
+    const in_t* Bs = reinterpret_cast<const in_t*>(ops.smem + (kt % STAGES) * STAGE_BYTES + A_BYTES);
 #pragma unroll
     for (int kk = 0; kk < BK / FK; ++kk) {
       wmma::fragment<wmma::matrix_a, FM, FN, FK, frag_t, a_layout> fa[MI];
@@ -812,9 +808,12 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
         for (int ni = 0; ni < NI; ++ni) wmma::mma_sync(acc[mi][ni], fa[mi], fb[ni], acc[mi][ni]);
     }
   }
+}
 
-  // The API hides the accumulator layout: stage a row of fragments in shared memory, then
-  // write whole rows with predication.
+// ---- stage 3 (nvcuda::wmma): the epilogue ----
+// The API hides the accumulator layout: stage a row of fragments in shared memory, then
+// write whole rows with predication.
+__device__ __forceinline__ void epilogue(const Acc& acc, out_t* __restrict__ C, int M, int N, int ldc, unsigned char* smem) {
   cp_async_wait<0>();
   __syncthreads();
   const WarpTile e = warp_tile(M, N);
@@ -829,5 +828,24 @@ gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda
     store_staged<FM>(stage, c_warp + (long long)(mi * FM) * ldc, ldc, wm_left - mi * FM, wn_left, e.lane);
     __syncwarp();
   }
+}
+#endif  // LOADER
+
+// The kernel: loads (the prologue fills STAGES-1 stages), then the k loop (loads and MMAs
+// interleaved), then the epilogue.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_wmma(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb, int ldc) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const WarpTile w = warp_tile(M, N);
+  const Operands ops{smem, u32(__cvta_generic_to_shared(smem)), static_cast<const in_t*>(A_),
+                     static_cast<const in_t*>(B_), lda, ldb, K, w.m0, w.n0, M - w.m0, N - w.n0, w.tid,
+                     (K + BK - 1) / BK};
+  ops.prologue();
+  Acc acc;
+#if LOADER == 1
+  k_loop(acc, ops, w.lane, w.wm0, w.wn0);
+#else
+  k_loop(acc, ops, w.wm0, w.wn0);
 #endif
+  epilogue(acc, static_cast<out_t*>(C_), M, N, ldc, smem);
 }
