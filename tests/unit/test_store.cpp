@@ -830,18 +830,18 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
     CHECK(rw.best(RowFilter::of(mixed.key())).size() == 1);
     CHECK(rw.check_integrity());
   }
-  SECTION("a store of schema v6 has no validations; it reads as none and, migrated, keeps them and merges the newer") {
-    fs::path p = tmp.path / "v6.db";
+  SECTION("a store of schema v7 has no validations; it reads as none and, migrated, keeps them and merges the newer") {
+    fs::path p = tmp.path / "v7.db";
     {
       Store s = Store::open(p);
       s.insert(sample_row());
     }
-    raw_sql(p, "DROP TABLE validations; UPDATE meta SET value = '6' WHERE key = 'schema_version'");
-    const std::string v6_bytes = test::read_file(p);
+    raw_sql(p, "DROP TABLE validations; UPDATE meta SET value = '7' WHERE key = 'schema_version'");
+    const std::string v7_bytes = test::read_file(p);
     CHECK(Store::open_readonly(p).validations().empty());
-    CHECK(test::read_file(p) == v6_bytes);  // reading changes nothing
+    CHECK(test::read_file(p) == v7_bytes);  // reading changes nothing
     Store rw = Store::open(p);
-    CHECK(schema_version(p) == "7");
+    CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
     ValidationRow v{"NVIDIA Test GPU", "at-key", "from-key", "cfg_a", 100, R"({"held":true})"};
     rw.put_validation(v);
     ValidationRow older = v;

@@ -305,11 +305,11 @@ TEST_CASE("CSV export: a header and RFC 4180 quoting", "[table]") {
   t.entries.push_back(e);
   std::string csv = t.serialize(TableFormat::csv);
   std::string header = csv.substr(0, csv.find("\r\n"));
-  CHECK(header.rfind("device,m,n,k,dtype,b_dtype,out_dtype,layout,align,scale,family,config,params,transform,time_us,"
+  CHECK(header.rfind("device,m,n,k,dtype,b_dtype,out_dtype,layout,align,scale,constant,family,config,params,transform,time_us,"
                      "tflops,",
                      0) == 0);
   std::string row = csv.substr(header.size() + 2);
-  CHECK(row.rfind("\"GPU, \"\"the\"\" one\",64,32,16,bf16,bf16,f32,tn,8,none,naive,naive_mapcoalesced_bx32_by8,"
+  CHECK(row.rfind("\"GPU, \"\"the\"\" one\",64,32,16,bf16,bf16,f32,tn,8,none,,naive,naive_mapcoalesced_bx32_by8,"
                   "\"map=coalesced,bx=32,by=8\",none,12.5,0.25,",
                   0) == 0);
   CHECK(row.find("\"line1\nline2\"") != std::string::npos);
@@ -367,7 +367,7 @@ TEST_CASE("C++ header: compiles on its own, escapes every name, and can be searc
 
   // A program that searches the table at compile time and prints every string byte for byte.
   fs::path prog = d.path / "main.cpp";
-  test::write_file(prog, R"(#include "table/table.hpp"
+  test::write_file(prog, R"(#include "table.hpp"
 #include <cstdio>
 using namespace gemmtune_table;
 static_assert(kEntries.size() == 3, "three entries");
@@ -391,10 +391,10 @@ int main() {
   // Near 256x256x128, which has no evidence: nothing, unless asked for unbacked.
   std::printf(" unbacked=%lld/%lld", m_of(find_nearest("NVIDIA H200", 200, 256, 128, "f32", "f32", "nn", 16)),
               m_of(find_nearest("NVIDIA H200", 200, 256, 128, "f32", "f32", "nn", 16, 1.3862943611198906, 16, {},
-                                "none", true)));
+                                "none", {}, true)));
   // 8 rows: beyond the distance limit (ln 32) of 256x256x128, and of the decode regime.
   auto any = [](std::int64_t m, std::int64_t n, double dist, std::int64_t decode) {
-    return find_nearest("NVIDIA H200", m, n, 128, "f32", "f32", "nn", 16, dist, decode, {}, "none", true);
+    return find_nearest("NVIDIA H200", m, n, 128, "f32", "f32", "nn", 16, dist, decode, {}, "none", {}, true);
   };
   std::printf(" far=%lld", m_of(any(8, 256, 1.3862943611198906, 16)));
   std::printf(" regime=%lld", m_of(any(8, 256, 1e300, 16)));
@@ -743,7 +743,7 @@ TEST_CASE("bad table files: InputError naming the file, the line or entry and th
        {"field 'config'", "not a config name of family 'naive'"}},
       {"bad family name", "a.toml", toml_with("family = \"naive\"", "family = \"Naive!\""), {"field 'family'"}},
       {"unknown transform", "a.toml", toml_with("time_us = 1.5", "transform = \"pad2\"\ntime_us = 1.5"),
-       {"(line 14)", "field 'transform'", "unknown transform 'pad2' (expected none, pad, swap or pad+swap)"}},
+       {"(line 14)", "field 'transform'", "unknown transform 'pad2' (expected none, pad, round, swap or pad+swap)"}},
       {"transform in the config name", "a.toml", toml_with("bx32_by8\"", "bx32_by8+pad\""),
        {"field 'config'", "a transform is its own field ('transform')"}},
       {"TOML syntax", "a.toml", toml_with("n = 64", "n = "), {"a.toml:6:", "not valid TOML"}},

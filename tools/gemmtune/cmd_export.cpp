@@ -248,7 +248,7 @@ int export_table(Globals& g, const ExportArgs& a) {
     notes.push_back(a.device.empty()
                         ? fmt::format("the store {} holds no successful measurement: the table is empty",
                                       db.string())
-                        : fmt::format("the store {} holds no successful measurement for a.device '{}' "
+                        : fmt::format("the store {} holds no successful measurement for device '{}' "
                                       "(devices in the store: {}): the table is empty",
                                       db.string(), a.device, have.empty() ? "none" : have));
   }

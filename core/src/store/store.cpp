@@ -827,14 +827,15 @@ void add_fp8_key(sqlite3* db) {
   for (auto& [name, type] : result_columns())
     if (name == "scale_mode") exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
   exec(db, "DROP INDEX IF EXISTS results_by_key");
-  exec(db, fmt::format("CREATE INDEX results_by_key ON results ({}, family, config_hash, time_unix)", kKeyCols));
+  // v6's key (a later step adds to it): results has no column of a later version yet.
+  exec(db, fmt::format("CREATE INDEX results_by_key ON results ({}, family, config_hash, time_unix)", kKeyColsV6));
   std::string decisions;
   for (auto& [name, type] : decision_columns()) decisions += ", " + name;
-  exec(db, winners_ddl("winners_v6"));
+  exec(db, winners_ddl("winners_v6"));  // today's shape: a later column takes its default
   exec(db, fmt::format("INSERT INTO winners_v6 ({0}, family, config_name, row_uuid, note, time_utc, time_unix{1}) "
                        "SELECT {2}, in_dtype, 'none', family, config_name, row_uuid, note, time_utc, time_unix{1} "
                        "FROM winners",
-                       kKeyCols, decisions, kKeyColsV5));
+                       kKeyColsV6, decisions, kKeyColsV5));
   exec(db, "DROP TABLE winners");
   exec(db, "ALTER TABLE winners_v6 RENAME TO winners");
 }

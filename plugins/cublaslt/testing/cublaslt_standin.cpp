@@ -490,10 +490,11 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t de
   if (al->swizzle > 1 || (al->swizzle && !m->swizzle) || int32_t(al->custom) > m->custom_max)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (al->id == 66 && al->cluster == CUBLASLT_CLUSTER_SHAPE_2x2x1) return CUBLAS_STATUS_NOT_SUPPORTED;
-  // For 16-bit inputs the TMA algorithm serves only M, N and K that are multiples of 8, as the
-  // H100's cuBLASLt 13 was seen to (issue 55: 4096x4096x4097 bf16 with A padded to a 16-byte
-  // ld still got algorithm 24 alone; the 4104 twin got 66).
-  if (m == model(66, kHalf) && (k % 8 || c->rows % 8 || c->cols % 8)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // For 16-bit inputs the TMA algorithm serves only a K that is a multiple of 8, as the H100's
+  // cuBLASLt 13 was seen to (issue 55: 4096x4096x4097 bf16 with A padded to a 16-byte ld still
+  // got algorithm 24 alone; the 4104 twin got 66). M is free: the H200's pick at 1x4096x4096
+  // is algorithm 66 (docs/results/h200-llm-table.toml).
+  if (m == model(66, kHalf) && k % 8) return CUBLAS_STATUS_NOT_SUPPORTED;
   for (const Layout* l : {a, b, dl})
     if ((uint64_t(l->ld) * elem_size(l->type)) % m->align) return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(result, 0, sizeof(*result));
