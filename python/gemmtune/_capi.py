@@ -127,6 +127,11 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.gemmtune_choice_scaled.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(Scales), c.POINTER(c.c_int32),
                                            c.c_char_p, c.c_size_t, c.c_char_p, c.c_size_t]
     lib.gemmtune_choice_scaled.restype = _Status
+    lib.gemmtune_gemm_constant.argtypes = [_Handle, c.POINTER(GemmArgs), c.c_uint32, c.c_void_p]
+    lib.gemmtune_gemm_constant.restype = _Status
+    lib.gemmtune_choice_constant.argtypes = [_Handle, c.POINTER(GemmArgs), c.c_uint32, c.POINTER(c.c_int32),
+                                             c.c_char_p, c.c_size_t, c.c_char_p, c.c_size_t]
+    lib.gemmtune_choice_constant.restype = _Status
     lib.gemmtune_choice_json.argtypes = [_Handle, c.POINTER(GemmArgs), c.POINTER(Scales), c.POINTER(c.c_char_p)]
     lib.gemmtune_choice_json.restype = _Status
     lib.gemmtune_set_record_untuned.argtypes = [_Handle, c.c_char_p]

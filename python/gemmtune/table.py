@@ -26,6 +26,19 @@ _TEXT_CAP = 1024  # config names and "how" texts are far shorter
 PLANS_CAP = 4096  # problems a table's plans hold; one more empties them (they are only a shortcut)
 
 
+_MATCHES = {0: "exact", 1: "nearest", 2: "default"}
+
+
+def constant_bits(constant: str) -> int:
+    """"a", "b", "a,b" (or "") as the C API's GEMMTUNE_CONSTANT_A | _B."""
+    bits = 0
+    for op in filter(None, (x.strip() for x in constant.split(","))):
+        if op not in ("a", "b"):
+            raise InvalidArgumentError(f"constant: {constant!r} names '{op}'; the operands are a and b")
+        bits |= 1 if op == "a" else 2
+    return bits
+
+
 @dataclass(frozen=True)
 class Choice:
     """What the table answers for a problem: match is "exact", "nearest" or "default" (as
@@ -156,6 +169,7 @@ class Table:
         lib = _capi.load()
         self._gemm_c = lib.gemmtune_gemm  # bound once: gemm and _launch call it per product
         self._gemm_scaled_c = lib.gemmtune_gemm_scaled  # and _launch_scaled this one
+        self._gemm_constant_c = lib.gemmtune_gemm_constant  # and _launch with operands declared constant
         device, dry = ctypes.c_int32(), ctypes.c_int32()
         arch, name = ctypes.create_string_buffer(64), ctypes.create_string_buffer(_TEXT_CAP)
         _capi.check(lib.gemmtune_runtime_info(self._handle, ctypes.byref(device), ctypes.byref(dry), arch,
@@ -249,7 +263,7 @@ class Table:
     def lookup(self, m: int, n: int, k: int, *, dtype: str = "f32", out_dtype: Optional[str] = None,
                layout: Optional[str] = None, align: Optional[int] = None, lda: Optional[int] = None,
                ldb: Optional[int] = None, ldc: Optional[int] = None, scale: Optional[str] = None,
-               b_dtype: Optional[str] = None) -> Choice:
+               b_dtype: Optional[str] = None, constant: str = "") -> Choice:
         """The config the table answers for C = A·B (M×N, reduction over K): the answer of
         `gemmtune lookup --table PATH --shape MxNxK --dtype ... --layout ...`.
 
@@ -257,8 +271,9 @@ class Table:
         for tf32, bf16 for FP8); layout: nn, nt, tn, tt as on the command line (default nn; nt
         for FP8). align: the alignment of the operands in bytes (default: what the leading
         dimensions allow, as for cudaMalloc'ed buffers). FP8: scale tensor (default), row or
-        block, and b_dtype where B's type is not A's. The first lookup of a problem also builds
-        its config (NVRTC, through the cache).
+        block, and b_dtype where B's type is not A's. constant: the operands a program keeps
+        constant ("b"), as gemm(constant=) declares them. The first lookup of a problem also
+        builds its config (NVRTC, through the cache).
         """
         layout = layout if layout is not None else ("nt" if dtype in FP8 else "nn")
         g = _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
@@ -268,10 +283,16 @@ class Table:
                 raise InvalidArgumentError(f"align: {align!r} is not 1, 2, 4, 8 or 16")
             # The C API takes the alignment from the pointers: pointers at that alignment.
             g.a = g.b = g.c = align
-        return self._choice(g, sc)
+        return self._choice(g, sc, constant_bits(constant))
 
-    def _choice(self, g: _capi.GemmArgs, sc: Optional[_capi.Scales] = None) -> Choice:
-        """The runtime's choice for a problem's arguments (gemmtune_choice_json)."""
+    def _choice(self, g: _capi.GemmArgs, sc: Optional[_capi.Scales] = None, constant: int = 0) -> Choice:
+        """The runtime's choice for a problem's arguments (gemmtune_choice_json; with operands
+        declared constant, gemmtune_choice_constant, which says match, config and how)."""
+        if constant:
+            match, config, how = ctypes.c_int32(), ctypes.create_string_buffer(_TEXT_CAP), ctypes.create_string_buffer(_TEXT_CAP)
+            _capi.check(_capi.load().gemmtune_choice_constant(self._live(), ctypes.byref(g), constant,
+                                                              ctypes.byref(match), config, _TEXT_CAP, how, _TEXT_CAP))
+            return Choice(_MATCHES[match.value], config.value.decode(), how.value.decode())
         out = ctypes.c_char_p()
         _capi.check(_capi.load().gemmtune_choice_json(self._live(), ctypes.byref(g),
                                                       None if sc is None else ctypes.byref(sc), ctypes.byref(out)))
@@ -292,17 +313,19 @@ class Table:
 
     def gemm(self, m: int, n: int, k: int, a: int, b: int, c: int, *, dtype: str = "f32",
              out_dtype: Optional[str] = None, layout: str = "nn", lda: Optional[int] = None,
-             ldb: Optional[int] = None, ldc: Optional[int] = None, stream: int = 0) -> None:
+             ldb: Optional[int] = None, ldc: Optional[int] = None, stream: int = 0, constant: str = "") -> None:
         """C = A·B on device pointers a, b, c (ints) and a cudaStream_t (int; 0: the default
         stream), asynchronous like a kernel launch. Leading dimensions in elements, default
-        tight. The table's GPU must be the current device."""
+        tight. The table's GPU must be the current device. constant: the operands the program
+        passes unchanged on every call ("b": its weights; gemmtune_gemm_constant), which entries
+        tuned with `--constant b` may then serve."""
         if self.dry_run:
             self._no_gpu()
         g = _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
         for name, p in (("a", a), ("b", b), ("c", c)):
             if not isinstance(p, int) or p <= 0:
                 raise InvalidArgumentError(f"{name}: {p!r} is not a device pointer (a positive int)")
-        self._launch(g, a, b, c, stream)
+        self._launch(g, a, b, c, stream, constant_bits(constant))
 
     def gemm_scaled(self, m: int, n: int, k: int, a: int, b: int, c: int, scale_a: int, scale_b: int, *,
                     dtype: str = "e4m3", b_dtype: Optional[str] = None, out_dtype: Optional[str] = None,
@@ -350,7 +373,7 @@ class Table:
         builds and checks them once."""
         return _problem(m, n, k, dtype, out_dtype, layout, lda, ldb, ldc)
 
-    def _launch(self, args: _capi.GemmArgs, a: int, b: int, c: int, stream: Optional[int]) -> None:
+    def _launch(self, args: _capi.GemmArgs, a: int, b: int, c: int, stream: Optional[int], constant: int = 0) -> None:
         """gemm() of arguments from _prepare on device pointers a, b, c and a stream (int, or
         0/None: the default one): only they are new per call. The caller vouches that the
         pointers are those of live device buffers (positive ints: gemm() checks that itself)."""
@@ -361,7 +384,10 @@ class Table:
             self._live()  # raises, saying the table was closed
         g = _copy_args(args)  # per call: another thread may launch the same problem meanwhile
         g.a, g.b, g.c = a, b, c
-        status = self._gemm_c(handle, g, stream or None)
+        if constant:
+            status = self._gemm_constant_c(handle, g, constant, stream or None)
+        else:
+            status = self._gemm_c(handle, g, stream or None)
         if status:
             _capi.check(status)
 

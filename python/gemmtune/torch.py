@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 import warnings
 from typing import Callable, Optional, Union
 
@@ -48,7 +49,8 @@ from . import _layout
 from .errors import BuildFailedError, NotSupportedError
 from .table import PLANS_CAP, Table, _copy_args, _scales
 
-__all__ = ["matmul", "scaled_mm", "FallbackWarning", "gemmtune_dtype", "enable", "disable", "enabled", "is_enabled"]
+__all__ = ["matmul", "scaled_mm", "FallbackWarning", "gemmtune_dtype", "enable", "disable", "enabled", "is_enabled",
+           "prepare_weight", "forget_weight"]
 
 _functional = getattr(getattr(_torch, "nn", None), "functional", None)
 # PyTorch's own functions, as they were when this module was imported: what every fallback
@@ -146,14 +148,45 @@ def _torch_matmul(a, b, out):
     return f(a, b) if out is None else f(a, b, out=out)
 
 
+# The weights a program declared constant (prepare_weight), by their storage's address: a
+# matmul whose B is one of them is asked of the table as "B constant", so entries tuned with
+# `--constant b` may serve it and a padded copy of it is made once, not on every call.
+_constant_weights: "weakref.WeakValueDictionary[int, _Tensor]" = weakref.WeakValueDictionary()
+
+
+def prepare_weight(w: "_torch.Tensor") -> "_torch.Tensor":
+    """Declares `w` a constant weight: the program passes the same buffer, with the same contents,
+    on every call (as a model's weights at inference). gemmtune.torch then asks the table for
+    entries tuned with B constant (`gemmtune tune --constant b`), and the runtime pads or re-lays
+    such a weight once into a buffer of its own. Returns `w` itself. Change a prepared weight's
+    contents only by making a new tensor (the runtime's copy follows the pointer, not the data);
+    `forget_weight(w)` undoes the declaration."""
+    if not isinstance(w, _Tensor) or w.dim() != 2:
+        raise TypeError("prepare_weight takes a 2-D tensor (a Linear's weight, N x K)")
+    _constant_weights[w.data_ptr()] = w
+    return w
+
+
+def forget_weight(w: "_torch.Tensor") -> None:
+    """Undoes prepare_weight(w): later calls pass `w` as any other operand."""
+    _constant_weights.pop(w.data_ptr(), None)
+
+
+def _constant_of(b) -> int:
+    """GEMMTUNE_CONSTANT_B where B is (a view of) a prepared weight, else 0."""
+    w = _constant_weights.get(b.data_ptr()) if isinstance(b, _Tensor) else None
+    return 2 if w is not None and w.data_ptr() == b.data_ptr() else 0
+
+
 def _matmul(a, b, table: Table, out, fallback: Fallback):
     """a @ b through the table's plan for the problem, else `fallback(a, b, out, why)` (why None:
     the table answers the library's default)."""
     key = dtype = None
+    constant = _constant_of(b)
     if isinstance(a, _Tensor) and isinstance(b, _Tensor):
         try:
             dtype = gemmtune_dtype(a.dtype)  # per call: f32 or tf32 follows PyTorch's setting now
-            key = (a.shape, a.stride(), a.device, a.dtype, b.shape, b.stride(), b.device, b.dtype, dtype,
+            key = (a.shape, a.stride(), a.device, a.dtype, b.shape, b.stride(), b.device, b.dtype, dtype, constant,
                    None if out is None else (out.shape, out.stride(), out.device, out.dtype))
             kept = table._plans.get(key)
         except Exception:  # not strided tensors (sparse, say), an out that is no tensor: the checks say
@@ -165,7 +198,7 @@ def _matmul(a, b, table: Table, out, fallback: Fallback):
                 and not grad:
             args, device, size, what = kept
             c = out if out is not None else _torch.empty(size, dtype=a.dtype, device=device)
-            failed = _launch(table, args, device.index, a, b, c)
+            failed = _launch(table, args, device.index, a, b, c, constant)
             return c if failed is None else fallback(a, b, out, f"the table cannot run {what}: {failed}")
     plan = _why_not(a, b, out, table)
     if isinstance(plan, str):
@@ -173,28 +206,28 @@ def _matmul(a, b, table: Table, out, fallback: Fallback):
     p, planned_dtype = plan
     args = table._prepare(p.m, p.n, p.k, dtype=planned_dtype, layout=p.layout, lda=p.lda, ldb=p.ldb, ldc=p.ldc)
     keep = key is not None and planned_dtype == dtype
-    choice = _choice_at(table, args, a, b, out)
+    choice = _choice_at(table, args, a, b, out, constant)
     if choice.is_default:  # no config of the table's own: PyTorch's is the default
         if keep:
             _keep(table, key, _DEFAULT)
         return fallback(a, b, out, None)
     what = f"{p.m}x{p.n}x{p.k} {planned_dtype} {p.layout}"
     c = out if out is not None else _torch.empty((p.m, p.n), dtype=a.dtype, device=a.device)
-    failed = _launch(table, args, a.device.index, a, b, c)
+    failed = _launch(table, args, a.device.index, a, b, c, constant)
     if failed is not None:
         return fallback(a, b, out, f"the table cannot run {what}: {failed}")
     if keep:  # kept once it ran (what cannot run is asked again)
-        checked = choice.pending and _choice_at(table, args, a, b, out).is_default  # the online check kept the default
+        checked = choice.pending and _choice_at(table, args, a, b, out, constant).is_default  # the online check kept the default
         _keep(table, key, _DEFAULT if checked else (args, a.device, (p.m, p.n), what))
     return c
 
 
-def _choice_at(table: Table, args, a, b, out):
+def _choice_at(table: Table, args, a, b, out, constant: int = 0):
     """The table's choice for the prepared problem with these operands' pointers (their alignment
     is part of the problem; a C not made yet counts as aligned, as PyTorch allocates)."""
     g = _copy_args(args)
     g.a, g.b, g.c = a.data_ptr(), b.data_ptr(), 0 if out is None else out.data_ptr()
-    return table._choice(g)
+    return table._choice(g, None, constant) if constant else table._choice(g)
 
 
 def _keep(table: Table, key, plan) -> None:
@@ -203,16 +236,16 @@ def _keep(table: Table, key, plan) -> None:
     table._plans[key] = plan
 
 
-def _launch(table: Table, args, index: int, a, b, c) -> Optional[Exception]:
+def _launch(table: Table, args, index: int, a, b, c, constant: int = 0) -> Optional[Exception]:
     """Runs the prepared problem on PyTorch's current stream of CUDA device `index`, made the
     current device for the call where it is not; None, or the table's error where it cannot
     run it (the others raise)."""
     try:
         if _current_device() == index:
-            table._launch(args, a.data_ptr(), b.data_ptr(), c.data_ptr(), _raw_stream(index))
+            table._launch(args, a.data_ptr(), b.data_ptr(), c.data_ptr(), _raw_stream(index), constant)
         else:
             with _torch.cuda.device(index):
-                table._launch(args, a.data_ptr(), b.data_ptr(), c.data_ptr(), _raw_stream(index))
+                table._launch(args, a.data_ptr(), b.data_ptr(), c.data_ptr(), _raw_stream(index), constant)
     except (NotSupportedError, BuildFailedError) as e:
         return e
     return None

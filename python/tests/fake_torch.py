@@ -82,7 +82,7 @@ def _contiguous(shape) -> Tuple[int, ...]:
 class Tensor:
     """shape, stride(), dtype, device, is_cuda, requires_grad, data_ptr(), t(): no data."""
 
-    __slots__ = ("shape", "_stride", "dtype", "device", "requires_grad", "_ptr")
+    __slots__ = ("shape", "_stride", "dtype", "device", "requires_grad", "_ptr", "__weakref__")
 
     def __init__(self, shape, stride=None, dtype=float32, device="cpu", requires_grad=False, ptr=None):
         self.shape = Size(shape)

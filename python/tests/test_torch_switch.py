@@ -143,6 +143,47 @@ def test_linear_is_x_times_the_weights_transpose(switch, table):
     assert ft.linear_calls[0][2] is bias
 
 
+def test_a_prepared_weight_is_asked_as_constant_and_served_by_entries_tuned_so(switch, tmp_path, cache_dir):
+    """An entry tuned with B constant (gemmtune tune --constant b) serves only a call that declares
+    B constant: gemmtune.torch.prepare_weight(w) does, for every product with w (F.linear's
+    w.t() too), through gemmtune_gemm_constant; forget_weight(w) ends it."""
+    gt = switch
+    with open(LLM_TABLE_JSON) as f:
+        committed = json.load(f)
+    template = next(e for e in committed["entries"] if e["family"] == "cublaslt")
+    path = tmp_path / "constant.json"
+    with open(path, "w") as f:
+        json.dump(dict(committed, gemmtune_table=5,
+                       entries=[dict(template, m=8, n=48, k=32, layout="nt", constant="b")]), f)
+    ft.reset()
+    t = gemmtune.Table.load(str(path), dry_run=True, cache_dir=cache_dir)
+    try:
+        assert t.lookup(8, 48, 32, dtype="bf16", layout="nt").is_default  # B not declared constant
+        assert t.lookup(8, 48, 32, dtype="bf16", layout="nt", constant="b").match == "exact"
+        with pytest.raises(gemmtune.InvalidArgumentError, match="operands are a and b"):
+            t.lookup(8, 48, 32, dtype="bf16", layout="nt", constant="c")
+        t.dry_run, t.device = False, 0
+        plain, constant = Recorder(), []
+        t._gemm_c = plain
+        t._gemm_constant_c = lambda handle, g, bits, stream: constant.append((g.m, g.n, g.k, bits)) or 0
+        gt.enable(t)
+        w = x(48, 32)  # nn.Linear(32, 48)'s weight
+        quietly(lambda: ft.nn.functional.linear(x(8, 32), w))  # not declared: PyTorch's own
+        assert constant == [] and plain.launches == [] and len(ft.linear_calls) == 1
+        assert gt.prepare_weight(w) is w
+        quietly(lambda: ft.nn.functional.linear(x(8, 32), w))  # declared: the constant entry serves
+        assert constant == [(8, 48, 32, 2)] and len(ft.linear_calls) == 1
+        gt.forget_weight(w)
+        quietly(lambda: ft.nn.functional.linear(x(8, 32), w))
+        assert len(constant) == 1 and len(ft.linear_calls) == 2
+        with pytest.raises(TypeError, match="2-D"):
+            gt.prepare_weight(x(2, 48, 32))
+    finally:
+        gt.disable()
+        t.close()
+        ft.reset()
+
+
 def test_the_context_manager_restores_what_was_before(switch, table, tmp_path, cache_dir):
     gt = switch
     with gt.enabled(table) as t:
