@@ -11,6 +11,7 @@
 // output says MISSED and for which shapes; tools/check_gpu.sh counts the step as failed) or a
 // run-time failure, 2 bad input, 3 no GPU where one was needed.
 #include "gemmtune_runtime.hpp"
+#include "runtime_internal.hpp"
 
 #include "gpu/device.hpp"
 #include "base/errors.hpp"
@@ -184,7 +185,7 @@ int main(int argc, char** argv) {
       if (!dry) check(cudaStreamSynchronize(stream), "the first call");
       row.first_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
       row.choice = rt.prepare(g);
-      const gt::Runnable* direct = rt.runnable(g);
+      const gt::Runnable* direct = gemmtune::Internals::runnable(rt, g);
       if (!dry && !direct) throw gt::RuntimeFailure("the runtime prepared no kernel for " + p.key());
 
       auto time_batch = [&](bool through_runtime) {

@@ -22,10 +22,6 @@
 #include <string>
 #include <vector>
 
-namespace gt {
-class Runnable;
-}
-
 namespace gemmtune {
 
 class Error : public std::runtime_error {
@@ -136,10 +132,6 @@ class Runtime {
   // Options::record_untuned; problems prepared before are not recorded.
   void record_untuned(const std::string& path);
 
-  // The prepared kernel of a problem (nullptr: not prepared yet, or a dry run), so that a
-  // benchmark can launch it directly and measure what gemm() adds.
-  const gt::Runnable* runnable(const GemmArgs& g) const;
-
   size_t prepared() const;  // problems prepared so far
   size_t compiles() const;  // NVRTC compiles run (cubin-cache hits do not count)
   bool dry_run() const;
@@ -152,6 +144,7 @@ class Runtime {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  friend struct Internals;  // gemmtune's own benchmarks (runtime_internal.hpp)
 };
 
 }  // namespace gemmtune

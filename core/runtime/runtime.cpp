@@ -1,6 +1,7 @@
 // The runtime: a table lookup and a build on the first call for a problem, a hash-map hit
 // and a launch on every later one.
 #include "gemmtune_runtime.hpp"
+#include "runtime_internal.hpp"
 
 #include "build/compiler.hpp"
 #include "gpu/device.hpp"
@@ -530,8 +531,8 @@ void Runtime::record_untuned(const std::string& path) {
   impl_->record_path = path;
 }
 
-const gt::Runnable* Runtime::runnable(const GemmArgs& g) const {
-  const Prepared* pr = impl_->find(key_of(problem_of(g), g));
+const gt::Runnable* Internals::runnable(const Runtime& rt, const GemmArgs& g) {
+  const Prepared* pr = rt.impl_->find(key_of(problem_of(g), g));
   return pr ? pr->run.get() : nullptr;
 }
 

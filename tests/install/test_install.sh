@@ -6,7 +6,7 @@
 #     C++ program on the shared library and one on the archive; each loads the committed
 #     LLM table, looks up an entry's own key (exact) and, on a GPU, runs it once;
 #  3. the same C program builds with pkg-config (shared), the C++ one with gemmtune-static;
-#  4. the Python package, installed with pip (its Python only, -C wheel.cmake=false), finds the installed library
+#  4. the Python package, installed with pip (its Python only, --config-settings=wheel.cmake=false: the short -C needs pip 23.1, Debian 12 has 23.0), finds the installed library
 #     through the installed CLI on PATH;
 #  5. the prefix moved elsewhere still works (nothing in it names where it was installed).
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR WORK_DIR EXPECTED_PLUGINS_FILE CUDA_LIB_DIR [PYTHON]
@@ -93,7 +93,7 @@ cp -r "$src/python/pyproject.toml" "$src/python/gemmtune" "$work/python-src/"
 rm -rf "$work/python-src/gemmtune/lib"
 if "$py" -c "import scikit_build_core" 2>/dev/null; then
   "$py" -m pip install --quiet --no-deps --no-build-isolation --no-index --root-user-action=ignore \
-        -C wheel.cmake=false --target "$work/site" "$work/python-src" || fail "pip install ./python"
+        --config-settings=wheel.cmake=false --target "$work/site" "$work/python-src" || fail "pip install ./python"
 else
   echo "note: $py has no scikit-build-core (tools/install_deps.sh installs it): the package is copied, not pip-installed"
   mkdir -p "$work/site" && cp -r "$work/python-src/gemmtune" "$work/site/"
