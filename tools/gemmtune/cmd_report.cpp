@@ -34,7 +34,6 @@ using namespace gt::report;
 
 namespace {
 
-json num(double v) { return std::isfinite(v) ? json(v) : json(); }
 
 // One lab (or other) job: its problems and, per family, the configs it fixes, with their
 // canonical names where the family's space can parse them, so the page can find the rows.
