@@ -34,7 +34,6 @@ using namespace gt::report;
 
 namespace {
 
-
 // One lab (or other) job: its problems and, per family, the configs it fixes, with their
 // canonical names where the family's space can parse them, so the page can find the rows.
 json job_json(Globals& g, const search::ResolvedJob& resolved, const fs::path& file) {
