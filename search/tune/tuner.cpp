@@ -208,7 +208,7 @@ StoredRow measured_row(const Problem& p, const Space& s, const Config& c, const 
 }
 
 int64_t Tuner::record(const Problem& p, const Space& s, Transform t, const Config& c, const Measurement& m,
-                      const Provenance& prov) {
+                      const Provenance& prov, bool exploration) {
   if (!store_) return 0;
   StoredRow r = measured_row(p, s, c, m, prov, o_.tune_id, measurer_.is_replay(), t);
   r.prov.build_hash = build_hash_of(p, s.family(), c, t);
@@ -222,7 +222,7 @@ int64_t Tuner::record(const Problem& p, const Space& s, Transform t, const Confi
     if (xplan && t != Transform::none)
       r.m.message += fmt::format("{}{}: {}", r.m.message.empty() ? "" : "; ", to_string(t), xplan->describe());
   }
-  return store_->insert(r);
+  return store_->insert(r, exploration && o_.reuse);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -416,7 +416,7 @@ class Tuner::Explorer : public Evaluator {
         m.message = setup_.transform == Transform::none
                         ? why.why
                         : fmt::format("under {} ({}): {}", to_string(setup_.transform), setup_.xplan.inner.key(), why.why);
-        return counted(c, m, t_.record(p_, setup_.space, setup_.transform, c, m, setup_.prov_full));
+        return counted(c, m, t_.record(p_, setup_.space, setup_.transform, c, m, setup_.prov_full, true));
       }
       compile = t_.pool_->submit(std::move(*req));
     }
@@ -461,7 +461,8 @@ class Tuner::Explorer : public Evaluator {
     }
     if (!m.compiled_from_cache) out_.compile_s += m.compile_s;
     out_.measure_s += m.measure_s;
-    return counted(c, m, t_.record(p_, setup_.space, setup_.transform, c, m, m.quick ? setup_.prov_quick : setup_.prov_full));
+    return counted(c, m, t_.record(p_, setup_.space, setup_.transform, c, m, m.quick ? setup_.prov_quick : setup_.prov_full,
+                                   true));
   }
 
   // The form's budget counts what the GPU does for it, not the time it stood waiting for a

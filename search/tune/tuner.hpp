@@ -196,9 +196,11 @@ class Tuner {
   // Measures one candidate; the first one of a problem that works settles the clock first.
   Measurement measure_settled(const Candidate& c);
   Retimed retime(const Problem& p, const std::vector<Candidate>& cs, uint64_t seed);
-  // `s`: the family's space for the transform's problem; the row is of `p`.
+  // `s`: the family's space for the transform's problem; the row is of `p`. An exploration
+  // (with reuse on) is stored once per config, however many tunes of the job run at once;
+  // re-timings are rows of their own.
   int64_t record(const Problem& p, const Space& s, Transform t, const Config& c, const Measurement& m,
-                 const Provenance& prov);
+                 const Provenance& prov, bool exploration = false);
   int64_t record_retimed(const Problem& p, const Space& s, Transform t, const Config& c, Measurement& m,
                          const Provenance& prov, const std::string& what);
   const Family* plugin(const std::string& family) const;

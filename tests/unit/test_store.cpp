@@ -456,6 +456,39 @@ TEST_CASE("store: reuse needs the same fingerprint; stale rows are counted, neve
   }
 }
 
+TEST_CASE("store: an exploration another process stored meanwhile is not stored again", "[store]") {
+  // Three tunes of one job on one store each explore the same configs: each asks the store
+  // first, but between asking and storing another may have stored the config. Stored with
+  // unless_reusable (under the write lock), the later ones take the first row instead.
+  test::TempDir tmp;
+  Store s = Store::open(tmp.path / "r.db");
+  StoredRow first = sample_row();
+  const int64_t id = s.insert(first, true);
+  StoredRow again = sample_row();  // the same config, measured by another tune
+  again.tune_id = "tune-2";
+  again.m.time = summarize({90.0, 91.0, 92.0});
+  CHECK(s.insert(again, true) == id);
+  CHECK(again.row_uuid == first.row_uuid);  // it is the first row now
+  CHECK(s.count() == 1);
+  StoredRow other = sample_row(Status::ok, "fam_a", 2);  // another config: stored
+  other.tune_id = "tune-2";
+  CHECK(s.insert(other, true) != id);
+  CHECK(s.count() == 2);
+  StoredRow full = sample_row();  // a full figure where only a quick one is stored: stored
+  first.m.quick = true;
+  test::TempDir tmp2;
+  Store q = Store::open(tmp2.path / "q.db");
+  q.insert(first, true);
+  full.tune_id = "tune-3";
+  full.m.quick = false;
+  CHECK(q.insert(full, true) != first.id);
+  CHECK(q.count() == 2);
+  StoredRow retimed = sample_row();  // a re-timing (not an exploration) is always stored
+  retimed.tune_id = "tune-2";
+  s.insert(retimed);
+  CHECK(s.count() == 3);
+}
+
 TEST_CASE("store: queries by key, family, status and tune; best per key", "[store]") {
   test::TempDir tmp;
   Store s = Store::open(tmp.path / "q.db");

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------------------
 // Rows
 
-int64_t Store::insert(StoredRow& row) {
+int64_t Store::insert(StoredRow& row, bool unless_reusable) {
   if (impl_->readonly) throw RuntimeFailure(fmt::format("{}: the store is open read-only", impl_->path.string()));
   if (row.family.empty()) row.family = row.prov.family;
   if (row.prov.family.empty()) row.prov.family = row.family;
@@ -49,6 +49,20 @@ int64_t Store::insert(StoredRow& row) {
   bool duplicate = false;
   try {
     Transaction t(impl_->db);
+    // Under the write lock, so that of several processes measuring the same config at once
+    // only the first stores it: the others take its row.
+    if (unless_reusable) {
+      RowFilter f = RowFilter::of(ResultKey::of(row.prov.device_name, row.problem));
+      f.family = row.family;
+      f.config_hash = row.config_hash;
+      f.fingerprint = row.fingerprint;
+      f.replay = row.replay;
+      if (auto known = impl_->reusable(f, !row.m.quick)) {
+        t.commit();
+        row = *known;
+        return row.id;
+      }
+    }
     Stmt st(impl_->db, insert_sql(false));
     Binder b{st.get()};
     row_fields(b, std::as_const(row));
@@ -143,21 +157,8 @@ std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::strin
   f.fingerprint = fingerprint;
   f.replay = replay;
   if (build_hash) f.build_hash = build_hash;
-  Where w = where_of(f, impl_->version);
-  if (need_full) w.raw("NOT (quick = 1 AND status = 'ok')");
-  std::vector<StoredRow> rows;
-  {
-    std::lock_guard lock(impl_->mu);
-    rows = impl_->query_rows(" ORDER BY time_unix DESC, id DESC", w);
-  }
-  if (rows.empty()) return std::nullopt;
-  // The oldest final row: what the first tune of the config measured and its strategy
-  // learned. The re-timings after it (finalists, confirmations, family winners) are other
-  // figures; handing one of those to a repeated tune's strategy would send it another way.
-  for (auto it = rows.rbegin(); it != rows.rend(); ++it)
-    if (is_final(it->m.status)) return *it;
-  if (int64_t(rows.size()) >= kTransientAttempts) return rows.front();  // failed every time: final
-  return std::nullopt;
+  std::lock_guard lock(impl_->mu);
+  return impl_->reusable(f, need_full);
 }
 
 std::vector<StoredRow> Store::stale_rows(const Problem& p, const std::string& device_name, const std::string& family,

@@ -212,7 +212,11 @@ class Store {
   // agree (an empty one is filled from the other); RuntimeFailure otherwise. A row_uuid
   // already in the store is a RuntimeFailure (rows are immutable). StoreWriteError when
   // SQLite cannot write it.
-  int64_t insert(StoredRow& row);
+  // unless_reusable: where a row a tune would reuse for this one (same key, family, config,
+  // fingerprint; final) is stored already, by another process since this one looked, that row
+  // is returned (in `row`) and nothing is inserted: concurrent tunes of one job store each
+  // exploration once.
+  int64_t insert(StoredRow& row, bool unless_reusable = false);
   int64_t insert(const StoredRow& row) {
     StoredRow copy = row;
     return insert(copy);

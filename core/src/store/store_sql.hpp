@@ -498,6 +498,20 @@ struct Store::Impl {
     while (st.step()) out.push_back(read_row(st.get()));
     return out;
   }
+  // The row a tune may reuse for `f` (a key, family, config hash, fingerprint, replay or not):
+  // the oldest final one, else, after kTransientAttempts failures, the newest. The caller holds
+  // `mu`. The re-timings after the first row (finalists, confirmations) are other figures;
+  // handing one of those to a repeated tune's strategy would send it another way.
+  std::optional<StoredRow> reusable(const RowFilter& f, bool need_full) const {
+    Where w = where_of(f, version);
+    if (need_full) w.raw("NOT (quick = 1 AND status = 'ok')");
+    std::vector<StoredRow> rows = query_rows(" ORDER BY time_unix DESC, id DESC", w);
+    if (rows.empty()) return std::nullopt;
+    for (auto it = rows.rbegin(); it != rows.rend(); ++it)
+      if (is_final(it->m.status)) return *it;
+    if (int64_t(rows.size()) >= kTransientAttempts) return rows.front();  // failed every time: final
+    return std::nullopt;
+  }
   std::optional<StoredRow> row_by(const char* col, Arg a) const {
     Where w;
     w.eq(col, std::move(a));
