@@ -22,6 +22,7 @@
 
 namespace gt {
 namespace fs = std::filesystem;
+using namespace store_sql;  // the store's SQL, shared by its files (store_sql.hpp)
 
 // ---------------------------------------------------------------------------------------
 // Rows

@@ -25,6 +25,7 @@
 
 namespace gt {
 namespace fs = std::filesystem;
+using namespace store_sql;  // the store's SQL, shared by its files (store_sql.hpp)
 
 
 // 'GMTN': marks the file as ours in the SQLite header (PRAGMA application_id).

@@ -474,8 +474,6 @@ inline const char* const kValidationUpsert =
 
 namespace gt {
 
-using namespace store_sql;
-
 struct Store::Impl {
   std::filesystem::path path;
   bool readonly = false;
@@ -486,51 +484,51 @@ struct Store::Impl {
     if (db) sqlite3_close_v2(db);
   }
   bool has_table(const char* name) const {
-    Stmt st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    store_sql::Stmt st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
     sqlite3_bind_text(st.get(), 1, name, -1, SQLITE_STATIC);
     return st.step();
   }
 
-  std::vector<StoredRow> query_rows(const std::string& tail, const Where& w) const {
-    Stmt st(db, "SELECT " + column_list(version) + " FROM results" + w.sql() + tail);
+  std::vector<StoredRow> query_rows(const std::string& tail, const store_sql::Where& w) const {
+    store_sql::Stmt st(db, "SELECT " + store_sql::column_list(version) + " FROM results" + w.sql() + tail);
     w.bind(st.get());
     std::vector<StoredRow> out;
-    while (st.step()) out.push_back(read_row(st.get()));
+    while (st.step()) out.push_back(store_sql::read_row(st.get()));
     return out;
   }
   // The row a tune may reuse for `f` (a key, family, config hash, fingerprint, replay or not):
-  // the oldest final one, else, after kTransientAttempts failures, the newest. The caller holds
+  // the oldest final one, else, after store_sql::kTransientAttempts failures, the newest. The caller holds
   // `mu`. The re-timings after the first row (finalists, confirmations) are other figures;
   // handing one of those to a repeated tune's strategy would send it another way.
   std::optional<StoredRow> reusable(const RowFilter& f, bool need_full) const {
-    Where w = where_of(f, version);
+    store_sql::Where w = store_sql::where_of(f, version);
     if (need_full) w.raw("NOT (quick = 1 AND status = 'ok')");
     std::vector<StoredRow> rows = query_rows(" ORDER BY time_unix DESC, id DESC", w);
     if (rows.empty()) return std::nullopt;
     for (auto it = rows.rbegin(); it != rows.rend(); ++it)
-      if (is_final(it->m.status)) return *it;
-    if (int64_t(rows.size()) >= kTransientAttempts) return rows.front();  // failed every time: final
+      if (store_sql::is_final(it->m.status)) return *it;
+    if (int64_t(rows.size()) >= store_sql::kTransientAttempts) return rows.front();  // failed every time: final
     return std::nullopt;
   }
-  std::optional<StoredRow> row_by(const char* col, Arg a) const {
-    Where w;
+  std::optional<StoredRow> row_by(const char* col, store_sql::Arg a) const {
+    store_sql::Where w;
     w.eq(col, std::move(a));
     auto rows = query_rows("", w);
     if (rows.empty()) return std::nullopt;
     return rows.front();
   }
-  std::vector<Winner> query_winners(const std::string& cond, const Where& w) const {
-    Stmt st(db, "SELECT " + key_select(version, "w.") +
+  std::vector<Winner> query_winners(const std::string& cond, const store_sql::Where& w) const {
+    store_sql::Stmt st(db, "SELECT " + store_sql::key_select(version, "w.") +
                     ", w.family, w.config_name, w.row_uuid, w.note, w.time_utc, w.time_unix, r.id, " +
-                    decision_list(version) + ", " + (version < 5 ? "'none'" : "r.transform") +
+                    store_sql::decision_list(version) + ", " + (version < 5 ? "'none'" : "r.transform") +
                     " FROM winners w JOIN results r ON r.row_uuid = w.row_uuid" + cond);
     w.bind(st.get());
     std::vector<Winner> out;
     while (st.step()) {
       sqlite3_stmt* s = st.get();
       Winner x;
-      x.key = read_key(s, 0);
-      Reader rd{s, kKeyColCount};
+      x.key = store_sql::read_key(s, 0);
+      store_sql::Reader rd{s, store_sql::kKeyColCount};
       rd.text("family", x.family);
       rd.text("config_name", x.config_name);
       rd.text("row_uuid", x.row_uuid);
@@ -538,7 +536,7 @@ struct Store::Impl {
       rd.text("time_utc", x.time_utc);
       rd.real("time_unix", x.time_unix);
       rd.integer("id", x.row_id);
-      decision_fields(rd, x.decision);
+      store_sql::decision_fields(rd, x.decision);
       rd.transform("transform", x.transform);
       out.push_back(std::move(x));
     }
@@ -548,28 +546,28 @@ struct Store::Impl {
     return out;
   }
   std::vector<Winner> winners_of(const ResultKey& key) const {
-    Where w = winner_where(key, nullptr, version);
+    store_sql::Where w = store_sql::winner_where(key, nullptr, version);
     return query_winners(w.sql() + " ORDER BY w.family", w);
   }
   std::optional<Winner> winner(const ResultKey& key, const std::string& family) const {
-    Where w = winner_where(key, &family, version);
+    store_sql::Where w = store_sql::winner_where(key, &family, version);
     auto ws = query_winners(w.sql(), w);
     if (ws.empty()) return std::nullopt;
     return ws.front();
   }
   void put_winner(const Winner& x) {
-    Stmt st(db, fmt::format("INSERT OR REPLACE INTO winners ({}, family, config_name, row_uuid, note, time_utc, "
+    store_sql::Stmt st(db, fmt::format("INSERT OR REPLACE INTO winners ({}, family, config_name, row_uuid, note, time_utc, "
                             "time_unix, {}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            kKeyCols, decision_list(kStoreSchemaVersion, "")));
-    bind_key(st.get(), 1, x.key);
-    Binder b{st.get(), kKeyColCount + 1};
+                            store_sql::kKeyCols, store_sql::decision_list(kStoreSchemaVersion, "")));
+    store_sql::bind_key(st.get(), 1, x.key);
+    store_sql::Binder b{st.get(), store_sql::kKeyColCount + 1};
     b.text("family", x.family);
     b.text("config_name", x.config_name);
     b.text("row_uuid", x.row_uuid);
     b.text("note", x.note);
     b.text("time_utc", x.time_utc);
     b.real("time_unix", x.time_unix);
-    decision_fields(b, x.decision);
+    store_sql::decision_fields(b, x.decision);
     st.step();
   }
 };
