@@ -35,6 +35,11 @@ CommandResult run_command(const std::string& cmdline);
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& bytes);  // makes its directories
 
+// cuobjdump: on PATH, or where tools/install_deps.sh puts it (PyPI's nvidia-cuda-cuobjdump);
+// "" when neither has it. sass_of: a cubin's SASS through it, one instruction a line.
+std::string cuobjdump();
+std::string sass_of(const std::string& cubin, const std::string& tool);
+
 // A path (or any word) quoted for the shell: '...', a ' inside written '\''.
 std::string shell_quote(const std::filesystem::path& p);
 

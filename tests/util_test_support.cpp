@@ -81,6 +81,28 @@ CommandResult run_command(const std::string& cmdline) {
   return r;
 }
 
+std::string cuobjdump() {
+  for (const char* cmd : {"command -v cuobjdump",
+                          "python3 -c \"import glob, nvidia; print([p for d in nvidia.__path__ for p in "
+                          "glob.glob(d + '/*/bin/cuobjdump')][0])\""}) {
+    auto r = run_command(cmd);
+    std::string path = r.out.substr(0, r.out.find('\n'));
+    if (r.exit_code == 0 && !path.empty()) return path;
+  }
+  return "";
+}
+
+std::string sass_of(const std::string& cubin, const std::string& tool) {
+  TempDir tmp;
+  auto file = tmp.path / "k.cubin";
+  write_file(file, cubin);
+  // cuobjdump runs nvdisasm from PATH; PyPI's copies share the folder cuobjdump is in.
+  const std::string dir = fs::path(tool).parent_path().string();
+  auto r = run_command((dir.empty() ? "" : "PATH='" + dir + "':\"$PATH\" ") + tool + " -sass " + file.string());
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;

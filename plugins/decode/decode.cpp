@@ -21,7 +21,7 @@ enum P { pEngine, pBn, pBk, pStages, pCtas, pWarps, kParams };
 constexpr int64_t kMaxM = 16;                // two 8-row tiles of A per mma
 constexpr int64_t kCpAsyncProducerWarps = 4;  // one warp cannot issue cp.async fast enough for an SM (ring_mma, docs/kernel-notes.md)
 constexpr int64_t kMaxWarpFeatures = 64;     // features per consumer warp: 4 m16 tiles (160 registers at bk 256, M > 8)
-constexpr int64_t kRowElems = 64;            // elements of a 16-bit B in one 128-byte swizzled row (decode.cu's ROW_ELEMS)
+constexpr int64_t kRowBytes = 128;           // one swizzled row of the ring: TMA's box span (decode.cu's ROW_BYTES)
 constexpr int64_t kReservedSmemPerCta = 1024;  // what the GPU keeps of an SM's shared memory per resident CTA
 constexpr int kSwizzle128B = 3;              // CU_TENSOR_MAP_SWIZZLE_128B
 constexpr int kL2Promote256B = 3;            // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
@@ -35,7 +35,7 @@ std::vector<ParamDef> param_defs(const int64_t* def) {
        {kTma, kCpAsync}, {"tma", "cpasync"}, def[pEngine]},
       {"bn", "output features (columns of C) per tile", {64, 128, 256}, {}, def[pBn]},
       {"bk", "k per stage: a stage is bn x bk elements of B", {64, 128, 256}, {}, def[pBk]},
-      {"stages", "stages of the shared-memory ring (bytes in flight per CTA: stages x bn x bk x 2)", {2, 3, 4, 6, 8}, {},
+      {"stages", "stages of the shared-memory ring (bytes in flight per CTA: stages x bn x bk x the element size)", {2, 3, 4, 6, 8}, {},
        def[pStages]},
       {"ctas", "CTAs per SM: the grid is ctas x the device's SMs, each CTA taking an equal share of B", {1, 2}, {},
        def[pCtas]},
@@ -66,12 +66,48 @@ const ParamTable& base_table() {
 
 struct Plan {
   int64_t c[kParams];
+  bool fp8 = false;            // A and B FP8 (m16n8k32, tensor or row scales)
+  int64_t row_elems = 64;      // elements of B in one 128-byte row
   int64_t mt = 1;              // 8-row tiles of A per mma
   int64_t producer_warps = 1;  // TMA: one thread of one warp
   int64_t threads = 0, smem = 0;
   int64_t tiles = 0, kblocks = 0, blocks = 0;  // blocks: the (tile, k block) pairs the grid shares out
   int64_t grid = 0, workspace = 0;
 };
+
+// The input, output and scale types, and what they need of the architecture: f16/bf16 on
+// m16n8k16 (sm_80), or FP8 on m16n8k32 (sm_89) with A stored M x K and B N x K, as
+// torch._scaled_mm takes them, scaled per tensor or per row.
+void check_types(const gt_problem& p, const gt_device& d, Plan& pl) {
+  pl.fp8 = is_fp8(p.in_dtype) || is_fp8(p.b_dtype);
+  if (pl.fp8) {
+    if (!is_fp8(p.in_dtype) || !is_fp8(p.b_dtype))
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("A is ") + dtype_name(p.in_dtype) + " and B " + dtype_name(p.b_dtype) +
+                                          ": decode multiplies two FP8 operands or two 16-bit ones");
+    if (p.scale_mode != GT_SCALE_TENSOR && p.scale_mode != GT_SCALE_ROW)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("FP8 with ") + scale_mode_name(p.scale_mode) +
+                                          " scales: decode scales per tensor or per row");
+    if (p.layout != GT_NT)
+      throw Refusal(GT_REFUSAL_LAYOUT, std::string("FP8 decode reads A stored MxK and B stored NxK (layout nt), not ") +
+                                           (a_transposed(p) ? "t" : "n") + (b_transposed(p) ? "t" : "n"));
+    if (d.cc_major * 10 + d.cc_minor < 89)
+      throw Refusal(GT_REFUSAL_ARCH, "FP8 mma (m16n8k32) needs sm_89 or newer; this is sm_" + str(d.cc_major) +
+                                         str(d.cc_minor));
+  } else {
+    if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("decode multiplies f16 or bf16 (mma.m16n8k16) or FP8 (m16n8k32), not ") +
+                                          dtype_name(p.in_dtype));
+    if (p.scale_mode != GT_SCALE_NONE)
+      throw Refusal(GT_REFUSAL_DTYPE, std::string("scale mode ") + scale_mode_name(p.scale_mode) + " with " +
+                                          dtype_name(p.in_dtype) + " inputs (scales are for FP8)");
+  }
+  if (p.out_dtype != GT_F32 && p.out_dtype != GT_F16 && p.out_dtype != GT_BF16)
+    throw Refusal(GT_REFUSAL_DTYPE, std::string("output ") + dtype_name(p.out_dtype) + " (f32, f16 or bf16)");
+  if (d.cc_major < 8)
+    throw Refusal(GT_REFUSAL_ARCH, "bf16 mma, ldmatrix, cp.async and mbarriers need sm_80 or newer; this is sm_" +
+                                       str(d.cc_major) + str(d.cc_minor));
+  pl.row_elems = kRowBytes / int64_t(dtype_size(p.b_dtype));
+}
 
 // Checks the (problem, config, device) and derives everything; throws Refusal with its code.
 Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d) {
@@ -82,15 +118,7 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
                 warps = cfg[pWarps];
 
   // ---- types, architecture, shape ----
-  refuse_fp8(p, "decode");
-  if (p.in_dtype != GT_F16 && p.in_dtype != GT_BF16)
-    throw Refusal(GT_REFUSAL_DTYPE, std::string("decode multiplies f16 or bf16 on the tensor cores (mma.m16n8k16), not ") +
-                                        dtype_name(p.in_dtype));
-  if (p.out_dtype != GT_F32 && p.out_dtype != GT_F16 && p.out_dtype != GT_BF16)
-    throw Refusal(GT_REFUSAL_DTYPE, std::string("output ") + dtype_name(p.out_dtype) + " (f32, f16 or bf16)");
-  if (d.cc_major < 8)
-    throw Refusal(GT_REFUSAL_ARCH, "bf16 mma, ldmatrix, cp.async and mbarriers need sm_80 or newer; this is sm_" +
-                                       str(d.cc_major) + str(d.cc_minor));
+  check_types(p, d, pl);
   if (engine == kTma && d.cc_major < 9)
     throw Refusal(GT_REFUSAL_ARCH, "TMA tensor copies need sm_90 or newer; this is sm_" + str(d.cc_major) +
                                        str(d.cc_minor) + " (engine=cpasync runs here)");
@@ -113,7 +141,11 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
   if (pl.threads * ctas > d.max_threads_per_sm)
     throw Refusal(GT_REFUSAL_RESOURCES, str(ctas) + " CTAs of " + str(pl.threads) + " threads exceed the device's " +
                                             str(d.max_threads_per_sm) + " per SM");
-  const int64_t stage_bytes = bn * bk * int64_t(dtype_size(p.in_dtype));
+  if ((b_transposed(p) ? bk : bn) % pl.row_elems)
+    throw Refusal(GT_REFUSAL_CONFIG, std::string(b_transposed(p) ? "bk" : "bn") + " = " +
+                                         str(b_transposed(p) ? bk : bn) + ": a stage is whole 128-byte rows of " +
+                                         str(pl.row_elems) + " " + dtype_name(p.b_dtype) + " elements");
+  const int64_t stage_bytes = bn * bk * int64_t(dtype_size(p.b_dtype));
   pl.smem = stages * stage_bytes + 1024 + 16 * stages;  // the ring (1024-aligned), its mbarriers
   if (pl.smem > d.smem_per_block_optin)
     throw Refusal(GT_REFUSAL_RESOURCES, "a ring of " + str(stages) + " stages of " + str(stage_bytes) + " bytes needs " +
@@ -139,9 +171,15 @@ Plan plan(const gt_problem& p, const int64_t* cfg, int32_t n, const gt_device& d
 
 Launch launch(const gt_problem& p, const Plan& pl) {
   const bool tma = pl.c[pEngine] == kTma, b_kmajor = b_transposed(p);
+  // FP8 operands are bytes to the kernel (the mma names their types); 16-bit ones their CUDA types.
+  const char* in_t = pl.fp8 ? "unsigned char" : dtype_cuda_type(p.in_dtype);
   Launch l = kernel_launch(k_decode, k_decode_name, "gemm_decode", {
-      define("IN_T", dtype_cuda_type(p.in_dtype)),
-      define("B_T", dtype_cuda_type(p.in_dtype)),  // B's own type once FP8 weights come (gt_problem.b_dtype)
+      define("FP8", pl.fp8 ? 1 : 0),
+      define("A_E5M2", p.in_dtype == GT_E5M2 ? 1 : 0),
+      define("B_E5M2", p.b_dtype == GT_E5M2 ? 1 : 0),
+      define("SCALE_MODE", p.scale_mode),
+      define("IN_T", in_t),
+      define("B_T", in_t),
       define("OUT_T", dtype_cuda_type(p.out_dtype)),
       define("IS_BF16", p.in_dtype == GT_BF16 ? 1 : 0),
       define("A_TRANS", a_transposed(p) ? 1 : 0),
@@ -155,9 +193,10 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("PRODUCER_WARPS", pl.producer_warps),
       define("MT", pl.mt),
   });
-  if (tma)  // B as stored, in boxes of 64 elements (128 bytes, the swizzle's span) by bn features or bk k
-    l.tensor_maps = {tensor_map(GT_OPERAND_B, uint32_t(kRowElems), uint32_t(b_kmajor ? pl.c[pBn] : pl.c[pBk]),
+  if (tma)  // B as stored, in boxes of 128 bytes (the swizzle's span) by bn features or bk k
+    l.tensor_maps = {tensor_map(GT_OPERAND_B, uint32_t(pl.row_elems), uint32_t(b_kmajor ? pl.c[pBn] : pl.c[pBk]),
                                 kSwizzle128B, kL2Promote256B)};
+  l.takes_scales = pl.fp8;  // (A, B, C, M, N, K, lda, ldb, ldc, workspace, scalars, scales, map)
   l.grid = {uint32_t(pl.grid), 1, 1};
   l.block = {uint32_t(pl.threads), 1, 1};
   l.dynamic_smem = uint32_t(pl.smem);
@@ -211,8 +250,7 @@ gt_status suggest(const gt_problem* p, const gt_device* d, int32_t max, int64_t*
 gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char* out, size_t cap) {
   return guarded_text(out, cap, [&] {
     base_table().check_values(c, n);
-    const int64_t es = std::max<int64_t>(2, int64_t(dtype_size(p->in_dtype)));
-    const int64_t stage_kib = c[pBn] * c[pBk] * es / 1024;
+    const int64_t stage_kib = c[pBn] * c[pBk] * std::max<int64_t>(1, int64_t(dtype_size(p->b_dtype))) / 1024;
     write_msg(out, cap,
               std::string(c[pEngine] == kTma ? "TMA copies" : "cp.async") + " into a ring of " + str(c[pStages]) +
                   " stages of " + str(c[pBn]) + " features x " + str(c[pBk]) + " k (" + str(stage_kib) + " KiB, " +
@@ -224,7 +262,7 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "decode", "1.0",
+      "decode", "1.1",
       "streams B once at the memory's bandwidth for M up to 16 (LLM decode): TMA or cp.async into a shared-memory ring, "
       "split-K by an even share of B per CTA, partial tiles added by the last CTA, mma.m16n8k16",
       k_decode, space_with_default<param_defs, choose_default>, describe_config);

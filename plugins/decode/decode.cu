@@ -27,18 +27,34 @@
 // refuses other problems). Tails in N and K come as zeros from TMA's out-of-bounds fill or
 // cp.async's zero fill; A is masked past M and K, and C past M and N.
 //
-// An 8-bit B (FP8 weights) is meant to be B_T away: the ring, the copies and the swizzle are
-// written in bytes (a 128-byte row holds 128 / sizeof(B_T) k), and only the fragment load
-// (load_w) would widen bytes to 16-bit pairs before the mma. Not built yet (static_assert).
+// FP8 (FP8=1: A and B e4m3 or e5m2, stored as bytes, B N x K and A M x K only) is the same
+// kernel in bytes: the ring, the copies and the swizzle are written in bytes (a 128-byte row
+// holds 128 / sizeof(b_t) k), and m16n8k32's 8-bit fragments sit in the same bytes as
+// m16n8k16's 16-bit ones (each thread's 4-byte pieces at the same byte offsets of a 32-byte k
+// step), so ldmatrix and the activations' 4-byte loads are unchanged; only the mma instruction
+// and the k per step differ. Tensor or row scales multiply a CTA's sums at the end of its part
+// of a tile, before they meet other CTAs' (the sum of scaled parts is the scaled sum).
 //
 // Kernel parameters (plugin ABI v3): the nine standard ones, the workspace, the launch scalars
-// (unused), and with ENGINE_TMA the tensor map of B. Every define has a default, so this file
+// (unused), with FP8 the scales (a gt_scales by value), and with ENGINE_TMA the tensor map of B. Every define has a default, so this file
 // compiles on its own (NVRTC, sm_80 or sm_90); decode.cpp sets each.
+#ifndef FP8
+#define FP8 0  // 1: A and B are FP8 bytes (IN_T and B_T unsigned char), multiplied by m16n8k32
+#endif
+#ifndef A_E5M2
+#define A_E5M2 0  // FP8: 1 when A is e5m2, 0 when e4m3
+#endif
+#ifndef B_E5M2
+#define B_E5M2 0  // FP8: 1 when B is e5m2, 0 when e4m3
+#endif
+#ifndef SCALE_MODE
+#define SCALE_MODE 0  // FP8: gt_scale_mode, 1 (tensor: sa[0] sb[0]) or 2 (row: sa[m] sb[n])
+#endif
 #ifndef IN_T
-#define IN_T __nv_bfloat16  // storage type of A (the activations): __half or __nv_bfloat16
+#define IN_T __nv_bfloat16  // storage type of A (the activations): __half, __nv_bfloat16, or unsigned char (FP8)
 #endif
 #ifndef B_T
-#define B_T IN_T  // storage type of B (the weights); 16-bit for now (an 8-bit type once FP8 lands)
+#define B_T IN_T  // storage type of B (the weights)
 #endif
 #ifndef OUT_T
 #define OUT_T __nv_bfloat16  // storage type of C: float, __half or __nv_bfloat16
@@ -84,8 +100,9 @@
 
 typedef B_T b_t;
 
-static_assert(sizeof(b_t) == 2, "16-bit weights only for now; an 8-bit B needs load_w to widen its bytes");
-static_assert(sizeof(in_t) == 2, "16-bit activations");
+static_assert(sizeof(b_t) == (FP8 ? 1 : 2) && sizeof(in_t) == sizeof(b_t), "16-bit A and B, or FP8 bytes");
+static_assert(!FP8 || (B_KMAJOR && !A_TRANS), "FP8: A stored M x K, B stored N x K (layout nt)");
+static_assert(!FP8 || SCALE_MODE == 1 || SCALE_MODE == 2, "FP8: tensor or row scales");
 
 constexpr int ROW_BYTES = 128;                                // one swizzled row of a sub-tile (TMA's 128-byte span)
 constexpr int ROW_ELEMS = ROW_BYTES / int(sizeof(b_t));      // elements of B in that row
@@ -96,12 +113,15 @@ constexpr int SUB_ROWS = B_KMAJOR ? BN : BK;                  // rows of one 128
 constexpr int SUB_BYTES = SUB_ROWS * ROW_BYTES;
 constexpr int WARP_N = BN / CONSUMER_WARPS;                   // features per consumer warp
 constexpr int NT = WARP_N / 16;                               // m16 tiles per consumer warp
-constexpr int KSTEPS = BK / 16;                               // k16 steps per stage
+constexpr int MMA_K = 32 / int(sizeof(b_t));                 // k per mma: 32 bytes of a row (k16, or k32 in FP8)
+constexpr int KSTEPS = BK / MMA_K;                            // mma k steps per stage
+constexpr int PAIR_K = 4 / int(sizeof(in_t));                 // k in one 4-byte piece of a fragment
 constexpr int THREADS = 32 * (PRODUCER_WARPS + CONSUMER_WARPS);
 constexpr int PARTIAL = NT * MT * 4;                          // fp32 partial sums per consumer thread
 
 static_assert(BN % 64 == 0 && BN <= 256, "BN: whole 64-wide sub-tiles, one TMA box of at most 256 rows");
 static_assert(BK % 64 == 0 && BK <= 256, "BK: whole 64-wide sub-tiles, one TMA box of at most 256 rows");
+static_assert((B_KMAJOR ? BK : BN) % ROW_ELEMS == 0, "a stage is whole 128-byte rows along B's stored rows");
 static_assert(WARP_N % 16 == 0 && NT >= 1, "each consumer warp owns whole m16 tiles");
 static_assert(SUB_ROWS % 8 == 0, "sub-tiles are whole 1024-byte swizzle atoms");
 static_assert(MT == 1 || MT == 2, "M ≤ 16: one or two 8-row tiles of A");
@@ -114,6 +134,14 @@ struct gt_scalars {  // plugin ABI: eight launch scalars by value (unused here)
 struct __align__(128) gt_tensor_map {  // a CUtensorMap: 128 opaque bytes
   u64 opaque[16];
 };
+#if FP8
+struct gt_scales {  // plugin ABI v3: an FP8 call's scales (device pointers); d and amax_d unused (no FP8 C)
+  const float* a;
+  const float* b;
+  const float* d;
+  float* amax_d;
+};
+#endif
 
 // ---- shared memory, mbarriers, copies ----
 
@@ -210,8 +238,25 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&a)[4], u32 addr) {
 #endif
 }
 
-__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-#if IS_BF16
+#if B_E5M2
+#define GT_F8_W "e5m2"
+#else
+#define GT_F8_W "e4m3"
+#endif
+#if A_E5M2
+#define GT_F8_X "e5m2"
+#else
+#define GT_F8_X "e4m3"
+#endif
+// d += w x x: w the weights' 16 x (32 bytes) fragment, x the activations' (32 bytes) x 8.
+__device__ __forceinline__ void mma_kstep(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+#if FP8
+  // The mma's A is the weights (B's type), its B the activations (A's type).
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." GT_F8_W "." GT_F8_X
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif IS_BF16
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -224,15 +269,17 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b
 #endif
 }
 
-// The weights' fragment of m16 tile `nt` of this warp at k16 step `t` of a stage: features
-// (rows of the mma) i0 .. i0 + 15, k 16t .. 16t + 15, from the swizzled stage at `stage`.
-// Lane l addresses one 16-byte row of one of the four 8x8 matrices (a0: features 0-7, k 0-7;
-// a1: features 8-15, k 0-7; a2: features 0-7, k 8-15; a3: features 8-15, k 8-15).
+// The weights' fragment of m16 tile `nt` of this warp at k step `t` of a stage: features
+// (rows of the mma) i0 .. i0 + 15, bytes 32t .. 32t + 31 of the stage's k (k16, or k32 in
+// FP8), from the swizzled stage at `stage`. Lane l addresses one 16-byte row of one of the four
+// 8x8 (b16) matrices (a0: features 0-7, bytes 0-15; a1: features 8-15, bytes 0-15; a2:
+// features 0-7, bytes 16-31; a3: features 8-15, bytes 16-31): m16n8k16's A fragment, and
+// m16n8k32's 8-bit one, which holds the same bytes.
 __device__ __forceinline__ void load_w(u32 (&a)[4], u32 stage, int i0, int t, int lane) {
 #if B_KMAJOR
   // Stored rows are features, 64 k each per sub-tile: feature i0 + (l & 7) + 8 (l >> 3 & 1),
   // 16-byte chunk 2t + (l >> 4) of the stage's k.
-  constexpr int STEPS_PER_SUB = ROW_ELEMS / 16;
+  constexpr int STEPS_PER_SUB = ROW_ELEMS / MMA_K;
   const int r = i0 + (lane & 7) + ((lane >> 3) & 1) * 8;
   const int c = 2 * (t % STEPS_PER_SUB) + (lane >> 4);
   ldmatrix_x4(a, stage + u32(t / STEPS_PER_SUB) * SUB_BYTES + swizzled(r, c));
@@ -245,14 +292,17 @@ __device__ __forceinline__ void load_w(u32 (&a)[4], u32 stage, int i0, int t, in
 #endif
 }
 
+#if !FP8
 __device__ __forceinline__ u32 bits(in_t x) {
   unsigned short s;
   memcpy(&s, &x, 2);
   return s;
 }
+#endif
 
-// Two activations of row j at k and k + 1, packed as the mma's B operand wants them (the
-// lower k in the low half); zero past M (rows) and K. K_FULL: k + 1 < K is known.
+// One 4-byte piece of the mma's B operand: activations of row j at k .. k + PAIR_K - 1 (two
+// 16-bit, or four FP8), the lower k in the low bytes; zero past M (rows) and K. K_FULL: the
+// piece is known to lie within K.
 template <bool K_FULL>
 __device__ __forceinline__ u32 x_pair(const in_t* __restrict__ A, int M, int K, int lda, int j, int k) {
   if (j >= M) return 0u;
@@ -262,18 +312,22 @@ __device__ __forceinline__ u32 x_pair(const in_t* __restrict__ A, int M, int K, 
   return lo | (hi << 16);
 #else
   const in_t* p = A + (long long)j * lda + k;
-  if (K_FULL || k + 1 < K) return __ldg(reinterpret_cast<const u32*>(p));  // 4-byte aligned: k even, rows 16-byte aligned
+  if (K_FULL || k + PAIR_K <= K) return __ldg(reinterpret_cast<const u32*>(p));  // 4-byte aligned: rows 16-byte aligned
+#if FP8
+  return 0u;  // K is a multiple of 16 (16-byte rows): a piece is whole or past K
+#else
   return k < K ? bits(*p) : 0u;
+#endif
 #endif
 }
 
-// The activations' fragments of X_STEPS k16 steps from k0: step t, 8-row tile jt, the pair at
-// k0 + 16t + 2q (b0) and 8 further (b1), rows 8jt + g. A stage takes them X_STEPS steps at a
+// The activations' fragments of X_STEPS k steps from k0: step t, 8-row tile jt, the piece at
+// k0 + MMA_K t + PAIR_K q (b0) and MMA_K / 2 further (b1), rows 8jt + g. A stage takes them X_STEPS steps at a
 // time, the next group's loads issued before the current group's mma (registers: a whole
 // stage's fragments at MT = 2 and bk = 256 would be 64).
 constexpr int X_STEPS = KSTEPS < 4 ? KSTEPS : 4;
 constexpr int X_GROUPS = KSTEPS / X_STEPS;
-static_assert(KSTEPS % X_STEPS == 0, "whole groups of k16 steps");
+static_assert(KSTEPS % X_STEPS == 0, "whole groups of k steps");
 typedef u32 XFrag[X_STEPS][MT][2];
 
 template <bool K_FULL>
@@ -282,14 +336,14 @@ __device__ __forceinline__ void load_x(XFrag& x, const in_t* __restrict__ A, int
   for (int t = 0; t < X_STEPS; ++t)
 #pragma unroll
     for (int jt = 0; jt < MT; ++jt) {
-      const int j = 8 * jt + g, k = k0 + 16 * t + 2 * q;
+      const int j = 8 * jt + g, k = k0 + MMA_K * t + PAIR_K * q;
       x[t][jt][0] = x_pair<K_FULL>(A, M, K, lda, j, k);
-      x[t][jt][1] = x_pair<K_FULL>(A, M, K, lda, j, k + 8);
+      x[t][jt][1] = x_pair<K_FULL>(A, M, K, lda, j, k + MMA_K / 2);
     }
 }
 __device__ __forceinline__ void load_x_group(XFrag& x, const in_t* __restrict__ A, int M, int K, int lda, int k0,
                                              int g, int q) {
-  if (k0 + 16 * X_STEPS <= K) load_x<true>(x, A, M, K, lda, k0, g, q);
+  if (k0 + MMA_K * X_STEPS <= K) load_x<true>(x, A, M, K, lda, k0, g, q);
   else load_x<false>(x, A, M, K, lda, k0, g, q);
 }
 
@@ -309,6 +363,31 @@ __device__ __forceinline__ void store_c(out_t* __restrict__ C, int M, int N, int
         if (j < M && n < N) store(C + (long long)j * ldc + n, d[nt][jt][e]);
       }
 }
+
+#if FP8
+// FP8: a warp's sums times their scales, before they are written or meet other CTAs' sums.
+// Tensor: one factor; row: sa[j] of the row of C, sb[n] of its column (zero past M and N,
+// where nothing is written).
+__device__ __forceinline__ void scale_sums(float (&d)[NT][MT][4], const gt_scales& sc, int M, int N, int n0, int g,
+                                           int q) {
+#if SCALE_MODE == 1
+  const float f = __ldg(sc.a) * __ldg(sc.b);
+#endif
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int jt = 0; jt < MT; ++jt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+#if SCALE_MODE == 1
+        d[nt][jt][e] *= f;
+#else
+        const int n = n0 + 16 * nt + g + 8 * (e >> 1), j = 8 * jt + 2 * q + (e & 1);
+        d[nt][jt][e] *= (j < M ? __ldg(sc.a + j) : 0.f) * (n < N ? __ldg(sc.b + n) : 0.f);
+#endif
+      }
+}
+#endif
 
 // ---- the even split ----
 
@@ -333,6 +412,9 @@ __device__ __forceinline__ float* slot_of(void* ws, int tiles, long long cta, in
 extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
     gemm_decode(const void* A_, const void* B_, void* C_, int M, int N, int K, int lda, int ldb, int ldc,
                 void* workspace, const gt_scalars scalars
+#if FP8
+                , const gt_scales scales  // plugin ABI v3: after the scalars, before the map
+#endif
 #if ENGINE_TMA
                 , const __grid_constant__ gt_tensor_map tmB
 #endif
@@ -439,7 +521,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
     const u32 st = ring + stage * STAGE_BYTES;
 #pragma unroll
     for (int xg = 0; xg < X_GROUPS; ++xg) {
-      if (xg + 1 < X_GROUPS) load_x_group(x[(xg + 1) % 2], A, M, K, lda, k0 + 16 * X_STEPS * (xg + 1), g, q);
+      if (xg + 1 < X_GROUPS) load_x_group(x[(xg + 1) % 2], A, M, K, lda, k0 + MMA_K * X_STEPS * (xg + 1), g, q);
 #pragma unroll
       for (int ts = 0; ts < X_STEPS; ++ts)
 #pragma unroll
@@ -447,7 +529,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
           u32 a[4];
           load_w(a, st, cw * WARP_N + 16 * nt, xg * X_STEPS + ts, lane);
 #pragma unroll
-          for (int jt = 0; jt < MT; ++jt) mma16816(d[nt][jt], a, x[xg % 2][ts][jt][0], x[xg % 2][ts][jt][1]);
+          for (int jt = 0; jt < MT; ++jt) mma_kstep(d[nt][jt], a, x[xg % 2][ts][jt][0], x[xg % 2][ts][jt][1]);
         }
     }
     __syncwarp();  // every lane's ldmatrix of the stage is done
@@ -458,6 +540,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
       // The end of this CTA's part of the tile.
       const long long tb0 = (long long)tile * kblocks, tb1 = tb0 + kblocks;
       const int n0 = tile * BN + cw * WARP_N;
+#if FP8
+      scale_sums(d, scales, M, N, n0, g, q);
+#endif
       if (tb0 >= s0 && tb1 <= s1) {
         store_c(C, M, N, ldc, d, n0, g, q);  // the whole tile's K was ours
       } else {

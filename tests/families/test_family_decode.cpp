@@ -4,6 +4,9 @@
 // or have M > 16), so on a GPU: every M from 1 to 16 that matters to the fragments (1, 8, 9, 16),
 // A stored transposed (tn, tt), tails in N and K, both engines, 1 and 2 CTAs per SM, tiles split
 // over many CTAs; and the split tiles' counters, which verification cannot see after one launch.
+// FP8 (e4m3 / e5m2 weights and activations, layout nt, tensor and row scales), which the
+// conformance suite's 16-bit problems leave out: refusals, the launch, the SASS of what NVRTC
+// builds, and on a GPU the scaled float64 check.
 #include "measure/bench.hpp"
 #include "build/compiler.hpp"
 #include "gpu/device.hpp"
@@ -13,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 
 using namespace gt;
@@ -23,6 +27,20 @@ const Family& family() { return test::plugins().get("decode"); }
 
 Config cfg(const Space& s, const std::string& text) {
   return text.empty() ? s.default_config() : test::parse_config(s, text);
+}
+
+const gt_device kHopper = arch_limits("sm_90");
+
+// An FP8 decode problem as torch._scaled_mm takes it: activations M x K, weights N x K (nt).
+Problem fp8(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out = DType::bf16, DType a = DType::e4m3,
+            DType b = DType::e4m3) {
+  return Problem::make(m, n, k, a, out, Layout::nt, b, scale);
+}
+
+std::string option(const KernelSpec& k, const std::string& name) {
+  for (auto& o : k.options)
+    if (o.rfind("-D" + name + "=", 0) == 0) return o.substr(name.size() + 3);
+  return "";
 }
 
 }  // namespace
@@ -94,4 +112,130 @@ TEST_CASE("decode: the split tiles' counters reset themselves, launch after laun
       }
     }
   }
+}
+
+TEST_CASE("decode FP8: what it serves and what it refuses, with codes", "[decode][fp8]") {
+  const Family& fam = family();
+  auto code = [&](const Problem& p, const std::string& c, const gt_device& d = kHopper) {
+    auto r = fam.refusal(p, cfg(fam.space(p, d), c), d);
+    return r ? r->code : GT_REFUSAL_NONE;
+  };
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row}) {
+    INFO(to_string(mode));
+    CHECK(code(fp8(16, 4096, 4096, mode), "") == GT_REFUSAL_NONE);
+    CHECK(code(fp8(1, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2), "") == GT_REFUSAL_NONE);
+    CHECK(code(fp8(3, 11008, 4096, mode, DType::f16, DType::e5m2, DType::e4m3), "engine=cpasync") == GT_REFUSAL_NONE);
+    // m16n8k32 on 8-bit types: sm_89 and newer (cp.async there, TMA only from sm_90).
+    CHECK(code(fp8(16, 4096, 4096, mode), "engine=cpasync", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
+    CHECK(code(fp8(16, 4096, 4096, mode), "engine=cpasync,bn=64,bk=128,stages=4", arch_limits("sm_89")) ==
+          GT_REFUSAL_NONE);
+    // A stage is whole 128-byte rows: 128 FP8 k at least.
+    CHECK(code(fp8(16, 4096, 4096, mode), "bk=64") == GT_REFUSAL_CONFIG);
+    CHECK(code(fp8(17, 4096, 4096, mode), "") == GT_REFUSAL_SHAPE);
+  }
+  CHECK(code(fp8(16, 4096, 4096, ScaleMode::block), "") == GT_REFUSAL_DTYPE);
+  Problem nn = fp8(16, 4096, 4096, ScaleMode::tensor);  // what Problem::make refuses, asked anyway
+  nn.layout = Layout::nn;
+  nn.ldb = nn.n;
+  auto r = fam.refusal(nn, fam.space(nn, kHopper).default_config(), kHopper);
+  REQUIRE(r);
+  CHECK(r->code == GT_REFUSAL_LAYOUT);
+  CHECK_THAT(r->why, Catch::Contains("nt"));
+}
+
+TEST_CASE("decode FP8: the launch takes the scales and copies B in 128-byte rows of bytes", "[decode][fp8]") {
+  const Family& fam = family();
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row}) {
+    Problem p = fp8(16, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2);
+    auto ks = fam.build(p, fam.space(p, kHopper).default_config(), kHopper, nullptr);
+    REQUIRE(ks);
+    CHECK(ks->takes_scales);
+    CHECK(option(*ks, "FP8") == "1");
+    CHECK(option(*ks, "A_E5M2") == "0");
+    CHECK(option(*ks, "B_E5M2") == "1");
+    CHECK(option(*ks, "SCALE_MODE") == std::to_string(int(mode)));
+    REQUIRE(ks->tensor_maps.size() == 1);
+    CHECK(ks->tensor_maps[0].box[0] == 128);  // 128 one-byte k: the swizzle's 128-byte span
+  }
+  Problem bf = Problem::make(16, 4096, 4096, DType::bf16, DType::bf16, Layout::nt);
+  auto ks = fam.build(bf, fam.space(bf, kHopper).default_config(), kHopper, nullptr);
+  REQUIRE(ks);
+  CHECK_FALSE(ks->takes_scales);
+  CHECK(option(*ks, "FP8") == "0");
+  CHECK(ks->tensor_maps.at(0).box[0] == 64);
+}
+
+TEST_CASE("decode FP8: the default and suggestions compile for sm_90a with bulk copies, mma and no spills",
+          "[compile][decode][fp8][sass]") {
+  const std::string tool = test::cuobjdump();
+  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
+  REQUIRE_FALSE(tool.empty());
+  const Family& fam = family();
+  test::CompileSample sample(fam);
+  std::vector<bool> tma;  // per queued build
+  for (auto p : {fp8(1, 4096, 4096, ScaleMode::tensor), fp8(16, 11008, 4096, ScaleMode::row, DType::f32,
+                                                            DType::e4m3, DType::e5m2)}) {
+    Space s = fam.space(p, kHopper);
+    std::vector<Config> cs = {s.default_config()};
+    for (auto& c : fam.suggest(p, kHopper, 4, s.dims())) cs.push_back(c);
+    for (auto& c : cs) {
+      auto ks = fam.build(p, c, kHopper, nullptr);
+      REQUIRE(ks);
+      REQUIRE(sample.add(p, c, "sm_90a").empty());
+      tma.push_back(option(*ks, "ENGINE_TMA") == "1");
+    }
+  }
+  CHECK(std::count(tma.begin(), tma.end(), true) >= 4);
+  size_t n = 0;
+  for (auto& j : sample.results()) {
+    const bool by_tma = tma.at(n++);
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.spill_stores == 0);
+    CHECK(j.result.res.spill_loads == 0);
+    const std::string sass = test::sass_of(j.result.cubin, tool);
+    // sm_90 runs the 8-bit mma.sync as 16-bit HMMA after a conversion (sm_89's is QMMA).
+    CHECK_THAT(sass, Catch::Contains("HMMA.16816.F32") || Catch::Contains("QMMA"));
+    CHECK_THAT(sass, Catch::Contains(by_tma ? "UTMALDG.2D" : "LDGSTS"));
+    CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
+  }
+}
+
+TEST_CASE("decode FP8 is correct with tensor and row scales, at every M that changes its fragments and at tails",
+          "[gpu][decode][fp8]") {
+  GT_REQUIRE_GPU();
+  const Family& fam = family();
+  const gt_device d = device_info(0).limits;
+  // K a multiple of 16 (FP8 rows 16 bytes apart) and not of 128 (TMA's zero fill in the last
+  // block); N off the tiles; M 1, 8 (one 8-row tile), 9 and 16 (two); a vocabulary's N with a
+  // short K; fewer blocks than CTAs.
+  using Shape = std::array<int64_t, 3>;
+  const std::vector<Shape> shapes = {{1, 1000, 4112}, {8, 1000, 4112}, {9, 1504, 1008},
+                                     {16, 32000, 144}, {4, 256, 4096},  {16, 4096, 4096}};
+  const std::vector<std::string> variants = {
+      "",  // the default
+      "engine=cpasync,bn=128,bk=128,stages=4",
+      "engine=tma,bn=256,bk=128,stages=3,warps=4",
+      "engine=tma,bn=64,bk=256,stages=3,ctas=2,warps=2",
+  };
+  struct Types {
+    DType a, b;
+  };
+  const std::vector<Types> types = {{DType::e4m3, DType::e4m3}, {DType::e4m3, DType::e5m2}, {DType::e5m2, DType::e4m3}};
+  const std::vector<DType> outs = {DType::bf16, DType::f32, DType::f16};
+  std::vector<std::pair<Problem, Config>> jobs;
+  size_t turn = 0;
+  for (auto mode : {ScaleMode::tensor, ScaleMode::row})
+    for (auto& sh : shapes)
+      for (auto& v : variants) {
+        const Types t = types[turn % types.size()];
+        const DType out = outs[(turn / 2) % outs.size()];
+        ++turn;
+        Problem p = fp8(sh[0], sh[1], sh[2], mode, out, t.a, t.b);
+        Config c = cfg(fam.space(p, d), v);
+        if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
+      }
+  INFO(jobs.size() << " checks");
+  CHECK(jobs.size() >= 40);  // of 48: a device with less shared memory refuses the deepest rings
+  test::check_correct(fam, jobs);
 }

@@ -45,30 +45,6 @@ std::string option(const KernelSpec& k, const std::string& name) {
   return "";
 }
 
-// cuobjdump: on PATH, or where tools/install_deps.sh puts it (PyPI's nvidia-cuda-cuobjdump).
-std::string cuobjdump() {
-  for (const char* cmd : {"command -v cuobjdump",
-                          "python3 -c \"import glob, nvidia; print([p for d in nvidia.__path__ for p in "
-                          "glob.glob(d + '/*/bin/cuobjdump')][0])\""}) {
-    auto r = test::run_command(cmd);
-    std::string path = r.out.substr(0, r.out.find('\n'));
-    if (r.exit_code == 0 && !path.empty()) return path;
-  }
-  return "";
-}
-
-// The SASS of a cubin: instruction text, one line each.
-std::string sass_of(const std::string& cubin, const std::string& tool) {
-  test::TempDir tmp;
-  auto file = tmp.path / "k.cubin";
-  test::write_file(file, cubin);
-  // cuobjdump runs nvdisasm from PATH; PyPI's copies share the folder cuobjdump is in.
-  const std::string dir = std::filesystem::path(tool).parent_path().string();
-  auto r = test::run_command((dir.empty() ? "" : "PATH='" + dir + "':\"$PATH\" ") + tool + " -sass " + file.string());
-  REQUIRE(r.exit_code == 0);
-  return r.out;
-}
-
 int highest_register(const std::string& sass) {
   int hi = -1;
   static const std::regex reg(R"(\bR(\d+)\b)");
@@ -305,7 +281,7 @@ TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]
 
 TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, spills nothing and fits setmaxnreg",
           "[compile][wgmma_tma][sass]") {
-  const std::string tool = cuobjdump();
+  const std::string tool = test::cuobjdump();
   INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
   REQUIRE_FALSE(tool.empty());
   const Family& fam = family();
@@ -346,7 +322,7 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
     CHECK(j.result.res.spill_loads == 0);
     CHECK(j.result.res.stack_bytes == 0);
     CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
-    const std::string sass = sass_of(j.result.cubin, tool);
+    const std::string sass = test::sass_of(j.result.cubin, tool);
     CHECK_THAT(sass, Catch::Contains("HGMMA"));
     CHECK_THAT(sass, Catch::Contains("USETMAXREG"));
     CHECK_THAT(sass, Catch::Contains("UTMALDG"));  // TMA tile copies
@@ -648,7 +624,7 @@ TEST_CASE("wgmma_tma: FP8 builds compile for sm_90a, every scale mode and type p
 TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of its types, spills nothing and fits "
           "setmaxnreg",
           "[compile][wgmma_tma][sass][fp8]") {
-  const std::string tool = cuobjdump();
+  const std::string tool = test::cuobjdump();
   INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
   REQUIRE_FALSE(tool.empty());
   const Family& fam = family();
@@ -698,7 +674,7 @@ TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of 
     CHECK(j.result.res.spill_loads == 0);
     CHECK(j.result.res.stack_bytes == 0);
     CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
-    const std::string sass = sass_of(j.result.cubin, tool);
+    const std::string sass = test::sass_of(j.result.cubin, tool);
     // FP8 wgmma is QGMMA (HGMMA is the 16-bit one): QGMMA.64x<N>x32.F32.<A>.<B>.
     static const std::regex qgmma(R"(QGMMA\.64x(\d+)x32(\.F32\.E[45]M[23]\.E[45]M[23]))");
     std::smatch m;
