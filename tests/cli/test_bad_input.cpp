@@ -315,6 +315,61 @@ TEST_CASE("plugins load only from the configured directories", "[reliability][cl
   CHECK(r.out.find("wrong_abi") == std::string::npos);
 }
 
+TEST_CASE("environment variables and plugin folders are checked before any work: exit 2 naming them",
+          "[reliability][cli][plugins]") {
+  Fixture f;
+  const std::string tune = " tune --replay " + test::shell_quote(f.rec) + " --shape 64x64x64";
+  const std::string env_bin = "env -u GEMMTUNE_PLUGIN_PATH ";
+  auto refused_with = [&](const std::string& env, const std::string& args, const std::vector<std::string>& phrases) {
+    std::string before = store_bytes(f.db);
+    auto r = test::run_command(env_bin + env + " " + f.bin + args);
+    INFO(env << " gemmtune" << args << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    for (auto& p : phrases) CHECK_THAT(r.out, Catch::Contains(p));
+    CHECK(store_bytes(f.db) == before);
+  };
+  // A value the tool would read as its default (hold on) or silently pass over.
+  refused_with("GEMMTUNE_TIMING_HOLD=false", tune, {"GEMMTUNE_TIMING_HOLD='false'", "0", "1"});
+  refused_with("GEMMTUNE_CUDA_INCLUDE=" + test::shell_quote(f.tmp.path), tune,
+               {"GEMMTUNE_CUDA_INCLUDE=" + f.tmp.path.string(), "no cuda_fp16.h"});
+  // A plugin folder that is not one, named by flag or by the environment (a typo loaded nothing,
+  // and every family read as unknown).
+  const fs::path missing = f.tmp.path / "plugns";
+  refused_with("", " --plugin-dir " + test::shell_quote(missing) + " list",
+               {"--plugin-dir " + missing.string(), "no such directory"});
+  refused_with("", " --plugin-dir " + test::shell_quote(f.rec) + " list", {f.rec.string(), "not a directory"});
+  {
+    // GEMMTUNE_PLUGIN_PATH is read only without --plugin-dir: the binary alone.
+    auto r = test::run_command("GEMMTUNE_PLUGIN_PATH=" + test::shell_quote(f.plugins) + ":" + test::shell_quote(missing) +
+                               " " + test::shell_quote(test::gemmtune_binary()) + " list");
+    INFO(r.out);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.out, Catch::Contains("GEMMTUNE_PLUGIN_PATH entry " + missing.string()));
+  }
+  // The accepted values still work.
+  for (const char* ok : {"GEMMTUNE_TIMING_HOLD=0", "GEMMTUNE_TIMING_HOLD=1", "GEMMTUNE_TIMING_HOLD="}) {
+    auto r = test::run_command(env_bin + ok + " " + f.bin + " list");
+    INFO(ok << "\n" << r.out);
+    CHECK(r.exit_code == 0);
+  }
+}
+
+TEST_CASE("a plugin folder's links that lead nowhere and entries that are not files are named and skipped",
+          "[reliability][cli][plugins]") {
+  Fixture f;
+  fs::create_symlink(f.tmp.path / "gone" / "libx.so", f.plugins / "libdangling.so");
+  fs::create_symlink(f.plugins / "libloop.so", f.plugins / "libloop.so");
+  fs::create_directories(f.plugins / "libfolder.so");
+  auto r = test::run_command(f.bin + " list");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);  // the good plugin still loads
+  CHECK_THAT(r.out, Catch::Contains("naive"));
+  CHECK_THAT(r.out, Catch::Contains((f.plugins / "libdangling.so").string() + ": a link to " +
+                                    (f.tmp.path / "gone" / "libx.so").string() + ", which does not exist"));
+  CHECK_THAT(r.out, Catch::Contains((f.plugins / "libloop.so").string() + ": a link to"));
+  CHECK_THAT(r.out, Catch::Contains((f.plugins / "libfolder.so").string() + ": not a regular file"));
+}
+
 TEST_CASE("nothing in a job file is executed", "[reliability][cli]") {
   Fixture f;
   fs::path marker = f.tmp.path / "pwned";

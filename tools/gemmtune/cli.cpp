@@ -58,6 +58,34 @@ CubinCache Globals::cache() const {
   return CubinCache(dir);
 }
 
+// The plugin folders the user named (--plugin-dir, else GEMMTUNE_PLUGIN_PATH) must be folders:
+// a typo would otherwise load nothing and every family would read as unknown.
+static void check_plugin_dirs(const std::vector<std::string>& flags) {
+  const char* env = std::getenv("GEMMTUNE_PLUGIN_PATH");
+  const bool from_flag = !flags.empty();
+  if (!from_flag && !(env && *env)) return;  // the plugins beside the binary
+  for (auto& dir : gt::plugin_dirs(flags)) {
+    std::error_code ec;
+    if (fs::is_directory(dir, ec)) continue;
+    throw InputError(fmt::format("{} {}: {}", from_flag ? "--plugin-dir" : "GEMMTUNE_PLUGIN_PATH entry", dir.string(),
+                                 fs::exists(dir, ec) ? "not a directory" : "no such directory"));
+  }
+}
+
+void check_environment(const Globals& g) {
+  if (const char* hold = std::getenv("GEMMTUNE_TIMING_HOLD"); hold && *hold && std::string(hold) != "0" &&
+                                                               std::string(hold) != "1")
+    throw InputError(fmt::format("GEMMTUNE_TIMING_HOLD='{}' is not 0 (time unheld) or 1 (hold the stream while a "
+                                 "batch is queued: the default)", hold));
+  if (const char* inc = std::getenv("GEMMTUNE_CUDA_INCLUDE"); inc && *inc) {
+    std::error_code ec;
+    if (!fs::exists(fs::path(inc) / "cuda_fp16.h", ec))
+      throw InputError(fmt::format("GEMMTUNE_CUDA_INCLUDE={}: no cuda_fp16.h there; name the CUDA toolkit's include "
+                                   "folder (e.g. /usr/local/cuda/include) or unset it", inc));
+  }
+  check_plugin_dirs(g.plugin_dirs);
+}
+
 const PluginRegistry& Globals::plugins() const {
   static std::optional<PluginRegistry> reg;
   if (!reg) {

@@ -42,6 +42,10 @@ struct Globals {
   CubinCache cache() const;
 };
 
+// The environment variables and plugin folders every command depends on, checked before any
+// work: a value that would be silently ignored (or load nothing) is bad input (InputError).
+void check_environment(const Globals& g);
+
 struct ProblemArgs {
   std::string shape;
   std::string dtype = "f32";

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     if (c.app->parsed()) chosen = &c;
   if (!chosen) return 2;
   try {
+    check_environment(g);
     return chosen->run();
   } catch (const InputError& e) {
     fmt::print(stderr, "gemmtune: error: {}\n", e.what());

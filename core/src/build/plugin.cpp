@@ -333,8 +333,18 @@ PluginRegistry PluginRegistry::load(const std::vector<fs::path>& dirs) {
       continue;
     }
     std::vector<fs::path> files;
-    for (auto& e : fs::directory_iterator(dir, ec))
-      if (e.is_regular_file() && e.path().extension() == ".so") files.push_back(e.path());
+    for (auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() != ".so") continue;
+      std::error_code fe;
+      if (e.is_regular_file(fe)) {
+        files.push_back(e.path());
+      } else if (e.is_symlink(fe) && !fs::exists(e.path(), fe)) {
+        reg.skipped_.push_back({e.path(), "a link to " + fs::read_symlink(e.path(), fe).string() +
+                                              ", which does not exist (or is a loop of links)"});
+      } else {
+        reg.skipped_.push_back({e.path(), "not a regular file"});
+      }
+    }
     std::sort(files.begin(), files.end());
     for (auto& f : files) {
       boost::dll::shared_library lib;
