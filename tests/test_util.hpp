@@ -66,6 +66,8 @@ std::filesystem::path naive_only_dir();
 
 #include "measure/evaluate.hpp"
 
+#include <array>
+#include <functional>
 #include <future>
 #include <memory>
 #include <vector>
@@ -83,6 +85,21 @@ Config parse_config(const Space& s, const std::string& text);
 // A refusal that says these words.
 bool says(const std::optional<std::string>& why, const std::string& words);
 bool says(const std::optional<Refused>& why, const std::string& words);
+
+// The value of a define the family's build passes NVRTC (-DNAME=value), "" when none.
+std::string define_of(const KernelSpec& k, const std::string& name);
+// An FP8 problem as torch._scaled_mm takes it: A stored M x K, B stored N x K (layout nt).
+Problem fp8_problem(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out = DType::bf16,
+                    DType a = DType::e4m3, DType b = DType::e4m3);
+
+// An FP8 correctness test's (problem, config) pairs: every scale mode x shape (M, N, K) x config
+// text ("" the default) that `configs(mode)` lists, the type pair (e4m3 x e4m3, e4m3 x e5m2,
+// e5m2 x e4m3) and the output (bf16, f32, f16) rotating from one to the next; pairs the device
+// refuses are left out.
+std::vector<std::pair<Problem, Config>> fp8_jobs(
+    const Family& fam, const gt_device& d, const std::vector<ScaleMode>& modes,
+    const std::vector<std::array<int64_t, 3>>& shapes,
+    const std::function<std::vector<std::string>(ScaleMode)>& configs);
 
 // Every `step`-th valid config from `offset` on, in index order: a deterministic sample of a
 // space too large to compile whole in CI.

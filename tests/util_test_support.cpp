@@ -162,6 +162,39 @@ void check_correct(const Family& fam, const std::vector<std::pair<Problem, Confi
   }
 }
 
+std::string define_of(const KernelSpec& k, const std::string& name) {
+  for (auto& o : k.options)
+    if (o.rfind("-D" + name + "=", 0) == 0) return o.substr(name.size() + 3);
+  return "";
+}
+
+Problem fp8_problem(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out, DType a, DType b) {
+  return Problem::make(m, n, k, a, out, Layout::nt, b, scale);
+}
+
+std::vector<std::pair<Problem, Config>> fp8_jobs(const Family& fam, const gt_device& d,
+                                                 const std::vector<ScaleMode>& modes,
+                                                 const std::vector<std::array<int64_t, 3>>& shapes,
+                                                 const std::function<std::vector<std::string>(ScaleMode)>& configs) {
+  const std::array<std::pair<DType, DType>, 3> types = {
+      {{DType::e4m3, DType::e4m3}, {DType::e4m3, DType::e5m2}, {DType::e5m2, DType::e4m3}}};
+  const std::array<DType, 3> outs = {DType::bf16, DType::f32, DType::f16};
+  std::vector<std::pair<Problem, Config>> jobs;
+  size_t turn = 0;
+  for (auto mode : modes)
+    for (auto& sh : shapes)
+      for (auto& text : configs(mode)) {
+        const auto [a, b] = types[turn % types.size()];
+        const DType out = outs[(turn / 2) % outs.size()];
+        ++turn;
+        Problem p = fp8_problem(sh[0], sh[1], sh[2], mode, out, a, b);
+        Space s = fam.space(p, d);
+        Config c = text.empty() ? s.default_config() : parse_config(s, text);
+        if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
+      }
+  return jobs;
+}
+
 Config parse_config(const Space& s, const std::string& text) {
   std::string err;
   auto c = s.parse(text, &err);

@@ -36,17 +36,10 @@
 // of a tile, before they meet other CTAs' (the sum of scaled parts is the scaled sum).
 //
 // Kernel parameters (plugin ABI v3): the nine standard ones, the workspace, the launch scalars
-// (unused), with FP8 the scales (a gt_scales by value), and with ENGINE_TMA the tensor map of B. Every define has a default, so this file
-// compiles on its own (NVRTC, sm_80 or sm_90); decode.cpp sets each.
-#ifndef FP8
-#define FP8 0  // 1: A and B are FP8 bytes (IN_T and B_T unsigned char), multiplied by m16n8k32
-#endif
-#ifndef A_E5M2
-#define A_E5M2 0  // FP8: 1 when A is e5m2, 0 when e4m3
-#endif
-#ifndef B_E5M2
-#define B_E5M2 0  // FP8: 1 when B is e5m2, 0 when e4m3
-#endif
+// (unused), with FP8 the scales (a gt_scales by value), and with ENGINE_TMA the tensor map of
+// B. Every define has a default, so this file compiles on its own (NVRTC, sm_80 or sm_90);
+// decode.cpp sets each. FP8 (1: A and B are FP8 bytes, IN_T and B_T unsigned char, multiplied by
+// m16n8k32), A_E5M2 and B_E5M2 are the prelude's (default 0).
 #ifndef SCALE_MODE
 #define SCALE_MODE 0  // FP8: gt_scale_mode, 1 (tensor: sa[0] sb[0]) or 2 (row: sa[m] sb[n])
 #endif
@@ -134,14 +127,7 @@ struct gt_scalars {  // plugin ABI: eight launch scalars by value (unused here)
 struct __align__(128) gt_tensor_map {  // a CUtensorMap: 128 opaque bytes
   u64 opaque[16];
 };
-#if FP8
-struct gt_scales {  // plugin ABI v3: an FP8 call's scales (device pointers); d and amax_d unused (no FP8 C)
-  const float* a;
-  const float* b;
-  const float* d;
-  float* amax_d;
-};
-#endif
+
 
 // ---- shared memory, mbarriers, copies ----
 
@@ -238,21 +224,11 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&a)[4], u32 addr) {
 #endif
 }
 
-#if B_E5M2
-#define GT_F8_W "e5m2"
-#else
-#define GT_F8_W "e4m3"
-#endif
-#if A_E5M2
-#define GT_F8_X "e5m2"
-#else
-#define GT_F8_X "e4m3"
-#endif
 // d += w x x: w the weights' 16 x (32 bytes) fragment, x the activations' (32 bytes) x 8.
 __device__ __forceinline__ void mma_kstep(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
 #if FP8
   // The mma's A is the weights (B's type), its B the activations (A's type).
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." GT_F8_W "." GT_F8_X
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." FP8_B_PTX "." FP8_A_PTX
                ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -349,19 +325,24 @@ __device__ __forceinline__ void load_x_group(XFrag& x, const in_t* __restrict__ 
 
 // ---- the output ----
 
-// A consumer warp's sums into C: d[nt][jt][e] is feature i0 + 16nt + g + 8(e >> 1), row
-// 8jt + 2q + (e & 1) of C (the mma's D is C transposed).
-__device__ __forceinline__ void store_c(out_t* __restrict__ C, int M, int N, int ldc, const float (&d)[NT][MT][4],
-                                        int n0, int g, int q) {
+// Calls f(sum, n, j) for each of a consumer warp's sums d[nt][jt][e]: feature (column of C)
+// n = n0 + 16nt + g + 8(e >> 1), row j = 8jt + 2q + (e & 1) of C (the mma's D is C transposed).
+template <class Sums, class F>
+__device__ __forceinline__ void each_sum(Sums& d, int n0, int g, int q, F f) {
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int jt = 0; jt < MT; ++jt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = n0 + 16 * nt + g + 8 * (e >> 1), j = 8 * jt + 2 * q + (e & 1);
-        if (j < M && n < N) store(C + (long long)j * ldc + n, d[nt][jt][e]);
-      }
+      for (int e = 0; e < 4; ++e) f(d[nt][jt][e], n0 + 16 * nt + g + 8 * (e >> 1), 8 * jt + 2 * q + (e & 1));
+}
+
+// A consumer warp's sums into C.
+__device__ __forceinline__ void store_c(out_t* __restrict__ C, int M, int N, int ldc, const float (&d)[NT][MT][4],
+                                        int n0, int g, int q) {
+  each_sum(d, n0, g, q, [&](float v, int n, int j) {
+    if (j < M && n < N) store(C + (long long)j * ldc + n, v);
+  });
 }
 
 #if FP8
@@ -372,20 +353,12 @@ __device__ __forceinline__ void scale_sums(float (&d)[NT][MT][4], const gt_scale
                                            int q) {
 #if SCALE_MODE == 1
   const float f = __ldg(sc.a) * __ldg(sc.b);
-#endif
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-#if SCALE_MODE == 1
-        d[nt][jt][e] *= f;
+  each_sum(d, n0, g, q, [&](float& v, int, int) { v *= f; });
 #else
-        const int n = n0 + 16 * nt + g + 8 * (e >> 1), j = 8 * jt + 2 * q + (e & 1);
-        d[nt][jt][e] *= (j < M ? __ldg(sc.a + j) : 0.f) * (n < N ? __ldg(sc.b + n) : 0.f);
+  each_sum(d, n0, g, q, [&](float& v, int n, int j) {
+    v *= (j < M ? __ldg(sc.a + j) : 0.f) * (n < N ? __ldg(sc.b + n) : 0.f);
+  });
 #endif
-      }
 }
 #endif
 

@@ -75,15 +75,8 @@
 #ifndef CONSUMER_REGS
 #define CONSUMER_REGS 232  // setmaxnreg of each consumer warpgroup
 #endif
-#ifndef FP8
-#define FP8 0  // 1: A and B are FP8 (IN_T and IS_BF16 unused), both K-major, scaled per SCALE_MODE
-#endif
-#ifndef A_E5M2
-#define A_E5M2 0  // FP8: 1 when A is e5m2, 0 when e4m3
-#endif
-#ifndef B_E5M2
-#define B_E5M2 0  // FP8: 1 when B is e5m2, 0 when e4m3
-#endif
+// FP8 (1: A and B are FP8, IN_T and IS_BF16 unused, both K-major, scaled per SCALE_MODE),
+// A_E5M2 and B_E5M2 (1: that operand is e5m2) are the prelude's, default 0.
 #ifndef SCALE_MODE
 #define SCALE_MODE 1  // FP8: gt_scale_mode: 1 one scale per tensor, 2 per row of A / column of B, 3 per block
 #endif
@@ -99,18 +92,8 @@
 // order (imm-trans-a, imm-trans-b: the asm's operands TA, TB); 8-bit wgmma has no such operands
 // and reads K-major tiles only.
 #if FP8
-#if A_E5M2
-#define WGMMA_TA "e5m2"
-#else
-#define WGMMA_TA "e4m3"
-#endif
-#if B_E5M2
-#define WGMMA_TB "e5m2"
-#else
-#define WGMMA_TB "e4m3"
-#endif
 #define WGMMA_K "k32"
-#define WGMMA_TYPES WGMMA_TA "." WGMMA_TB
+#define WGMMA_TYPES FP8_A_PTX "." FP8_B_PTX
 #define WGMMA_TRANS(ta, tb) ""
 #else
 #define WGMMA_K "k16"
@@ -178,16 +161,8 @@ struct gt_scalars {
 };
 enum { kRaster = 0, kGroup = 1, kSplits = 2 };
 
-#if FP8
-// An FP8 call's scales (plugin ABI v3's gt_scales: four pointers, by value). `d` and `amax_d`
-// concern FP8 outputs, which the family does not build.
-struct gt_scales {
-  const float* a;
-  const float* b;
-  const float* d;
-  float* amax_d;
-};
-#endif
+// FP8: the call's scales are the prelude's gt_scales (`d` and `amax_d` concern FP8 outputs,
+// which the family does not build).
 
 // A CUtensorMap as the driver lays it out: 128 opaque bytes, 128-byte aligned (CUDA 13).
 struct __align__(128) gt_tensor_map {

@@ -31,18 +31,6 @@ Config cfg(const Space& s, const std::string& text) {
 
 const gt_device kHopper = arch_limits("sm_90");
 
-// An FP8 decode problem as torch._scaled_mm takes it: activations M x K, weights N x K (nt).
-Problem fp8(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out = DType::bf16, DType a = DType::e4m3,
-            DType b = DType::e4m3) {
-  return Problem::make(m, n, k, a, out, Layout::nt, b, scale);
-}
-
-std::string option(const KernelSpec& k, const std::string& name) {
-  for (auto& o : k.options)
-    if (o.rfind("-D" + name + "=", 0) == 0) return o.substr(name.size() + 3);
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("decode is correct at every M that changes its fragments, every layout, both engines and tails",
@@ -122,19 +110,19 @@ TEST_CASE("decode FP8: what it serves and what it refuses, with codes", "[decode
   };
   for (auto mode : {ScaleMode::tensor, ScaleMode::row}) {
     INFO(to_string(mode));
-    CHECK(code(fp8(16, 4096, 4096, mode), "") == GT_REFUSAL_NONE);
-    CHECK(code(fp8(1, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2), "") == GT_REFUSAL_NONE);
-    CHECK(code(fp8(3, 11008, 4096, mode, DType::f16, DType::e5m2, DType::e4m3), "engine=cpasync") == GT_REFUSAL_NONE);
+    CHECK(code(test::fp8_problem(16, 4096, 4096, mode), "") == GT_REFUSAL_NONE);
+    CHECK(code(test::fp8_problem(1, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2), "") == GT_REFUSAL_NONE);
+    CHECK(code(test::fp8_problem(3, 11008, 4096, mode, DType::f16, DType::e5m2, DType::e4m3), "engine=cpasync") == GT_REFUSAL_NONE);
     // m16n8k32 on 8-bit types: sm_89 and newer (cp.async there, TMA only from sm_90).
-    CHECK(code(fp8(16, 4096, 4096, mode), "engine=cpasync", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
-    CHECK(code(fp8(16, 4096, 4096, mode), "engine=cpasync,bn=64,bk=128,stages=4", arch_limits("sm_89")) ==
+    CHECK(code(test::fp8_problem(16, 4096, 4096, mode), "engine=cpasync", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
+    CHECK(code(test::fp8_problem(16, 4096, 4096, mode), "engine=cpasync,bn=64,bk=128,stages=4", arch_limits("sm_89")) ==
           GT_REFUSAL_NONE);
     // A stage is whole 128-byte rows: 128 FP8 k at least.
-    CHECK(code(fp8(16, 4096, 4096, mode), "bk=64") == GT_REFUSAL_CONFIG);
-    CHECK(code(fp8(17, 4096, 4096, mode), "") == GT_REFUSAL_SHAPE);
+    CHECK(code(test::fp8_problem(16, 4096, 4096, mode), "bk=64") == GT_REFUSAL_CONFIG);
+    CHECK(code(test::fp8_problem(17, 4096, 4096, mode), "") == GT_REFUSAL_SHAPE);
   }
-  CHECK(code(fp8(16, 4096, 4096, ScaleMode::block), "") == GT_REFUSAL_DTYPE);
-  Problem nn = fp8(16, 4096, 4096, ScaleMode::tensor);  // what Problem::make refuses, asked anyway
+  CHECK(code(test::fp8_problem(16, 4096, 4096, ScaleMode::block), "") == GT_REFUSAL_DTYPE);
+  Problem nn = test::fp8_problem(16, 4096, 4096, ScaleMode::tensor);  // what Problem::make refuses, asked anyway
   nn.layout = Layout::nn;
   nn.ldb = nn.n;
   auto r = fam.refusal(nn, fam.space(nn, kHopper).default_config(), kHopper);
@@ -146,14 +134,14 @@ TEST_CASE("decode FP8: what it serves and what it refuses, with codes", "[decode
 TEST_CASE("decode FP8: the launch takes the scales and copies B in 128-byte rows of bytes", "[decode][fp8]") {
   const Family& fam = family();
   for (auto mode : {ScaleMode::tensor, ScaleMode::row}) {
-    Problem p = fp8(16, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2);
+    Problem p = test::fp8_problem(16, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2);
     auto ks = fam.build(p, fam.space(p, kHopper).default_config(), kHopper, nullptr);
     REQUIRE(ks);
     CHECK(ks->takes_scales);
-    CHECK(option(*ks, "FP8") == "1");
-    CHECK(option(*ks, "A_E5M2") == "0");
-    CHECK(option(*ks, "B_E5M2") == "1");
-    CHECK(option(*ks, "SCALE_MODE") == std::to_string(int(mode)));
+    CHECK(test::define_of(*ks, "FP8") == "1");
+    CHECK(test::define_of(*ks, "A_E5M2") == "0");
+    CHECK(test::define_of(*ks, "B_E5M2") == "1");
+    CHECK(test::define_of(*ks, "SCALE_MODE") == std::to_string(int(mode)));
     REQUIRE(ks->tensor_maps.size() == 1);
     CHECK(ks->tensor_maps[0].box[0] == 128);  // 128 one-byte k: the swizzle's 128-byte span
   }
@@ -161,7 +149,7 @@ TEST_CASE("decode FP8: the launch takes the scales and copies B in 128-byte rows
   auto ks = fam.build(bf, fam.space(bf, kHopper).default_config(), kHopper, nullptr);
   REQUIRE(ks);
   CHECK_FALSE(ks->takes_scales);
-  CHECK(option(*ks, "FP8") == "0");
+  CHECK(test::define_of(*ks, "FP8") == "0");
   CHECK(ks->tensor_maps.at(0).box[0] == 64);
 }
 
@@ -173,7 +161,7 @@ TEST_CASE("decode FP8: the default and suggestions compile for sm_90a with bulk 
   const Family& fam = family();
   test::CompileSample sample(fam);
   std::vector<bool> tma;  // per queued build
-  for (auto p : {fp8(1, 4096, 4096, ScaleMode::tensor), fp8(16, 11008, 4096, ScaleMode::row, DType::f32,
+  for (auto p : {test::fp8_problem(1, 4096, 4096, ScaleMode::tensor), test::fp8_problem(16, 11008, 4096, ScaleMode::row, DType::f32,
                                                             DType::e4m3, DType::e5m2)}) {
     Space s = fam.space(p, kHopper);
     std::vector<Config> cs = {s.default_config()};
@@ -182,7 +170,7 @@ TEST_CASE("decode FP8: the default and suggestions compile for sm_90a with bulk 
       auto ks = fam.build(p, c, kHopper, nullptr);
       REQUIRE(ks);
       REQUIRE(sample.add(p, c, "sm_90a").empty());
-      tma.push_back(option(*ks, "ENGINE_TMA") == "1");
+      tma.push_back(test::define_of(*ks, "ENGINE_TMA") == "1");
     }
   }
   CHECK(std::count(tma.begin(), tma.end(), true) >= 4);
@@ -218,23 +206,7 @@ TEST_CASE("decode FP8 is correct with tensor and row scales, at every M that cha
       "engine=tma,bn=256,bk=128,stages=3,warps=4",
       "engine=tma,bn=64,bk=256,stages=3,ctas=2,warps=2",
   };
-  struct Types {
-    DType a, b;
-  };
-  const std::vector<Types> types = {{DType::e4m3, DType::e4m3}, {DType::e4m3, DType::e5m2}, {DType::e5m2, DType::e4m3}};
-  const std::vector<DType> outs = {DType::bf16, DType::f32, DType::f16};
-  std::vector<std::pair<Problem, Config>> jobs;
-  size_t turn = 0;
-  for (auto mode : {ScaleMode::tensor, ScaleMode::row})
-    for (auto& sh : shapes)
-      for (auto& v : variants) {
-        const Types t = types[turn % types.size()];
-        const DType out = outs[(turn / 2) % outs.size()];
-        ++turn;
-        Problem p = fp8(sh[0], sh[1], sh[2], mode, out, t.a, t.b);
-        Config c = cfg(fam.space(p, d), v);
-        if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
-      }
+  auto jobs = test::fp8_jobs(fam, d, {ScaleMode::tensor, ScaleMode::row}, shapes, [&](ScaleMode) { return variants; });
   INFO(jobs.size() << " checks");
   CHECK(jobs.size() >= 40);  // of 48: a device with less shared memory refuses the deepest rings
   test::check_correct(fam, jobs);

@@ -39,12 +39,6 @@ Config cfg(const Space& s, const std::string& text) {
   return text.empty() ? s.default_config() : test::parse_config(s, text);
 }
 
-std::string option(const KernelSpec& k, const std::string& name) {
-  for (auto& o : k.options)
-    if (o.rfind("-D" + name + "=", 0) == 0) return o.substr(name.size() + 3);
-  return "";
-}
-
 int highest_register(const std::string& sass) {
   int hi = -1;
   static const std::regex reg(R"(\bR(\d+)\b)");
@@ -146,15 +140,15 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     CHECK(c.swizzle == 3);
     CHECK(c.box[0] == 64);  // chunks of 64 rows x 128 bytes
     CHECK(c.box[1] == 64);
-    CHECK(option(*ks, "EPILOGUE_TMA") == "1");
+    CHECK(test::define_of(*ks, "EPILOGUE_TMA") == "1");
     CHECK(a.swizzle == 3);  // 128-byte swizzle: rows of 64 16-bit elements
     CHECK(a.box[0] == 64);
     // A stored M x K (nn, nt) comes in boxes of 128 rows; stored K x M, blocks of 64 k rows.
     CHECK(a.box[1] == (p.a_trans() ? 64u : 128u));
     // B is shared by the cluster's two CTAs: each copies half of it (32 k rows, or 128 n rows).
     CHECK(b.box[1] == (p.b_trans() ? 128u : 32u));
-    CHECK(option(*ks, "A_KMAJOR") == (p.a_trans() ? "0" : "1"));
-    CHECK(option(*ks, "B_KMAJOR") == (p.b_trans() ? "1" : "0"));
+    CHECK(test::define_of(*ks, "A_KMAJOR") == (p.a_trans() ? "0" : "1"));
+    CHECK(test::define_of(*ks, "B_KMAJOR") == (p.b_trans() ? "1" : "0"));
   }
   // The epilogue's chunk buffers take 2 x 8 KB per consumer: where the ring leaves no room for
   // them, C leaves from the registers and core encodes no map of C.
@@ -165,18 +159,18 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     auto full = fam.build(p, cfg(s, "bm=64,bn=256,consumers=2,wg=n,stages=5"), kHopper, nullptr);
     REQUIRE(roomy);
     REQUIRE(full);
-    CHECK(option(*roomy, "EPILOGUE_TMA") == "1");
+    CHECK(test::define_of(*roomy, "EPILOGUE_TMA") == "1");
     REQUIRE(roomy->tensor_maps.size() == 3);
     CHECK(roomy->tensor_maps[2].box[0] == 32);  // 128 bytes of f32
-    CHECK(option(*full, "EPILOGUE_TMA") == "0");
+    CHECK(test::define_of(*full, "EPILOGUE_TMA") == "0");
     CHECK(full->tensor_maps.size() == 2);
     CHECK(full->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
     // Eight stages of the narrow 64x128 tile (192 KB, the ring the M = 256 rows run fastest
     // with) still leave room for the epilogue's buffers; eight of 128x128 do not fit at all.
     auto deep = fam.build(p, cfg(s, "bm=64,bn=128,consumers=1,stages=8"), kHopper, nullptr);
     REQUIRE(deep);
-    CHECK(option(*deep, "STAGES") == "8");
-    CHECK(option(*deep, "EPILOGUE_TMA") == "1");
+    CHECK(test::define_of(*deep, "STAGES") == "8");
+    CHECK(test::define_of(*deep, "EPILOGUE_TMA") == "1");
     CHECK(deep->dynamic_smem <= uint32_t(kHopper.smem_per_block_optin));
     auto refused = fam.refusal(p, cfg(s, "bm=128,bn=128,stages=8"), kHopper);
     REQUIRE(refused);
@@ -197,18 +191,18 @@ TEST_CASE("wgmma_tma: the default's launch asks core for maps, a cluster, a pers
     REQUIRE(sq->tensor_maps.size() == 3);
     CHECK(sq->tensor_maps[0].box[1] == 64u);  // A: 128 rows in two slices
     CHECK(sq->tensor_maps[1].box[1] == 32u);  // B (K x N): 64 k rows in two slices
-    CHECK(option(*sq, "CLUSTER_M") == "2");
-    CHECK(option(*sq, "CLUSTER_N") == "2");
+    CHECK(test::define_of(*sq, "CLUSTER_M") == "2");
+    CHECK(test::define_of(*sq, "CLUSTER_N") == "2");
     auto regs_fit = [](const KernelSpec& ks) {
       int entry = 0;
       for (auto& o : ks.options)
         if (o.rfind("--maxrregcount=", 0) == 0) entry = std::stoi(o.substr(15));
-      const int consumers = std::stoi(option(ks, "CONSUMERS"));
-      return std::stoi(option(ks, "PRODUCER_REGS")) + consumers * std::stoi(option(ks, "CONSUMER_REGS")) <=
+      const int consumers = std::stoi(test::define_of(ks, "CONSUMERS"));
+      return std::stoi(test::define_of(ks, "PRODUCER_REGS")) + consumers * std::stoi(test::define_of(ks, "CONSUMER_REGS")) <=
              (1 + consumers) * entry;
     };
     CHECK(regs_fit(*sq));
-    CHECK(std::stoi(option(*sq, "PRODUCER_REGS")) > 40);  // 40 spills 16 bytes in the 2x2 producer
+    CHECK(std::stoi(test::define_of(*sq, "PRODUCER_REGS")) > 40);  // 40 spills 16 bytes in the 2x2 producer
     CHECK(regs_fit(*fam.build(p, s.default_config(), kHopper, nullptr)));
     // One tile along N is too few for a cluster two tiles wide.
     Problem narrow = Problem::make(1024, 256, 1024, DType::bf16, DType::bf16, Layout::nn);
@@ -306,8 +300,8 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
       }();
       if (queued.insert(key).second) {
         REQUIRE(sample.add(p, c, "sm_90").empty());
-        tma_epilogue.push_back(option(*ks, "EPILOGUE_TMA") == "1");
-        consumer_regs.push_back(std::stoi(option(*ks, "CONSUMER_REGS")));
+        tma_epilogue.push_back(test::define_of(*ks, "EPILOGUE_TMA") == "1");
+        consumer_regs.push_back(std::stoi(test::define_of(*ks, "CONSUMER_REGS")));
       }
     }
   }
@@ -430,12 +424,6 @@ TEST_CASE("wgmma_tma: split-K's tile counters reset themselves, launch after lau
 
 namespace {
 
-// An FP8 problem as torch._scaled_mm takes it: A stored M x K, B stored N x K (layout nt).
-Problem fp8(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out = DType::bf16, DType a = DType::e4m3,
-            DType b = DType::e4m3) {
-  return Problem::make(m, n, k, a, out, Layout::nt, b, scale);
-}
-
 // The same problem with fields core's Problem::make refuses (another layout, e5m2 x e5m2): what
 // the family says when asked anyway.
 Problem unchecked(Problem p, Layout lay) {
@@ -446,7 +434,7 @@ Problem unchecked(Problem p, Layout lay) {
 }
 
 int reg_option(const KernelSpec& k, const std::string& name) {
-  const std::string v = option(k, name);
+  const std::string v = test::define_of(k, name);
   return v.empty() ? -1 : std::stoi(v);
 }
 
@@ -460,23 +448,23 @@ TEST_CASE("wgmma_tma: FP8 refusals say why, with their codes", "[wgmma_tma][fp8]
   };
   for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block}) {
     INFO(to_string(mode));
-    CHECK(code(fp8(4096, 4096, 4096, mode), "") == GT_REFUSAL_NONE);
-    CHECK(code(fp8(4096, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2), "") == GT_REFUSAL_NONE);
-    CHECK(code(fp8(4096, 4096, 4096, mode, DType::f16, DType::e5m2, DType::e4m3), "") == GT_REFUSAL_NONE);
-    CHECK(code(fp8(4096, 4096, 4096, mode), "", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
+    CHECK(code(test::fp8_problem(4096, 4096, 4096, mode), "") == GT_REFUSAL_NONE);
+    CHECK(code(test::fp8_problem(4096, 4096, 4096, mode, DType::f32, DType::e4m3, DType::e5m2), "") == GT_REFUSAL_NONE);
+    CHECK(code(test::fp8_problem(4096, 4096, 4096, mode, DType::f16, DType::e5m2, DType::e4m3), "") == GT_REFUSAL_NONE);
+    CHECK(code(test::fp8_problem(4096, 4096, 4096, mode), "", arch_limits("sm_80")) == GT_REFUSAL_ARCH);
     // wgmma has no transpose for 8-bit types: every layout but nt is refused as a layout.
     for (auto lay : {Layout::nn, Layout::tn, Layout::tt})
-      CHECK(code(unchecked(fp8(4096, 4096, 4096, mode), lay), "") == GT_REFUSAL_LAYOUT);
+      CHECK(code(unchecked(test::fp8_problem(4096, 4096, 4096, mode), lay), "") == GT_REFUSAL_LAYOUT);
     // K not a multiple of 16 bytes: rows of A and B that TMA cannot copy.
-    CHECK(code(fp8(4096, 4096, 4104, mode), "") == GT_REFUSAL_SHAPE);
+    CHECK(code(test::fp8_problem(4096, 4096, 4104, mode), "") == GT_REFUSAL_SHAPE);
     // Two k tiles of 128 are too few for three splits.
-    CHECK(code(fp8(512, 512, 256, mode), mode == ScaleMode::block ? "inflight=0,bn=128,split=3" : "split=3") ==
+    CHECK(code(test::fp8_problem(512, 512, 256, mode), mode == ScaleMode::block ? "inflight=0,bn=128,split=3" : "split=3") ==
           GT_REFUSAL_SHAPE);
   }
   // FP8 output (with its d scale and amax) is not built yet.
-  CHECK(code(fp8(4096, 4096, 4096, ScaleMode::tensor, DType::e4m3), "") == GT_REFUSAL_DTYPE);
+  CHECK(code(test::fp8_problem(4096, 4096, 4096, ScaleMode::tensor, DType::e4m3), "") == GT_REFUSAL_DTYPE);
   {
-    Problem both = fp8(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e5m2);
+    Problem both = test::fp8_problem(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e5m2);
     both.in_b = DType::e5m2;
     auto r = fam.refusal(both, fam.space(both, kHopper).default_config(), kHopper);
     REQUIRE(r);
@@ -486,7 +474,7 @@ TEST_CASE("wgmma_tma: FP8 refusals say why, with their codes", "[wgmma_tma][fp8]
   // Block scales: no wgmma group in flight (each stage is promoted before the next), and two
   // accumulator sets, so at most 96 accumulators a set: 128x256 with two m64n256 consumers
   // does not fit, 128x192 does.
-  Problem block = fp8(4096, 4096, 4096, ScaleMode::block);
+  Problem block = test::fp8_problem(4096, 4096, 4096, ScaleMode::block);
   CHECK(code(block, "bm=128,bn=128,consumers=2,inflight=1") == GT_REFUSAL_CONFIG);
   CHECK(code(block, "bm=128,bn=256,consumers=2,inflight=0,stages=4") == GT_REFUSAL_RESOURCES);
   CHECK(code(block, "bm=128,bn=192,consumers=2,inflight=0,stages=4") == GT_REFUSAL_NONE);
@@ -500,39 +488,39 @@ TEST_CASE("wgmma_tma: FP8 refusals say why, with their codes", "[wgmma_tma][fp8]
   REQUIRE(why);
   CHECK_THAT(why->why, Catch::Contains("2 x 128 fp32 accumulators"));
   // Tensor and row scales keep the 16-bit kernel's register split: 128x256, one group in flight.
-  CHECK(code(fp8(4096, 4096, 4096, ScaleMode::row), "bm=128,bn=256,inflight=1,stages=4") == GT_REFUSAL_NONE);
-  CHECK(code(fp8(4096, 4096, 4096, ScaleMode::row), "bm=128,bn=256,stages=5") == GT_REFUSAL_RESOURCES);
+  CHECK(code(test::fp8_problem(4096, 4096, 4096, ScaleMode::row), "bm=128,bn=256,inflight=1,stages=4") == GT_REFUSAL_NONE);
+  CHECK(code(test::fp8_problem(4096, 4096, 4096, ScaleMode::row), "bm=128,bn=256,stages=5") == GT_REFUSAL_RESOURCES);
 }
 
 TEST_CASE("wgmma_tma: an FP8 launch takes the scales, k tiles of 128 and 16-bit builds stay as they were",
           "[wgmma_tma][fp8]") {
   const Family& fam = family();
   for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block}) {
-    Problem p = fp8(4096, 4096, 4096, mode, DType::bf16, DType::e4m3, DType::e5m2);
+    Problem p = test::fp8_problem(4096, 4096, 4096, mode, DType::bf16, DType::e4m3, DType::e5m2);
     Space s = fam.space(p, kHopper);
     INFO(p.key() << " " << s.name(s.default_config()));
     auto ks = fam.build(p, s.default_config(), kHopper, nullptr);
     REQUIRE(ks);
     CHECK(ks->takes_scales);
     CHECK(ks->arch_specific);
-    CHECK(option(*ks, "FP8") == "1");
-    CHECK(option(*ks, "A_E5M2") == "0");
-    CHECK(option(*ks, "B_E5M2") == "1");
-    CHECK(option(*ks, "SCALE_MODE") == std::to_string(int(mode)));
-    CHECK(option(*ks, "IN_T").empty());
-    CHECK(option(*ks, "A_KMAJOR") == "1");
-    CHECK(option(*ks, "B_KMAJOR") == "1");
+    CHECK(test::define_of(*ks, "FP8") == "1");
+    CHECK(test::define_of(*ks, "A_E5M2") == "0");
+    CHECK(test::define_of(*ks, "B_E5M2") == "1");
+    CHECK(test::define_of(*ks, "SCALE_MODE") == std::to_string(int(mode)));
+    CHECK(test::define_of(*ks, "IN_T").empty());
+    CHECK(test::define_of(*ks, "A_KMAJOR") == "1");
+    CHECK(test::define_of(*ks, "B_KMAJOR") == "1");
     REQUIRE(ks->tensor_maps.size() >= 2);
     // Boxes of 128 FP8 elements along K: 128 bytes, the 128-byte swizzle's span, as the 16-bit
     // kernel's 64.
     CHECK(ks->tensor_maps[0].box[0] == 128);
     CHECK(ks->tensor_maps[1].box[0] == 128);
     CHECK(ks->tensor_maps[0].swizzle == 3);
-    if (mode == ScaleMode::block) CHECK(option(*ks, "INFLIGHT") == "0");
+    if (mode == ScaleMode::block) CHECK(test::define_of(*ks, "INFLIGHT") == "0");
   }
   // The default at 4096^3 with tensor or row scales is the 16-bit one: 128x256 tiles in 2x1
   // clusters, four stages, persistent; with the same shared memory as bf16 nt.
-  Problem t = fp8(4096, 4096, 4096, ScaleMode::tensor);
+  Problem t = test::fp8_problem(4096, 4096, 4096, ScaleMode::tensor);
   Problem bf = Problem::make(4096, 4096, 4096, DType::bf16, DType::bf16, Layout::nt);
   Space st = fam.space(t, kHopper), sb = fam.space(bf, kHopper);
   CHECK(st.name(st.default_config()) == sb.name(sb.default_config()));
@@ -547,11 +535,11 @@ TEST_CASE("wgmma_tma: an FP8 launch takes the scales, k tiles of 128 and 16-bit 
   CHECK(kt->tensor_maps[1].box[1] == kb->tensor_maps[1].box[1]);
   // A 16-bit build names none of FP8's defines and takes no scales.
   CHECK_FALSE(kb->takes_scales);
-  CHECK(option(*kb, "FP8").empty());
-  CHECK(option(*kb, "SCALE_MODE").empty());
-  CHECK(option(*kb, "IN_T") == "__nv_bfloat16");
+  CHECK(test::define_of(*kb, "FP8").empty());
+  CHECK(test::define_of(*kb, "SCALE_MODE").empty());
+  CHECK(test::define_of(*kb, "IN_T") == "__nv_bfloat16");
   // Split-K counts k tiles of 128: K = 4096 is 32 of them.
-  Problem m256 = fp8(256, 4096, 4096, ScaleMode::row);
+  Problem m256 = test::fp8_problem(256, 4096, 4096, ScaleMode::row);
   auto split = fam.build(m256, cfg(fam.space(m256, kHopper), "bm=128,bn=128,stages=6,cluster=2x1,split=4"), kHopper, nullptr);
   REQUIRE(split);
   CHECK(split->workspace_zero == GT_WORKSPACE_ZERO_ONCE);
@@ -566,7 +554,7 @@ TEST_CASE("wgmma_tma: FP8 defaults and suggestions are valid, block scales' amon
     for (Shape sh : {Shape{4096, 4096, 4096}, Shape{8192, 8192, 8192}, Shape{256, 4096, 4096}, Shape{256, 12288, 4096},
                      Shape{1, 4096, 4096}, Shape{64, 4096, 4096}, Shape{33, 64, 4096}, Shape{4096, 4096, 16},
                      Shape{1100, 1544, 784}}) {
-      Problem p = fp8(sh[0], sh[1], sh[2], mode);
+      Problem p = test::fp8_problem(sh[0], sh[1], sh[2], mode);
       Space s = fam.space(p, kHopper);
       INFO(p.key() << " " << s.name(s.default_config()));
       auto why = fam.refusal(p, s.default_config(), kHopper);
@@ -575,16 +563,16 @@ TEST_CASE("wgmma_tma: FP8 defaults and suggestions are valid, block scales' amon
       const auto sug = fam.suggest(p, kHopper, 64, s.dims());
       CHECK(sug.size() >= 2);
       for (auto& c : sug) CHECK_FALSE(fam.refusal(p, c, kHopper));
-      if (mode == ScaleMode::block) CHECK(option(*fam.build(p, s.default_config(), kHopper, nullptr), "INFLIGHT") == "0");
+      if (mode == ScaleMode::block) CHECK(test::define_of(*fam.build(p, s.default_config(), kHopper, nullptr), "INFLIGHT") == "0");
     }
   auto default_of = [&](const Problem& p) {
     Space s = fam.space(p, kHopper);
     return s.name(s.default_config());
   };
-  CHECK_THAT(default_of(fp8(4096, 4096, 4096, ScaleMode::row)),
+  CHECK_THAT(default_of(test::fp8_problem(4096, 4096, 4096, ScaleMode::row)),
              Catch::Contains("_bm128_bn256_") && Catch::Contains("_cluster2x1_"));
   // Block scales at 4096^3: 128x192 (704 tiles, 5.3 rounds of 132) over 128x128 (1024, 7.8).
-  CHECK_THAT(default_of(fp8(4096, 4096, 4096, ScaleMode::block)),
+  CHECK_THAT(default_of(test::fp8_problem(4096, 4096, 4096, ScaleMode::block)),
              Catch::Contains("_bm128_bn192_") && Catch::Contains("_consumers2_") && Catch::Contains("_inflight0_"));
 }
 
@@ -607,7 +595,7 @@ TEST_CASE("wgmma_tma: FP8 builds compile for sm_90a, every scale mode and type p
       {ScaleMode::block, DType::e4m3, DType::e5m2, DType::f16, "bm=64,bn=64,consumers=1,stages=8,inflight=0,cluster=4x1,split=3"},
   };
   for (auto& j : jobs) {
-    Problem p = fp8(4096, 4096, 4096, j.mode, j.out, j.a, j.b);
+    Problem p = test::fp8_problem(4096, 4096, 4096, j.mode, j.out, j.a, j.b);
     REQUIRE(sample.add(p, cfg(fam.space(p, kHopper), j.config), "sm_90").empty());
   }
   for (auto& j : sample.results()) {
@@ -637,11 +625,11 @@ TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of 
   std::vector<Queued> queued;
   std::set<std::string> seen;
   const std::vector<Problem> problems = {
-      fp8(4096, 4096, 4096, ScaleMode::tensor),
-      fp8(4096, 4096, 4096, ScaleMode::row, DType::f16, DType::e4m3, DType::e5m2),
-      fp8(4096, 4096, 4096, ScaleMode::block),
-      fp8(256, 4096, 4096, ScaleMode::block, DType::f32, DType::e5m2, DType::e4m3),
-      fp8(256, 12288, 4096, ScaleMode::row),
+      test::fp8_problem(4096, 4096, 4096, ScaleMode::tensor),
+      test::fp8_problem(4096, 4096, 4096, ScaleMode::row, DType::f16, DType::e4m3, DType::e5m2),
+      test::fp8_problem(4096, 4096, 4096, ScaleMode::block),
+      test::fp8_problem(256, 4096, 4096, ScaleMode::block, DType::f32, DType::e5m2, DType::e4m3),
+      test::fp8_problem(256, 12288, 4096, ScaleMode::row),
   };
   for (auto& p : problems) {
     Space s = fam.space(p, kHopper);
@@ -658,7 +646,7 @@ TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of 
       if (!seen.insert(key).second) continue;
       REQUIRE(sample.add(p, c, "sm_90").empty());
       const std::string ta = p.in == DType::e5m2 ? "E5M2" : "E4M3", tb = p.in_b == DType::e5m2 ? "E5M2" : "E4M3";
-      queued.push_back({".F32." + ta + "." + tb, p.scale == ScaleMode::block, option(*ks, "EPILOGUE_TMA") == "1",
+      queued.push_back({".F32." + ta + "." + tb, p.scale == ScaleMode::block, test::define_of(*ks, "EPILOGUE_TMA") == "1",
                         reg_option(*ks, "CONSUMER_REGS")});
     }
   }
@@ -706,7 +694,7 @@ TEST_CASE("wgmma_tma: core encodes FP8 operands' tensor maps as bytes", "[wgmma_
   // one-byte elements (CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0), or cuTensorMapEncodeTiled sees 4-byte
   // elements and 512-byte box rows under a 128-byte swizzle and fails on the GPU (it did before
   // b8eaa41: core's data_type_of had no FP8 case).
-  Problem p = fp8(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e4m3, DType::e5m2);
+  Problem p = test::fp8_problem(4096, 4096, 4096, ScaleMode::tensor, DType::bf16, DType::e4m3, DType::e5m2);
   Space s = family().space(p, kHopper);
   auto ks = family().build(p, s.default_config(), kHopper, nullptr);
   REQUIRE(ks);
@@ -752,24 +740,8 @@ TEST_CASE("wgmma_tma FP8 is correct with tensor, row and block scales at edge ti
       "bm=64,bn=128,consumers=1,stages=8,inflight=0,cluster=4x1,persistent=no",
       "bm=128,bn=192,stages=4,inflight=0,cluster=2x2,persistent=yes",
   };
-  struct Types {
-    DType a, b;
-  };
-  const std::vector<Types> types = {{DType::e4m3, DType::e4m3}, {DType::e4m3, DType::e5m2}, {DType::e5m2, DType::e4m3}};
-  const std::vector<DType> outs = {DType::bf16, DType::f32, DType::f16};
-  std::vector<std::pair<Problem, Config>> jobs;
-  size_t turn = 0;
-  for (auto mode : {ScaleMode::tensor, ScaleMode::row, ScaleMode::block})
-    for (auto& sh : shapes)
-      for (auto& v : mode == ScaleMode::block ? block : tensor_row) {
-        const Types t = types[turn % types.size()];
-        const DType out = outs[(turn / 2) % outs.size()];
-        ++turn;
-        Problem p = fp8(sh[0], sh[1], sh[2], mode, out, t.a, t.b);
-        Space s = fam.space(p, d);
-        Config c = cfg(s, v);
-        if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
-      }
+  auto jobs = test::fp8_jobs(fam, d, {ScaleMode::tensor, ScaleMode::row, ScaleMode::block}, shapes,
+                             [&](ScaleMode mode) { return mode == ScaleMode::block ? block : tensor_row; });
   // Of the 144 (problem, config) pairs the device refuses some (on an H100: 104 run, session 22),
   // so the floor only guards against a space that refuses most of them.
   INFO(jobs.size() << " checks");
@@ -780,7 +752,7 @@ TEST_CASE("wgmma_tma FP8 is correct with tensor, row and block scales at edge ti
 TEST_CASE("wgmma_tma FP8: split-K's counters reset launch after launch with block scales", "[gpu][wgmma_tma][fp8]") {
   GT_REQUIRE_GPU();
   const DeviceInfo dev = device_info(0);
-  Problem p = fp8(1100, 1544, 784, ScaleMode::block);
+  Problem p = test::fp8_problem(1100, 1544, 784, ScaleMode::block);
   Compiler compiler(nullptr);
   ProblemBench bench(p, dev, Distribution::normal, 7);
   for (const char* c : {"bm=128,bn=128,stages=6,inflight=0,cluster=2x1,persistent=yes,split=3",
@@ -809,7 +781,7 @@ TEST_CASE("wgmma_tma: every FP8 build of a row-scaled and a block-scaled problem
   const Family& fam = family();
   auto compile_all = [&](ScaleMode mode) {
     test::CompileSample sample(fam);
-    Problem p = fp8(4096, 4096, 4096, mode, DType::bf16, DType::e4m3, DType::e5m2);
+    Problem p = test::fp8_problem(4096, 4096, 4096, mode, DType::bf16, DType::e4m3, DType::e5m2);
     Space s = fam.space(p, kHopper);
     std::set<std::vector<std::string>> builds;  // configs that differ only in launch values share one
     for (uint64_t i = 0; i < s.raw_size(); ++i) {

@@ -24,12 +24,6 @@ constexpr std::array<DType, 3> kInputs = {DType::f16, DType::bf16, DType::tf32};
 constexpr std::array<DType, 3> kOutputs = {DType::f16, DType::bf16, DType::f32};
 
 
-std::string option(const KernelSpec& k, const std::string& name) {
-  for (auto& o : k.options)
-    if (o.rfind("-D" + name + "=", 0) == 0) return o.substr(name.size() + 3);
-  return "";
-}
-
 const std::string kExpectedDefault =
     "wmma_loadermma_bm128_bn256_bk32_wm64_wn64_frag16x16_stages4_smemswizzle_epiloguestaged";
 
@@ -104,11 +98,11 @@ TEST_CASE("wmma: the space, its defaults and its kernels", "[wmma]") {
   CHECK(spec->dynamic_smem == 4u * 24576u);
   CHECK(spec->dynamic_smem > 48u * 1024u);
   CHECK(spec->dynamic_smem <= uint32_t(h.smem_per_block_optin));
-  CHECK(option(*spec, "VEC") == "8");
-  CHECK(option(*spec, "A_W") == "4");
-  CHECK(option(*spec, "A_DIV") == "2");
-  CHECK(option(*spec, "B_W") == "8");
-  CHECK(option(*spec, "A_LD") == "32");
+  CHECK(test::define_of(*spec, "VEC") == "8");
+  CHECK(test::define_of(*spec, "A_W") == "4");
+  CHECK(test::define_of(*spec, "A_DIV") == "2");
+  CHECK(test::define_of(*spec, "B_W") == "8");
+  CHECK(test::define_of(*spec, "A_LD") == "32");
   CHECK_THAT(fam.describe(big, s.default_config()),
              Catch::Contains("ldmatrix+mma.sync") && Catch::Contains("8 warps") && Catch::Contains("swizzled"));
 
@@ -119,7 +113,7 @@ TEST_CASE("wmma: the space, its defaults and its kernels", "[wmma]") {
     Space sp = fam.space(p, h);
     auto ks = fam.build(p, sp.default_config(), h, &why);
     REQUIRE(ks);
-    return option(*ks, "VEC");
+    return test::define_of(*ks, "VEC");
   };
   CHECK(vec_of(1024, 1024, 1024, DType::f16) == "8");
   CHECK(vec_of(1024, 1024, 4100, DType::f16) == "4");
@@ -133,9 +127,9 @@ TEST_CASE("wmma: the space, its defaults and its kernels", "[wmma]") {
   Space ts = fam.space(tf, h);
   auto padded = fam.build(tf, test::parse_config(ts, "bm=64,bn=64,bk=32,wm=32,wn=32,smem=pad"), h, &why);
   REQUIRE(padded);
-  CHECK(option(*padded, "A_ROWS") == "32");  // A transposed: BK rows of BM
-  CHECK(option(*padded, "A_LD") == "72");
-  CHECK(option(*padded, "B_LD") == "36");
+  CHECK(test::define_of(*padded, "A_ROWS") == "32");  // A transposed: BK rows of BM
+  CHECK(test::define_of(*padded, "A_LD") == "72");
+  CHECK(test::define_of(*padded, "B_LD") == "36");
 
   // Suggestions are valid configs of the space, the default first.
   auto sug = fam.suggest(big, h, 8, s.dims());

@@ -8,6 +8,9 @@
 //   IN_T, OUT_T  the storage types of A/B and of C: typedef'd as in_t and out_t;
 //   HALF_TYPES   0 leaves out cuda_fp16.h / cuda_bf16.h and the 16-bit overloads (for a
 //                small fp32 kernel those headers are most of the compile time); default 1.
+//   FP8          1 for a kernel of FP8 inputs (default 0); then A_E5M2, B_E5M2 (1: that
+//                operand is e5m2, default 0: e4m3) name their PTX types as FP8_A_PTX and
+//                FP8_B_PTX, and gt_scales is the plugin ABI's (v3) scales argument.
 #ifndef GEMMTUNE_KERNEL_PRELUDE_CUH
 #define GEMMTUNE_KERNEL_PRELUDE_CUH
 
@@ -26,6 +29,36 @@ typedef IN_T in_t;
 #endif
 #ifdef OUT_T
 typedef OUT_T out_t;
+#endif
+
+#ifndef FP8
+#define FP8 0
+#endif
+#ifndef A_E5M2
+#define A_E5M2 0
+#endif
+#ifndef B_E5M2
+#define B_E5M2 0
+#endif
+#if FP8
+#if A_E5M2
+#define FP8_A_PTX "e5m2"
+#else
+#define FP8_A_PTX "e4m3"
+#endif
+#if B_E5M2
+#define FP8_B_PTX "e5m2"
+#else
+#define FP8_B_PTX "e4m3"
+#endif
+// An FP8 call's scales (plugin ABI v3's gt_scales: four device pointers, by value, after the
+// launch scalars). `d` and `amax_d` concern FP8 outputs.
+struct gt_scales {
+  const float* a;
+  const float* b;
+  const float* d;
+  float* amax_d;
+};
 #endif
 
 // An element as fp32: every family accumulates in fp32.
