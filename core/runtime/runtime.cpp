@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -40,6 +41,9 @@ namespace {
 struct Key {
   int64_t m, n, k, lda, ldb, ldc;
   int32_t in, in_b, out, layout, align, pointer_align, scale, constant;
+  // Each pointer's alignment: a family may write a misaligned C in place only while A and B
+  // are aligned (wgmma_tma's masked epilogue), which one number does not tell.
+  std::array<int32_t, 3> operand_pointer_align;
   // The buffers of the operands declared constant (0 for the others): each weight buffer gets a
   // prepared problem, and so a copy, of its own.
   uintptr_t constant_a, constant_b;
@@ -63,6 +67,8 @@ struct KeyHash {
     mix(uint64_t(uint32_t(k.in)) | uint64_t(uint32_t(k.out)) << 8 | uint64_t(uint32_t(k.layout)) << 16 |
         uint64_t(uint32_t(k.align)) << 24 | uint64_t(uint32_t(k.pointer_align)) << 32 |
         uint64_t(uint32_t(k.in_b)) << 40 | uint64_t(uint32_t(k.scale)) << 48 | uint64_t(uint32_t(k.constant)) << 56);
+    mix(uint64_t(uint32_t(k.operand_pointer_align[0])) | uint64_t(uint32_t(k.operand_pointer_align[1])) << 8 |
+        uint64_t(uint32_t(k.operand_pointer_align[2])) << 16);
     mix(uint64_t(k.constant_a));
     mix(uint64_t(k.constant_b));
     return size_t(h);
@@ -113,6 +119,8 @@ gt::Problem problem_of(const GemmArgs& g) {
              c = reinterpret_cast<uintptr_t>(g.c);
   p.align = gt::alignment_of(p, a, b, c);
   p.pointer_align = gt::alignment_of_pointers(a, b, c);  // what a transform may use in place
+  p.operand_pointer_align = {gt::alignment_of_pointers(a, 0, 0), gt::alignment_of_pointers(b, 0, 0),
+                             gt::alignment_of_pointers(c, 0, 0)};
   return p;
 }
 
@@ -203,6 +211,7 @@ Key key_of(const gt::Problem& p, const GemmArgs& g) {
              p.pointer_align,
              int32_t(p.scale),
              p.constant,
+             p.operand_pointer_align,
              p.constant & gt::kConstantA ? reinterpret_cast<uintptr_t>(g.a) : 0,
              p.constant & gt::kConstantB ? reinterpret_cast<uintptr_t>(g.b) : 0};
 }

@@ -101,6 +101,11 @@ struct Plan {
   int64_t smem = 0, workspace = 0;
   int64_t k_tiles = 0;
   bool epilogue_tma = false;  // C leaves through shared memory and TMA stores
+  // How C may be written (plugin ABI v4's align_c): 16-byte aligned, by TMA or pairs of
+  // elements; else from registers, in pairs where C allows two elements at once, else element
+  // by element (the masked epilogue: ldc odd, A and B still read by TMA).
+  bool c_tma_ok = true;
+  bool c_pairs = true;
 };
 
 constexpr int64_t kEpilogueChunkBytes = 64 * 128;  // the kernel's chunk: 64 rows of 128 bytes
@@ -144,15 +149,23 @@ void check_types(const gt_problem& p, const gt_device& d, Plan& pl) {
   }
 }
 
-// What TMA needs of the problem.
-void check_tma(const gt_problem& p, const Plan& pl) {
-  if (p.align_bytes < 16)
-    throw Refusal(GT_REFUSAL_SHAPE, "TMA copies need 16-byte aligned operands and leading dimensions; this problem is "
-                                    "aligned to " + str(p.align_bytes) + " bytes (a padded copy would serve it)");
+// What TMA needs of the problem: A and B 16-byte aligned (it reads them); C is written by TMA
+// only where it is aligned too, else from registers (the masked epilogue).
+void check_tma(const gt_problem& p, Plan& pl) {
+  if (p.align_a < 16 || p.align_b < 16)
+    throw Refusal(GT_REFUSAL_SHAPE, "TMA copies need 16-byte aligned operands and leading dimensions; A is aligned to " +
+                                        str(p.align_a) + " bytes and B to " + str(p.align_b) +
+                                        " (a padded copy would serve it)");
   const int64_t row_elems = pl.fp8 ? 16 : 8;  // elements in 16 bytes
   if (p.lda % row_elems != 0 || p.ldb % row_elems != 0)
     throw Refusal(GT_REFUSAL_SHAPE, "TMA needs rows 16 bytes apart: lda = " + str(p.lda) + ", ldb = " + str(p.ldb) +
                                         " are not multiples of " + str(row_elems) + " elements");
+  const int32_t out_bytes = int32_t(dtype_size(p.out_dtype));
+  if (p.align_c < out_bytes)
+    throw Refusal(GT_REFUSAL_SHAPE, "C is aligned to " + str(p.align_c) + " bytes, less than its " + str(out_bytes) +
+                                        "-byte elements");
+  pl.c_tma_ok = p.align_c >= 16;
+  pl.c_pairs = p.align_c >= 2 * out_bytes;
 }
 
 // The consumers' tiles and their accumulators, and the block's threads.
@@ -199,11 +212,11 @@ void plan_shared_memory(const gt_device& d, Plan& pl) {
   const int64_t* cfg = pl.c;
   const int64_t bm = cfg[pBm], bn = cfg[pBn], consumers = cfg[pConsumers], stages = cfg[pStages];
   pl.smem = stages * (bm + bn) * kBk * 2 + 1024 + 16 * stages + 16;
-  // The epilogue goes through shared memory and TMA stores where two chunk buffers per consumer
-  // fit beside the ring, else from registers. (C's rows are 16 bytes apart, as TMA needs: the
-  // 16-byte alignment required above covers every leading dimension.)
+  // The epilogue goes through shared memory and TMA stores where C is 16-byte aligned (its
+  // rows 16 bytes apart, as TMA needs) and two chunk buffers per consumer fit beside the ring,
+  // else from registers.
   const int64_t epilogue_smem = consumers * kEpilogueBuffers * kEpilogueChunkBytes;
-  pl.epilogue_tma = pl.smem + epilogue_smem <= d.smem_per_block_optin;
+  pl.epilogue_tma = pl.c_tma_ok && pl.smem + epilogue_smem <= d.smem_per_block_optin;
   if (pl.epilogue_tma) pl.smem += epilogue_smem;
   if (pl.smem > d.smem_per_block_optin)
     throw Refusal(GT_REFUSAL_RESOURCES, "needs " + str(pl.smem) + " bytes of shared memory (" + str(stages) +
@@ -293,6 +306,9 @@ Launch launch(const gt_problem& p, const Plan& pl) {
       define("EPILOGUE_TMA", pl.epilogue_tma ? 1 : 0),
       "--maxrregcount=" + std::to_string(kEntryRegs),
   });
+  // Only a C that cannot take pairs names the define: an aligned build's options (and so its
+  // build hash and stored measurements) stay as they were.
+  if (!pl.c_pairs) l.options.insert(l.options.end() - 1, define("C_PAIRS", 0));
   if (pl.fp8) l.options.insert(l.options.begin() + 2, types.begin() + 2, types.end());
   // The operand the cluster shares is copied in slices, one per CTA (the kernel's load_stage).
   const uint32_t a_slices = uint32_t(pl.cluster_n), b_slices = uint32_t(pl.cluster_m);
@@ -473,8 +489,9 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      // 1.9: FP8 (1.6 to 1.8 name reverted experiments whose rows may still be stored).
-      "wgmma_tma", "1.9",
+      // 1.10: C written in place where only C is misaligned (ABI v4's align_c: the masked
+      // epilogue). 1.9: FP8 (1.6 to 1.8 name reverted experiments whose rows may still be stored).
+      "wgmma_tma", "1.10",
       "Hopper (sm_90a): wgmma.mma_async fed by TMA, warp-specialised producer/consumers, clusters with TMA multicast, "
       "persistent grid, split-K; f16/bf16, and FP8 (e4m3, e5m2) with tensor, row or block scales",
       k_wgmma_tma, space_with_default<param_defs, choose_default>, describe_config);

@@ -69,6 +69,9 @@
 #ifndef EPILOGUE_TMA
 #define EPILOGUE_TMA 0  // 1: C leaves through shared memory and TMA stores (needs the tensor map of C)
 #endif
+#ifndef C_PAIRS
+#define C_PAIRS 1  // 1: the register epilogue stores two adjacent outputs at once; 0: one by one (C misaligned)
+#endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 40  // setmaxnreg of the producer warpgroup
 #endif

@@ -3,11 +3,18 @@
 // wgmma_tma.cu's kernel (included after its defines and constants; the plugin build copies it
 // into the embedded source).
 
-// Two adjacent outputs, or the first alone (`both` false: the second is past N).
+// Two adjacent outputs, or the first alone (`both` false: the second is past N). Where C is
+// not aligned to two elements (C_PAIRS 0: an odd ldc, or C's pointer; A and B still aligned for
+// TMA), each is its own store: the masked epilogue writes C in place instead of a padded copy.
 template <class T>
 __device__ __forceinline__ void store_pair(T* c, float x, float y, bool both) {
+#if C_PAIRS
   if (both) store2(c, x, y);
   else store(c, x);
+#else
+  store(c, x);
+  if (both) store(c + 1, y);
+#endif
 }
 
 // The m64nN accumulator layout: warp w of the warpgroup holds rows 16w..16w+15; lane l holds

@@ -803,3 +803,169 @@ TEST_CASE("wgmma_tma: every FP8 build of a row-scaled and a block-scaled problem
   SECTION("block") { compile_all(ScaleMode::block); }
   SECTION("row") { compile_all(ScaleMode::row); }
 }
+
+// ---------------------------------------------------------------------------------------
+// 1.10: the masked epilogue (issue 55). Where only C is misaligned (plugin ABI v4's align_c:
+// an odd ldc, as at the LM heads, or C's pointer), TMA still reads A and B, and C is written in
+// place from registers: pairs of elements where C allows them, else one by one (C_PAIRS=0).
+
+namespace {
+// A problem whose pointers are as given (each operand's own, as the runtime takes a call's).
+Problem with_pointers(Problem p, uintptr_t a, uintptr_t b, uintptr_t c) {
+  p.align = alignment_of(p, a, b, c);
+  p.pointer_align = alignment_of_pointers(a, b, c);
+  p.operand_pointer_align = {alignment_of_pointers(a, 0, 0), alignment_of_pointers(b, 0, 0),
+                             alignment_of_pointers(c, 0, 0)};
+  return p;
+}
+}  // namespace
+
+TEST_CASE("wgmma_tma 1.10: where only C is misaligned it writes C in place; misaligned A or B is refused",
+          "[wgmma_tma][mask]") {
+  const Family& fam = family();
+  CHECK(fam.version() == "1.10");
+  const Problem head = Problem::make(1024, 50257, 768, DType::bf16, DType::bf16, Layout::nt);
+  const Problem decode = Problem::make(1, 32001, 4096, DType::bf16, DType::bf16, Layout::nt);
+  const Problem small = Problem::make(256, 1001, 512, DType::f16, DType::f16, Layout::nt);
+  for (const Problem& p : {head, decode, small}) {
+    INFO(p.key());
+    REQUIRE(p.align == 2);
+    Space s = fam.space(p, kHopper);
+    auto why = fam.refusal(p, s.default_config(), kHopper);
+    CHECK_FALSE(why);
+    const std::vector<Config> suggested = fam.suggest(p, kHopper, 64, s.dims());
+    CHECK(suggested.size() >= 3);
+    for (const Config& c : suggested) {
+      auto ks = fam.build(p, c, kHopper, nullptr);
+      REQUIRE(ks);
+      CHECK(test::define_of(*ks, "C_PAIRS") == "0");       // 2-byte C: one element a store
+      CHECK(test::define_of(*ks, "EPILOGUE_TMA") == "0");  // no TMA store into a misaligned C ...
+      REQUIRE(ks->tensor_maps.size() == 2);       // ... and no tensor map of it: A and B only
+      CHECK(ks->tensor_maps[0].operand == GT_OPERAND_A);
+      CHECK(ks->tensor_maps[1].operand == GT_OPERAND_B);
+    }
+  }
+  // C aligned to two elements (ldc 1002, 4 bytes): pairs, still no TMA store.
+  auto pairs = fam.build(Problem::make(256, 1002, 512, DType::bf16, DType::bf16, Layout::nt),
+                         fam.space(Problem::make(256, 1002, 512, DType::bf16, DType::bf16, Layout::nt), kHopper).default_config(),
+                         kHopper, nullptr);
+  REQUIRE(pairs);
+  CHECK(test::define_of(*pairs, "C_PAIRS") == "");
+  CHECK(test::define_of(*pairs, "EPILOGUE_TMA") == "0");
+  // An f32 C of odd ldc (4 bytes: no 8-byte pairs) and an FP8 problem's bf16 C.
+  for (const Problem& p : {Problem::make(256, 1001, 512, DType::bf16, DType::f32, Layout::nt),
+                           Problem::make(256, 1001, 512, DType::e4m3, DType::bf16, Layout::nt)}) {
+    INFO(p.key());
+    Space s = fam.space(p, kHopper);
+    auto ks = fam.build(p, s.default_config(), kHopper, nullptr);
+    REQUIRE(ks);
+    CHECK(test::define_of(*ks, "C_PAIRS") == "0");
+  }
+  // C's pointer 2 bytes off, A and B aligned: served the same way.
+  const Problem aligned = Problem::make(256, 1024, 512, DType::bf16, DType::bf16, Layout::nt);
+  const Config d = fam.space(aligned, kHopper).default_config();
+  const Problem c_off = with_pointers(aligned, 0x100000, 0x200000, 0x300002);
+  REQUIRE(c_off.align == 2);
+  CHECK_FALSE(fam.refusal(c_off, d, kHopper));
+  // The aligned problem's build is as before 1.10: no C_PAIRS define (its build hash unchanged).
+  auto plain = fam.build(aligned, d, kHopper, nullptr);
+  REQUIRE(plain);
+  CHECK(test::define_of(*plain, "C_PAIRS") == "");
+  // A or B misaligned (TMA reads them): SHAPE, whichever it is, whatever C is.
+  for (auto [p, what] : {std::pair{with_pointers(aligned, 0x100002, 0x200000, 0x300000), "A is aligned to 2 bytes"},
+                         std::pair{with_pointers(aligned, 0x100000, 0x200008, 0x300000), "and B to 8"},
+                         std::pair{with_pointers(head, 0x100004, 0x200000, 0x300000), "A is aligned to 4 bytes"},
+                         std::pair{Problem::make(256, 1001, 4097, DType::bf16, DType::bf16, Layout::nt),
+                                   "A is aligned to 2 bytes and B to 2"}}) {
+    INFO(p.key());
+    auto why = fam.refusal(p, d, kHopper);
+    REQUIRE(why);
+    CHECK(why->code == GT_REFUSAL_SHAPE);
+    CHECK_THAT(why->why, Catch::Contains(what) && Catch::Contains("a padded copy would serve it"));
+  }
+  // Core's own check of a tensor map is per operand too: C's map is refused at 2 bytes, A's not.
+  gt_tensor_map_request req{};
+  req.rank = 2;
+  req.box[0] = 64;
+  req.box[1] = 64;
+  req.swizzle = 3;
+  Refused why;
+  req.operand = GT_OPERAND_A;
+  CHECK(tensor_map_shape(head, req, &why));
+  req.operand = GT_OPERAND_C;
+  CHECK_FALSE(tensor_map_shape(c_off, req, &why));
+  CHECK(why.code == GT_REFUSAL_SHAPE);
+  CHECK_THAT(why.why, Catch::Contains("C is aligned to 2 bytes"));
+}
+
+TEST_CASE("wgmma_tma 1.10: the masked epilogue's builds compile for sm_90a, store C by elements and spill nothing",
+          "[compile][wgmma_tma][sass][mask]") {
+  const std::string tool = test::cuobjdump();
+  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
+  REQUIRE_FALSE(tool.empty());
+  const Family& fam = family();
+  test::CompileSample sample(fam);
+  std::vector<int> consumer_regs;
+  // The LM head's default, the decode row's, a split-K build, an f32 C and FP8 with block scales.
+  const Problem head = Problem::make(1024, 50257, 768, DType::bf16, DType::bf16, Layout::nt);
+  const Problem decode = Problem::make(1, 32001, 4096, DType::bf16, DType::bf16, Layout::nt);
+  const Problem f32c = Problem::make(256, 1001, 512, DType::f16, DType::f32, Layout::nt);
+  const Problem fp8 = Problem::make(256, 1001, 512, DType::e4m3, DType::bf16, Layout::nt, std::nullopt, ScaleMode::block);
+  std::vector<std::pair<Problem, Config>> builds = {
+      {head, fam.space(head, kHopper).default_config()},
+      {decode, fam.space(decode, kHopper).default_config()},
+      {head, cfg(fam.space(head, kHopper), "bm=128,bn=128,stages=6,cluster=1x2,split=2")},
+      {f32c, fam.space(f32c, kHopper).default_config()},
+      {fp8, fam.space(fp8, kHopper).default_config()},
+  };
+  for (auto& [p, c] : builds) {
+    auto ks = fam.build(p, c, kHopper, nullptr);
+    REQUIRE(ks);
+    REQUIRE(test::define_of(*ks, "C_PAIRS") == "0");
+    consumer_regs.push_back(std::stoi(test::define_of(*ks, "CONSUMER_REGS")));
+    REQUIRE(sample.add(p, c, "sm_90").empty());
+  }
+  size_t n = 0;
+  for (auto& j : sample.results()) {
+    INFO(j.what << "\n" << j.result.log);
+    REQUIRE(j.result.ok);
+    CHECK(j.result.res.spill_stores == 0);
+    CHECK(j.result.res.spill_loads == 0);
+    CHECK(j.result.res.stack_bytes == 0);
+    CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
+    const std::string sass = test::sass_of(j.result.cubin, tool);
+    CHECK_THAT(sass, Catch::Contains("GMMA"));     // HGMMA, or QGMMA for FP8
+    CHECK_THAT(sass, Catch::Contains("UTMALDG"));  // A and B by TMA
+    CHECK_THAT(sass, !Catch::Contains("UTMASTG"));
+    CHECK_THAT(sass, !Catch::Contains("LDL") && !Catch::Contains("STL"));
+    CHECK(highest_register(sass) < consumer_regs.at(n++));
+    // C element by element: 16-bit stores for a 16-bit C, and no 64-bit ones for an f32 C.
+    if (j.what.find("f32 nt") != std::string::npos) CHECK_THAT(sass, !Catch::Contains("STG.E.64"));
+    else CHECK_THAT(sass, Catch::Contains("STG.E.U16"));
+  }
+}
+
+TEST_CASE("wgmma_tma 1.10 writes a misaligned C in place, correct against float64", "[gpu][wgmma_tma][mask]") {
+  GT_REQUIRE_GPU();
+  const Family& fam = family();
+  const gt_device d = device_info(0).limits;
+  // ldc odd (C 2 bytes, f32 C 4), A and B aligned: the LM heads' shape class and small edges.
+  std::vector<std::pair<Problem, Config>> jobs;
+  for (const Problem& p : {Problem::make(256, 1001, 512, DType::bf16, DType::bf16, Layout::nt),
+                           Problem::make(1, 32001, 4096, DType::bf16, DType::bf16, Layout::nt),
+                           Problem::make(1, 32001, 4096, DType::f16, DType::f16, Layout::nt),
+                           Problem::make(300, 1001, 520, DType::f16, DType::f32, Layout::nt),
+                           Problem::make(256, 1002, 512, DType::bf16, DType::bf16, Layout::nt),
+                           Problem::make(256, 1001, 512, DType::e4m3, DType::bf16, Layout::nt),
+                           Problem::make(130, 1001, 4096, DType::e4m3, DType::f16, Layout::nt, std::nullopt,
+                                         ScaleMode::block)}) {
+    Space s = fam.space(p, d);
+    jobs.emplace_back(p, s.default_config());
+    for (const char* v : {"bm=128,bn=128,stages=6,cluster=1x2,split=2", "bm=64,bn=128,consumers=1,stages=6,cluster=1x1"}) {
+      Config c = cfg(s, v);
+      if (!fam.refusal(p, c, d)) jobs.emplace_back(p, c);
+    }
+  }
+  CHECK(jobs.size() >= 14);
+  test::check_correct(fam, jobs);
+}

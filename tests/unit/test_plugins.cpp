@@ -43,6 +43,42 @@ TEST_CASE("broken plugins are reported by name and skipped while the others load
   CHECK_THAT(reason("/nonexistent/dir"), Catch::Contains("does not exist"));
 }
 
+// Plugin ABI v4 added gt_problem's per-operand alignment after v3's fields; a plugin built
+// against v3 (or v2) still loads, reads its own prefix of the problem, and answers by it.
+TEST_CASE("plugins of ABI v3 and v2 still load and read their prefix of the problem", "[plugins][abi]") {
+  CHECK(GT_ABI_VERSION == 4u);
+  auto reg = PluginRegistry::load({test::test_plugin_dir() / "old_abi"});
+  for (auto& s : reg.skipped()) INFO(s.path.string() << ": " << s.reason);
+  CHECK(reg.skipped().empty());
+  const gt_device d = arch_limits("sm_90");
+  const Problem aligned = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
+  const Problem odd_c = Problem::make(64, 63, 64, DType::f32, DType::f32, Layout::nn);  // ldc 63: 4 bytes
+  REQUIRE(odd_c.abi().align_bytes == 4);
+  REQUIRE(odd_c.abi().align_a == 16);  // what a v4 family would see, and an older one cannot
+  for (uint32_t version : {3u, 2u}) {
+    INFO("ABI v" << version);
+    const Family* f = reg.find(version == 3 ? "abi_v3_family" : "abi_v2_family");
+    REQUIRE(f);
+    CHECK(f->abi_version() == version);
+    CHECK(f->knows_fp8() == (version >= 3));
+    CHECK_FALSE(f->can_implement(aligned, {32}, d));
+    auto why = f->can_implement(odd_c, {32}, d);
+    REQUIRE(why);
+    CHECK_THAT(*why, Catch::Contains("aligned to 4 bytes"));
+    Refused r;
+    auto k = f->build(aligned, {64}, d, &r);
+    INFO(r.why);
+    REQUIRE(k);
+    CHECK(k->block[0] == 64);
+  }
+  // v3 reads b_dtype where v3 put it; v2 is never asked about FP8 (the host refuses for it).
+  Problem fp8 = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::nt);
+  CHECK_FALSE(reg.get("abi_v3_family").can_implement(fp8, {32}, d));
+  Problem mixed = Problem::make(64, 64, 128, DType::e4m3, DType::bf16, Layout::nt, DType::e5m2);
+  CHECK_THAT(reg.get("abi_v3_family").can_implement(mixed, {32}, d).value_or(""), Catch::Contains("one type"));
+  CHECK_THAT(reg.get("abi_v2_family").can_implement(fp8, {32}, d).value_or(""), Catch::Contains("no FP8 problems"));
+}
+
 TEST_CASE("a family loaded twice is skipped the second time", "[plugins]") {
   auto reg = PluginRegistry::load({test::plugin_dir(), test::plugin_dir()});
   size_t naive = 0;

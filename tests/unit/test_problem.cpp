@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace gt;
@@ -141,4 +142,66 @@ TEST_CASE("FP8 problems: keys, scale counts, refusals and the GPUs that run them
   nlohmann::json plain = Problem::make(16, 16, 16, DType::bf16, DType::bf16, Layout::nn);
   CHECK_FALSE(plain.contains("in_b"));
   CHECK_FALSE(plain.contains("scale"));
+}
+
+// Plugin ABI v4's per-operand alignment (gt_problem.align_a, align_b, align_c): which operand
+// is misaligned, so that a family can write a misaligned C in place while TMA reads A and B.
+TEST_CASE("each operand's own alignment: its leading dimension and what is known of its pointer", "[problem][abi]") {
+  // The LM head 1024x50257x768 nt: A's and B's rows are 768 elements (16 bytes), C's 50257 (2).
+  const Problem head = Problem::make(1024, 50257, 768, DType::bf16, DType::bf16, Layout::nt);
+  gt_problem g = head.abi();
+  CHECK(g.align_bytes == 2);
+  CHECK(g.align_a == 16);
+  CHECK(g.align_b == 16);
+  CHECK(g.align_c == 2);
+  // An f32 C of odd ldc: 4 bytes; a 16-bit one of ldc 2 mod 4 (pairs fit, 16 bytes do not): 4.
+  CHECK(Problem::make(64, 63, 64, DType::f32, DType::f32, Layout::nt).abi().align_c == 4);
+  CHECK(Problem::make(64, 66, 64, DType::bf16, DType::bf16, Layout::nt).abi().align_c == 4);
+  // A's ld odd (nn: lda = K = 4097): A alone.
+  g = Problem::make(64, 64, 4097, DType::f16, DType::f16, Layout::nn).abi();
+  CHECK(g.align_a == 2);
+  CHECK(g.align_b == 16);
+  CHECK(g.align_c == 16);
+
+  // Pointers as the runtime takes them from a call (each operand's own), 2 bytes off.
+  auto with_pointers = [](Problem p, uintptr_t a, uintptr_t b, uintptr_t c) {
+    p.align = alignment_of(p, a, b, c);
+    p.pointer_align = alignment_of_pointers(a, b, c);
+    p.operand_pointer_align = {alignment_of_pointers(a, 0, 0), alignment_of_pointers(b, 0, 0),
+                               alignment_of_pointers(c, 0, 0)};
+    return p;
+  };
+  const Problem square = Problem::make(256, 1024, 512, DType::bf16, DType::bf16, Layout::nt);
+  g = with_pointers(square, 0x10000, 0x20000, 0x30002).abi();
+  CHECK(g.align_bytes == 2);
+  CHECK(g.align_a == 16);
+  CHECK(g.align_b == 16);
+  CHECK(g.align_c == 2);
+  g = with_pointers(square, 0x10002, 0x20000, 0x30000).abi();
+  CHECK(g.align_bytes == 2);
+  CHECK(g.align_a == 2);
+  CHECK(g.align_b == 16);
+  CHECK(g.align_c == 16);
+  g = with_pointers(head, 0x10000, 0x20008, 0x30000).abi();  // B 8 bytes off, C's ld 2
+  CHECK(g.align_a == 16);
+  CHECK(g.align_b == 8);
+  CHECK(g.align_c == 2);
+
+  // Pointers not known per operand: a key less aligned than its leading dimensions explain says
+  // some pointer is misaligned, not which, so each operand is taken to be (a table entry's key).
+  Problem key_only = square;
+  key_only.align = 4;
+  g = key_only.abi();
+  CHECK(g.align_a == 4);
+  CHECK(g.align_b == 4);
+  CHECK(g.align_c == 4);
+  Problem all_pointers = square;  // pointer_align alone: every pointer
+  all_pointers.pointer_align = 8;
+  all_pointers.align = 8;
+  CHECK(all_pointers.abi().align_b == 8);
+  // Never below the key's alignment, which is their least.
+  for (const Problem& p : {head, key_only, all_pointers, with_pointers(head, 0x10002, 0x20000, 0x30000)}) {
+    g = p.abi();
+    CHECK(std::min({g.align_a, g.align_b, g.align_c}) == g.align_bytes);
+  }
 }

@@ -586,3 +586,61 @@ TEST_CASE("runtime (dry run, no GPU): an entry it cannot check is answered as lo
   CHECK(j["how"] == c.how);
   CHECK(j["unchecked"] == c.unchecked);
 }
+
+// A table's key keeps one alignment, but wgmma_tma 1.10 runs a C-only misaligned problem only
+// while A and B are 16-byte aligned (TMA reads them). The runtime asks the family with the
+// call's own pointers (plugin ABI v4's align_a/b/c), so an entry tuned with A and B aligned is
+// passed over for a call of the same key whose A or B is not, and the default runs instead; and
+// two calls of one key and one least alignment, misaligned in different operands, are prepared apart.
+TEST_CASE("runtime (dry run): a masked-epilogue entry is never run on a call whose A or B is misaligned",
+          "[runtime][mask]") {
+  const Problem p = Problem::make(256, 1001, 512, DType::bf16, DType::bf16, Layout::nt);  // ldc odd: a2
+  REQUIRE(p.align == 2);
+  const Family& wg = test::plugins().get("wgmma_tma");
+  const Space s = wg.space(p, arch_limits("sm_90"));
+  TableEntry e;
+  e.key = ResultKey::of(kDevice, p);
+  e.family = "wgmma_tma";
+  e.family_version = wg.version();
+  e.config = s.name(s.default_config());
+  e.params = s.assignments(s.default_config());
+  e.time_us = 10;
+  e.tflops = p.flops() / 10e-6 / 1e12;
+  TableFile tf({e});
+  test::TempDir cache;
+  gemmtune::Options o = dry_options(cache.path);
+  o.plugin_dirs = {test::plugin_dir().string()};
+  gemmtune::Runtime rt(tf.path.string(), o);
+  auto off = [](const void* ptr, uintptr_t bytes) {
+    return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(ptr) + bytes);
+  };
+  // A and B aligned, C's ld odd (and then its pointer 2 bytes off too): the entry runs.
+  for (uintptr_t c_off : {0u, 2u}) {
+    INFO("C " << c_off << " bytes off");
+    const gemmtune::Choice& c = rt.prepare(args_for(p, fake(1), fake(2), off(fake(3), c_off)));
+    CHECK(c.match == GEMMTUNE_MATCH_EXACT);
+    CHECK(c.family == "wgmma_tma");
+    CHECK(c.config == e.config);
+  }
+  // A 2 bytes off (the same key and least alignment as C 2 bytes off), or B 8 bytes off: passed
+  // over, and the default prepared instead.
+  for (auto [a_off, b_off] : {std::pair{uintptr_t(2), uintptr_t(0)}, std::pair{uintptr_t(0), uintptr_t(8)}}) {
+    INFO("A " << a_off << ", B " << b_off << " bytes off");
+    const gemmtune::Choice& c = rt.prepare(args_for(p, off(fake(1), a_off), off(fake(2), b_off), fake(3)));
+    CHECK(c.match == GEMMTUNE_MATCH_DEFAULT);
+    CHECK(c.family != "wgmma_tma");
+    CHECK_THAT(c.reason, Catch::Contains("1 cannot run it"));
+  }
+  CHECK(rt.prepared() == 4);
+  // The reason it was passed over is the family's (lookup's list, for the problem the runtime forms).
+  Problem a_off = p;
+  a_off.operand_pointer_align = {2, 16, 16};
+  a_off.pointer_align = 2;
+  LookupPolicy policy;
+  policy.device = kDevice;
+  policy.arch = "sm_90";
+  const LookupResult r = answer(tf.table, a_off, test::plugins(), arch_limits("sm_90"), policy);
+  CHECK(r.kind == MatchKind::fallback);
+  REQUIRE(r.passed_over.size() == 1);
+  CHECK_THAT(r.passed_over[0].second, Catch::Contains("A is aligned to 2 bytes"));
+}

@@ -1260,3 +1260,30 @@ TEST_CASE("FP8 problems through pad and swap: 1-byte copies, and the scales padd
   CHECK_FALSE(plan_transform(one_blk, Transform::swap, &why));
   CHECK_THAT(why, Catch::Contains("block scales are 1x128 for A and 128x128 for B"));
 }
+
+// Plugin ABI v4: the family's problem under a transform says which of its operands are the
+// caller's (their pointers as the caller's) and which core's copies (aligned).
+TEST_CASE("transforms: the family's problem carries each operand's own alignment", "[transform][abi]") {
+  // The LM head: pad copies C alone (ldc 50257 -> 50264); A and B are read in place.
+  const Problem head = Problem::make(1024, 50257, 768, DType::bf16, DType::bf16, Layout::nt);
+  auto pad = plan_transform(head, Transform::pad);
+  REQUIRE(pad);
+  CHECK_FALSE(pad->a.copy);
+  CHECK(pad->c.copy);
+  const gt_problem g = pad->inner.abi();
+  CHECK(g.align_a == 16);
+  CHECK(g.align_b == 16);
+  CHECK(g.align_c == 16);
+  // --transforms auto still explores pad there, beside the plain form a family may now run.
+  CHECK_FALSE(search::skip_form(search::TransformPolicy{}, head, Transform::pad, search::FormsSoFar{true, true}));
+  // A decode row with A's pointer 2 bytes off, swapped: the family's B is the caller's A.
+  Problem row = Problem::make(1, 4096, 4096, DType::bf16, DType::bf16, Layout::nt);
+  row.operand_pointer_align = {2, 16, 16};
+  row.pointer_align = 2;
+  row.align = 2;
+  auto swap = plan_transform(row, Transform::swap);
+  REQUIRE(swap);
+  const gt_problem s = swap->inner.abi();
+  CHECK(s.align_a == 16);  // the caller's B
+  CHECK(s.align_b == 2);   // the caller's A
+}

@@ -1,14 +1,16 @@
-/* gemmtune plugin ABI, version 3 — the one header a kernel-family plugin depends on.
+/* gemmtune plugin ABI, version 4 — the one header a kernel-family plugin depends on.
  *
  * A plugin is a shared library that exports one C symbol:
  *
  *     const gt_plugin* gemmtune_plugin_entry(uint32_t host_abi_version);
  *
  * The host checks `abi_version` and `struct_size` before it calls anything else. It loads
- * plugins of this version and of version 2 (GT_ABI_VERSION_OLDEST): a v2 table is the prefix
- * of a v3 table up to run_op_scaled, a v2 plugin reads the prefix of gt_problem up to
- * align_bytes, and the host never asks a v2 plugin about an FP8 problem. A plugin of any other
- * version is refused by name with the reason. Only plain data crosses this boundary
+ * plugins of this version, of version 3 and of version 2 (GT_ABI_VERSION_OLDEST): a v2 table
+ * is the prefix of a v3 table up to run_op_scaled, a v2 plugin reads the prefix of gt_problem
+ * up to align_bytes, and the host never asks a v2 plugin about an FP8 problem. v4 adds no
+ * slot (a v3 table is a v4 table); a v3 plugin reads the prefix of gt_problem up to
+ * scale_mode, and so sees only align_bytes, never the per-operand alignment of v4. A plugin
+ * of any other version is refused by name with the reason. Only plain data crosses this boundary
  * (integers, enums, const char*, pointer + count, opaque handles). No C++ types, no
  * exceptions: every entry point catches everything and returns a gt_status, with a message
  * and, for a refusal, a closed code (gt_refusal) written into the caller's gt_reply.
@@ -52,7 +54,7 @@
 extern "C" {
 #endif
 
-#define GT_ABI_VERSION 3u
+#define GT_ABI_VERSION 4u
 #define GT_ABI_VERSION_OLDEST 2u /* the oldest plugin ABI the host still loads */
 #define GT_PLUGIN_ENTRY_SYMBOL "gemmtune_plugin_entry"
 
@@ -126,6 +128,13 @@ typedef struct gt_problem {
   /* v3 (a v2 plugin reads the fields above only) */
   int32_t b_dtype;       /* gt_dtype of B: in_dtype, except for mixed FP8 (e4m3 x e5m2) */
   int32_t scale_mode;    /* gt_scale_mode: GT_SCALE_NONE unless A and B are FP8 */
+  /* v4 (a v3 plugin reads the fields above only). Each operand's own alignment: the largest
+   * power of two (bytes, at most 16) dividing its ld*elem_size and its base pointer. Never
+   * below align_bytes, which is their minimum and the one alignment in a result's key; they
+   * tell a family which operand is misaligned (e.g. only C, whose ldc is odd, while A and B
+   * can still be read by TMA). Where a pointer is not known per operand, core takes the
+   * least the key allows for each. */
+  int32_t align_a, align_b, align_c;
 } gt_problem;
 
 /* v3: an FP8 problem's scales for one call (device pointers; gt_scale_mode says how many).

@@ -230,6 +230,9 @@ gt_problem Problem::abi() const {
   g.align_bytes = align;
   g.b_dtype = int32_t(in_b);
   g.scale_mode = int32_t(scale);
+  g.align_a = operand_align(GT_OPERAND_A);
+  g.align_b = operand_align(GT_OPERAND_B);
+  g.align_c = operand_align(GT_OPERAND_C);
   return g;
 }
 
@@ -238,6 +241,20 @@ static int32_t pow2_of(uint64_t v) {
   int32_t r = 1;
   while (r < 16 && v % uint64_t(r * 2) == 0) r *= 2;
   return r;
+}
+
+int32_t Problem::pointer_align_of(gt_operand op) const {
+  if (operand_pointer_align[op]) return operand_pointer_align[op];  // known: what the key says comes from these
+  // The key less aligned than its leading dimensions explain names a misaligned pointer, not which.
+  return align < alignment_of(*this) ? std::min(pointer_align, align) : pointer_align;
+}
+
+int32_t Problem::operand_align(gt_operand op) const {
+  const int64_t ld = op == GT_OPERAND_A ? lda : op == GT_OPERAND_B ? ldb : ldc;
+  const DType t = op == GT_OPERAND_A ? in : op == GT_OPERAND_B ? in_b : out;
+  // Never below the key's alignment, which is every operand's least (a caller that set the
+  // pointers' alignment without the key's is taken at the key's word).
+  return std::max(align, std::min(pow2_of(uint64_t(ld) * size_of(t)), pointer_align_of(op)));
 }
 
 int32_t alignment_of_pointers(uintptr_t a, uintptr_t b, uintptr_t c) {

@@ -60,6 +60,11 @@ struct Problem {
   // part of the key (align is); a transform (transform.hpp) needs to know whether a misaligned
   // key comes from a leading dimension or from a pointer.
   int32_t pointer_align = 16;
+  // Bytes known to divide A's, B's and C's own base pointer (indexed by gt_operand); 0: not
+  // known per operand, pointer_align holds for each. The runtime knows each of the caller's
+  // pointers, a transform which operands it reads in place: a family that can write a
+  // misaligned C in place (wgmma_tma) needs to know that A and B are aligned.
+  std::array<int32_t, 3> operand_pointer_align{0, 0, 0};
   // The operands the program declares constant (its weights): kConstantA | kConstantB bits.
   // Part of the key: a transform copies a constant operand once, when the program prepares the
   // problem, and not on every call, so a time measured that way holds only for calls that
@@ -101,6 +106,13 @@ struct Problem {
   // "4096x4096x4096 f16>f16 nn a16" (FP8: "4096x4096x4096 e4m3>bf16 nt a16 row"; a constant B:
   // "... a2 const=b"): the key without the device.
   std::string key() const;
+  // An operand's own alignment (gt_problem.align_a/b/c): the largest power of two (bytes, at
+  // most 16) dividing its ld * element size and what is known of its base pointer. Where the
+  // pointer is not known per operand and the key is less aligned than the leading dimensions
+  // explain, some pointer is, and each is taken to be.
+  int32_t operand_align(gt_operand op) const;
+  // What is known of an operand's base pointer alone (operand_align without the ld).
+  int32_t pointer_align_of(gt_operand op) const;
   gt_problem abi() const;
   // InputError on inconsistent fields, and on an FP8 problem no GPU can run: a layout other
   // than nt, e5m2 x e5m2, types mixed outside FP8, an FP8 output with row or block scales.

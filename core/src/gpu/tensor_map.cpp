@@ -105,9 +105,10 @@ std::optional<TensorMapShape> tensor_map_shape(const Problem& p, const gt_tensor
     return refuse(why, GT_REFUSAL_SHAPE,
                   fmt::format("TMA needs the rows of {} {} bytes apart to be a multiple of 16 (ld{} = {}); pad the leading dimension",
                               name, s.row_stride_bytes, char('a' + int(op)), v.ld));
-  if (p.align < 16)
+  // The operand's own alignment: a misaligned C does not stop TMA from reading A and B.
+  if (const int32_t al = p.operand_align(op); al < 16)
     return refuse(why, GT_REFUSAL_SHAPE,
-                  fmt::format("TMA needs 16-byte aligned operands; this problem is aligned to {} bytes", p.align));
+                  fmt::format("TMA needs 16-byte aligned operands; {} is aligned to {} bytes", name, al));
   if (s.row_stride_bytes >= (uint64_t(1) << 40))
     return refuse(why, GT_REFUSAL_SHAPE, fmt::format("the rows of {} are {} bytes apart; TMA allows under 2^40", name, s.row_stride_bytes));
   return s;

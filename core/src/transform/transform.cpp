@@ -233,6 +233,13 @@ std::optional<TransformPlan> plan_transform(const Problem& p, Transform t, std::
   pl.c.transposed = pl.swap_operands;
   const bool in_place = !pl.a.copy || !pl.b.copy || !pl.c.copy;
   q.pointer_align = in_place ? pl.pointer_align : 16;
+  // Each operand the family reads in place is the caller's (A and B exchanged when swapped); a
+  // copy is core's, 256-byte aligned.
+  auto caller = [&](gt_operand op) { return p.pointer_align_of(op); };
+  const gt_operand src_a = pl.swap_operands ? GT_OPERAND_B : GT_OPERAND_A;
+  const gt_operand src_b = pl.swap_operands ? GT_OPERAND_A : GT_OPERAND_B;
+  q.operand_pointer_align = {pl.a.copy ? 16 : caller(src_a), pl.b.copy ? 16 : caller(src_b),
+                             pl.c.copy ? 16 : caller(GT_OPERAND_C)};
   q.align = std::min(alignment_of(q), q.pointer_align);
   q.validate();
   pl.inner = q;
