@@ -138,8 +138,8 @@ def code_cell(s, title=""):
 
 def readable(m):
     """A config as a person reads it, "k=v k=v", where its parameters have their own names (from the
-    plugin, the names the store noted, or the config name); else its canonical name."""
-    if m.get("params_from") in ("plugin", "store", "name") and m.get("_params"):
+    plugin, the names the store noted, the row's own params, or the config name); else its canonical name."""
+    if m.get("params_from") in ("plugin", "store", "row", "name") and m.get("_params"):
         return " ".join(f"{k}={v}" for k, v in m["_params"].items())
     return m["config"]
 
@@ -723,7 +723,7 @@ def section_parameters(model, dev):
     # descriptions), with the configs measured per problem.
     named = defaultdict(lambda: defaultdict(list))  # family -> key -> configs
     for (d, key, fam, _), m in model.configs.items():
-        if d == dev and m.get("params_from") in ("plugin", "store", "name", "description") and m["_params"]:
+        if d == dev and m.get("params_from") in ("plugin", "store", "row", "name", "description") and m["_params"]:
             named[fam][key].append(m)
     cands = {f: ks for f, ks in named.items() if any(len(v) >= 3 for v in ks.values())}
     if not cands:
