@@ -56,7 +56,7 @@ class Lab:
         return out
 
     def tuned(self, key, family):
-        return self.model.fam_best.get((self.dev, key, family))
+        return self.model.family_result(self.dev, key, family)
 
     def tuned_forms(self, key, family):
         """(transform, row): the family's best at the problem in each form it ran in, plain first."""
@@ -166,7 +166,8 @@ def lab_ladder(lab):
     if not any_rows:
         return None
     return ("<p>kind — lab: a kernel the lab names (or cuBLASLt's pick); tuned: searched by this job; tuned best: "
-            "the family's best config anywhere in the store at that problem (past the lab).</p>" + "\n".join(out))
+            "the family's result at that problem from any job (past the lab). A tuned family's figure is its "
+            "winner's, the timing its tune decided with, as in the winners table.</p>" + "\n".join(out))
 
 
 def lab_register_patch(lab):

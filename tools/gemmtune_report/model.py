@@ -70,6 +70,15 @@ class Model:
     def problem_keys(self, dev):
         return [k for (d, k) in self.problems if d == dev]
 
+    def family_result(self, dev, key, family):
+        """A family's result at a problem: its winner as the store records it (the row its tune decided
+        with, a finalist's re-timing), else its fastest measured config. The fastest row of all is no
+        better a figure (a later timing of the same config, say compare's, may read lower by chance),
+        and one rule for every table and figure keeps them from disagreeing."""
+        w = self.winners.get((dev, key), {}).get(family)
+        m = self.by_id.get(w["row_id"]) if w else None
+        return m if m is not None else self.fam_best.get((dev, key, family))
+
     def rows(self, dev, key, family=None):
         return [m for (d, k, f, _), m in self.configs.items() if d == dev and k == key and (family is None or f == family)]
 

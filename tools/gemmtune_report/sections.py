@@ -187,7 +187,8 @@ def section_roofline(model, dev):
 
 def section_sizes(model, dev):
     groups = defaultdict(lambda: defaultdict(dict))  # (dtype,out,layout) -> series -> n -> m
-    for (d, key, fam), m in model.fam_best.items():
+    for (d, key, fam) in model.fam_best:
+        m = model.family_result(d, key, fam)
         if d != dev or not (m["m"] == m["n"] == m["k"]):
             continue
         g = (m["dtype"], m["out_dtype"], m["layout"])
@@ -355,7 +356,8 @@ def section_speedup(model, dev):
             continue
         pick = model.pick[(dev, k)]
         best = model.best[(dev, k)]
-        fams = {f: pick["time_us"] / m["time_us"] for (d, kk, f), m in model.fam_best.items() if d == dev and kk == k}
+        fams = {f: pick["time_us"] / model.family_result(d, kk, f)["time_us"]
+                for (d, kk, f) in model.fam_best if d == dev and kk == k}
         rows.append((k, pick["time_us"] / best["time_us"], best, fams, False))
     side = sum(1 for r in rows if r[4])
     gm = geomean([r[1] for r in rows])
@@ -496,13 +498,9 @@ def section_winners(model, dev):
         entries = []
         fams = sorted({f for (d, kk, f) in model.fam_best if d == dev and kk == k}, key=lambda f: (f == "cublaslt", f))
         for f in fams:
+            m = model.family_result(dev, k, f)
             w = recorded.get(f)
-            m = model.by_id.get(w["row_id"]) if w else None
-            mark = ""
-            if m is None:
-                m = model.fam_best[(dev, k, f)]
-                mark = "*"
-            entries.append((f + mark, m))
+            entries.append((f + ("" if w and w["row_id"] in model.by_id else "*"), m))
         if pick:
             entries.append(("cuBLASLt pick", pick))
         star_id = overall["row_id"] if overall and overall["row_id"] in model.by_id else model.best[(dev, k)]["id"]
