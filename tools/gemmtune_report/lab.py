@@ -1,6 +1,5 @@
 """The lab's experiments (configs/lab/*.toml) and other jobs: each job's problems found in the
 store, one section per experiment (the ladder, register patch, tiles, precision, ...)."""
-import html
 from collections import OrderedDict, defaultdict
 
 import matplotlib
