@@ -6,7 +6,8 @@
 #   lib/cmake/gemmtune/                   find_package(gemmtune CONFIG): gemmtune::runtime,
 #                                         gemmtune::runtime_static, gemmtune::gemmtune (the CLI)
 #   lib/pkgconfig/gemmtune{,-static}.pc   pkg-config, for the shared library and the archive
-#   share/gemmtune/configs/, report.py    the job files and the report script the CLI uses
+#   share/gemmtune/configs/, report.py,   the job files and the report script the CLI uses (with
+#   gemmtune_report/                      its package, which it finds beside itself)
 # The CLI and the shared library find lib/gemmtune/plugins from where they are installed
 # (core/src/build/plugin.cpp), so the prefix can be anything and no environment variable is needed.
 include(CMakePackageConfigHelpers)
@@ -24,6 +25,8 @@ install(TARGETS ${gemmtune_all_plugins} LIBRARY DESTINATION ${GEMMTUNE_INSTALL_P
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gemmtune/configs)
 install(FILES ${PROJECT_SOURCE_DIR}/tools/report.py DESTINATION ${CMAKE_INSTALL_DATADIR}/gemmtune)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/tools/gemmtune_report DESTINATION ${CMAKE_INSTALL_DATADIR}/gemmtune
+        FILES_MATCHING PATTERN "*.py")
 
 # The CMake package.
 if(SQLITE3_STATIC_LIB)

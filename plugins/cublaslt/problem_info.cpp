@@ -3,6 +3,8 @@
 // checks of a config against it.
 #include "cublaslt_internal.hpp"
 
+#include <optional>
+
 namespace gt_cublaslt {
 
 // cuBLASLt's own verdict on an algorithm for the problem: "" when it accepts it, else why.
@@ -95,19 +97,17 @@ std::string problem_key(const gt_problem& p, int device) {
   return buf;
 }
 
-std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
-  auto info = std::make_unique<ProblemInfo>();
-  info->problem = p;
-  info->gpu = gpu;
-  info->map = map_problem(p);
-  info->params = params_of(p);
-  const Mapping& m = info->map;
-  const std::string what = std::string(dtype_name(p.in_dtype)) +
-                           (p.b_dtype != p.in_dtype ? std::string(":") + dtype_name(p.b_dtype) : std::string()) +
-                           " inputs with " + dtype_name(p.out_dtype) + " output" +
-                           (m.fp8 ? std::string(", ") + scale_mode_name(p.scale_mode) + " scales" : std::string());
+// "f16 inputs with f16 output" ("e4m3:e5m2 inputs with bf16 output, row scales"): the types, in
+// messages.
+std::string types_text(const gt_problem& p, const Mapping& m) {
+  return std::string(dtype_name(p.in_dtype)) +
+         (p.b_dtype != p.in_dtype ? std::string(":") + dtype_name(p.b_dtype) : std::string()) + " inputs with " +
+         dtype_name(p.out_dtype) + " output" +
+         (m.fp8 ? std::string(", ") + scale_mode_name(p.scale_mode) + " scales" : std::string());
+}
 
-  // The algorithm ids for these types.
+// The algorithm ids for these types.
+std::vector<int> algo_ids(const Gpu& gpu, const Mapping& m, const std::string& what) {
   std::vector<int> ids(kMaxAlgoIds);
   int nids = 0;
   lt_refuse(cublasLtMatmulAlgoGetIds(gpu.handle, m.compute, m.scale, m.in_x, m.in_y, m.c, m.out, kMaxAlgoIds,
@@ -115,9 +115,12 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
             "cublasLtMatmulAlgoGetIds for " + what);
   if (nids <= 0) throw Refusal(GT_REFUSAL_DTYPE, "cuBLASLt has no algorithm for " + what);
   ids.resize(size_t(nids));
+  return ids;
+}
 
-  // The heuristic, asked as a user would ask it: the largest workspace budget, and the
-  // problem's alignment (cuBLASLt otherwise assumes 256-byte aligned operands).
+// The heuristic, asked as a user would ask it: the largest workspace budget, and the problem's
+// alignment (cuBLASLt otherwise assumes 256-byte aligned operands). Its results, best first.
+std::vector<cublasLtMatmulHeuristicResult_t> ask_heuristic(const gt_problem& p, const Gpu& gpu, const Mapping& m) {
   Descs d(m);
   if (m.fp8) d.stub_scales(gpu.scale_stub, is_fp8(p.out_dtype));
   cublasLtMatmulPreferenceOpaque_t pref;
@@ -135,69 +138,93 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
                                            results.data(), &returned),
             "cuBLASLt's heuristic has no algorithm for this problem");
   if (returned <= 0) throw Refusal(GT_REFUSAL_SHAPE, "cuBLASLt's heuristic returned no algorithm for this problem");
-  info->heuristic_returned = returned;
+  results.resize(size_t(returned));
+  return results;
+}
 
-  // Capabilities of every id (those the problem's alignment rules out are left out).
+// Capabilities of every id (those the problem's alignment rules out are left out later).
+void read_all_caps(ProblemInfo& info, const std::vector<int>& ids) {
   for (int id : ids) {
     try {
-      info->caps.emplace(id, read_caps(gpu.handle, m, id));
+      info.caps.emplace(id, read_caps(info.gpu.handle, info.map, id));
     } catch (const std::runtime_error&) {
       // An id whose capabilities cannot be read cannot be checked either: leave it out.
     }
   }
+}
 
-  // The heuristic's picks as configs: its attributes and the smallest workspace budget that
-  // covers what it needs. Each is re-created from those attributes and checked, so that a
-  // pick this family offers is a pick it can build.
+// An id GetIds did not list, or whose capabilities would not read: the heuristic's pick of it is
+// the evidence that it exists.
+void ensure_caps(ProblemInfo& info, int32_t algo) {
+  if (info.caps.count(algo)) return;
+  AlgoCaps c;
+  try {
+    c = read_caps(info.gpu.handle, info.map, algo);
+  } catch (const std::runtime_error&) {
+    c.id = algo;
+    c.clusters.insert(CUBLASLT_CLUSTER_SHAPE_AUTO);
+    c.inners.insert(CUBLASLT_MATMUL_INNER_SHAPE_UNDEFINED);
+  }
+  info.caps.emplace(algo, std::move(c));
+}
+
+// The heuristic's result of rank `r` as a config: its attributes and the smallest workspace budget
+// that covers what it needs, re-created from those attributes and checked, so that a pick this
+// family offers is a pick it can build. nullopt with the reason in *why where it cannot be.
+std::optional<Pick> pick_of_result(ProblemInfo& info, const cublasLtMatmulHeuristicResult_t& res, int r,
+                                   std::string* why) {
+  Pick pk;
+  pk.attrs = read_algo(res.algo);
+  pk.attrs.fp8 = info.map.fp8;  // the heuristic was asked without fast accumulation
+  pk.rank = r;
+  pk.waves = res.wavesCount;
+  ensure_caps(info, pk.attrs.algo);
+  Checked ch{};
+  if (std::string failed = algo_check(info, pk.attrs, &ch); !failed.empty()) {
+    *why = "rank " + std::to_string(r) + ": " + failed;
+    return std::nullopt;
+  }
+  pk.workspace_needed = ch.result.workspaceSize;  // what create_op will allocate
+  const int64_t* ws = std::find_if(std::begin(kWorkspaceValues), std::end(kWorkspaceValues),
+                                   [&](int64_t w) { return uint64_t(w) >= pk.workspace_needed; });
+  if (ws == std::end(kWorkspaceValues)) {
+    *why = "rank " + std::to_string(r) + ": re-created, it needs " + human_bytes(pk.workspace_needed) +
+           " of workspace, more than the heuristic was allowed";
+    return std::nullopt;
+  }
+  pk.attrs.workspace = uint64_t(*ws);
+  pk.config = config_of(pk.attrs);
+  return pk;
+}
+
+// The heuristic's picks that can be re-created, best first, one per config.
+void add_picks(ProblemInfo& info, const std::vector<cublasLtMatmulHeuristicResult_t>& results) {
   std::string first_failure;
-  for (int r = 0; r < returned; ++r) {
+  for (int r = 0; r < int(results.size()); ++r) {
     const auto& res = results[size_t(r)];
     if (res.state != CUBLAS_STATUS_SUCCESS) continue;
-    Pick pk;
-    pk.attrs = read_algo(res.algo);
-    pk.attrs.fp8 = m.fp8;  // the heuristic was asked without fast accumulation
-    pk.rank = r;
-    pk.waves = res.wavesCount;
-    if (!info->caps.count(pk.attrs.algo)) {
-      AlgoCaps c;  // an id GetIds did not list, or whose capabilities would not read: the pick is the evidence
-      try {
-        c = read_caps(gpu.handle, m, pk.attrs.algo);
-      } catch (const std::runtime_error&) {
-        c.id = pk.attrs.algo;
-        c.clusters.insert(CUBLASLT_CLUSTER_SHAPE_AUTO);
-        c.inners.insert(CUBLASLT_MATMUL_INNER_SHAPE_UNDEFINED);
-      }
-      info->caps.emplace(pk.attrs.algo, std::move(c));
-    }
-    Checked ch{};
-    if (std::string why = algo_check(*info, pk.attrs, &ch); !why.empty()) {
-      if (first_failure.empty()) first_failure = "rank " + std::to_string(r) + ": " + why;
+    std::string why;
+    std::optional<Pick> pk = pick_of_result(info, res, r, &why);
+    if (!pk) {
+      if (first_failure.empty()) first_failure = why;
       continue;
     }
-    pk.workspace_needed = ch.result.workspaceSize;  // what create_op will allocate
-    const int64_t* ws = std::find_if(std::begin(kWorkspaceValues), std::end(kWorkspaceValues),
-                                     [&](int64_t w) { return uint64_t(w) >= pk.workspace_needed; });
-    if (ws == std::end(kWorkspaceValues)) {
-      if (first_failure.empty())
-        first_failure = "rank " + std::to_string(r) + ": re-created, it needs " + human_bytes(pk.workspace_needed) +
-                        " of workspace, more than the heuristic was allowed";
-      continue;
-    }
-    pk.attrs.workspace = uint64_t(*ws);
-    pk.config = config_of(pk.attrs);
     bool dup = false;
-    for (auto& q : info->picks) dup |= q.config == pk.config;
-    if (!dup) info->picks.push_back(std::move(pk));
+    for (auto& q : info.picks) dup |= q.config == pk->config;
+    if (!dup) info.picks.push_back(std::move(*pk));
   }
-  if (info->picks.empty())
-    throw Refusal(GT_REFUSAL_SHAPE, "none of the heuristic's " + std::to_string(returned) +
+  if (info.picks.empty())
+    throw Refusal(GT_REFUSAL_SHAPE, "none of the heuristic's " + std::to_string(results.size()) +
                   " picks can be re-created from its attributes (" + first_failure + ")");
+}
 
-  // Widen each algorithm's lists by what the heuristic used with it; algorithms the
-  // heuristic uses with thread-block clusters may also try the small cluster shapes.
-  const std::vector<int64_t> clusters = gpu.cc_major >= 9 ? small_cluster_shapes() : std::vector<int64_t>{};
-  for (auto& pk : info->picks) {
-    AlgoCaps& c = info->caps.at(pk.attrs.algo);
+// Widen each algorithm's lists by what the heuristic used with it (algorithms the heuristic uses
+// with thread-block clusters may also try the small cluster shapes), and drop the algorithms that
+// need more alignment than the problem has: they can never run here.
+void widen_and_align_caps(ProblemInfo& info) {
+  const std::vector<int64_t> clusters = info.gpu.cc_major >= 9 ? small_cluster_shapes() : std::vector<int64_t>{};
+  for (auto& pk : info.picks) {
+    AlgoCaps& c = info.caps.at(pk.attrs.algo);
     c.in_heuristic = true;
     c.tiles.insert(pk.attrs.tile);
     c.stages.insert(pk.attrs.stages);
@@ -206,18 +233,23 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
     c.clusters.insert(pk.attrs.cluster);
     if (pk.attrs.cluster != CUBLASLT_CLUSTER_SHAPE_AUTO) c.clusters.insert(clusters.begin(), clusters.end());
   }
-  // An algorithm that needs more alignment than the problem has can never run here.
-  for (auto it = info->caps.begin(); it != info->caps.end();) {
+  for (auto it = info.caps.begin(); it != info.caps.end();) {
     const AlgoCaps& c = it->second;
-    bool aligned = std::max({c.align_x, c.align_y, c.align_c}) <= uint32_t(p.align_bytes);
-    it = (aligned || c.in_heuristic) ? std::next(it) : info->caps.erase(it);
+    bool aligned = std::max({c.align_x, c.align_y, c.align_c}) <= uint32_t(info.problem.align_bytes);
+    it = (aligned || c.in_heuristic) ? std::next(it) : info.caps.erase(it);
   }
+}
 
-  // Value lists: the union over the algorithms' capabilities, plus the heuristic's values.
-  std::vector<std::set<int64_t>> full(size_t(info->params)), from_picks(size_t(info->params));
+using ValueLists = std::vector<std::set<int64_t>>;  // per parameter
+
+// Value lists: the union over the algorithms' capabilities, plus the heuristic's values; and the
+// heuristic's values alone in *from_picks.
+ValueLists value_lists(const ProblemInfo& info, ValueLists* from_picks) {
+  ValueLists full(size_t(info.params));
+  *from_picks = ValueLists(size_t(info.params));
   bool any_split = false, any_swizzle = false;
   uint32_t red_mask = 0;
-  for (auto& [id, c] : info->caps) {
+  for (auto& [id, c] : info.caps) {
     full[kAlgo].insert(id);
     full[kTile].insert(c.tiles.begin(), c.tiles.end());
     full[kStages].insert(c.stages.begin(), c.stages.end());
@@ -230,22 +262,26 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
   }
   full[kSplitK].insert(1);
   for (int64_t s : kSplitKValues)
-    if (any_split && s <= p.k) full[kSplitK].insert(s);  // more parts than K has no work for some
+    if (any_split && s <= info.problem.k) full[kSplitK].insert(s);  // more parts than K has no work for some
   full[kReduction].insert(CUBLASLT_REDUCTION_SCHEME_NONE);
   for (int64_t r : kReductionValues)
     if (full[kSplitK].size() > 1 && (red_mask & uint32_t(r))) full[kReduction].insert(r);
   full[kSwizzle].insert(0);
   if (any_swizzle) full[kSwizzle].insert(1);
   full[kWorkspace].insert(std::begin(kWorkspaceValues), std::end(kWorkspaceValues));
-  if (m.fp8) full[kFastAccum] = {0, 1};
-  for (auto& pk : info->picks)
-    for (int i = 0; i < info->params; ++i) {
+  if (info.map.fp8) full[kFastAccum] = {0, 1};
+  for (auto& pk : info.picks)
+    for (int i = 0; i < info.params; ++i) {
       full[size_t(i)].insert(pk.config[size_t(i)]);
-      from_picks[size_t(i)].insert(pk.config[size_t(i)]);
+      (*from_picks)[size_t(i)].insert(pk.config[size_t(i)]);
     }
+  return full;
+}
 
-  // Keep the raw product manageable: shrink the least telling lists to the heuristic's
-  // values (plus cuBLASLt's default for the attribute) until it fits.
+// Keep the raw product manageable: shrink the least telling lists to the heuristic's values
+// (plus cuBLASLt's default for the attribute) until it fits; the names of those shrunk go to
+// info.trimmed.
+void trim_to_fit(ProblemInfo& info, ValueLists& full, const ValueLists& from_picks) {
   auto product = [&] {
     double n = 1;
     for (auto& s : full) n *= double(s.size());
@@ -260,19 +296,21 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
     if (keep >= 0) s.insert(keep);
     if (s.size() >= full[size_t(param)].size()) continue;
     full[size_t(param)] = std::move(s);
-    info->trimmed.push_back(kParamNames[param]);
+    info.trimmed.push_back(kParamNames[param]);
   }
   if (full[kSplitK].size() == 1 && *full[kSplitK].begin() == 1)  // no split-K left: no reduction either
     full[kReduction] = {CUBLASLT_REDUCTION_SCHEME_NONE};
+}
 
-  // The parameter table; the default is rank 0, cuBLASLt's choice.
+// The parameter table; the default is rank 0, cuBLASLt's choice.
+void make_table(ProblemInfo& info, ValueLists full) {
   std::vector<ParamDef> defs;
-  const Pick& best = info->picks.front();
-  for (int i = 0; i < info->params; ++i) {
+  const Pick& best = info.picks.front();
+  for (int i = 0; i < info.params; ++i) {
     ParamDef def;
     def.name = kParamNames[i];
     def.help = kParamHelp[i];
-    if (std::find(info->trimmed.begin(), info->trimmed.end(), def.name) != info->trimmed.end())
+    if (std::find(info.trimmed.begin(), info.trimmed.end(), def.name) != info.trimmed.end())
       def.help += " [trimmed to the heuristic's values: the full list would take the space past " +
                   std::to_string(int64_t(kMaxRawPoints)) + " points]";
     def.values.assign(full[size_t(i)].begin(), full[size_t(i)].end());
@@ -281,8 +319,28 @@ std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
     def.default_value = best.config[size_t(i)];
     defs.push_back(std::move(def));
   }
-  info->values = std::move(full);
-  info->table = std::make_unique<ParamTable>(std::move(defs));
+  info.values = std::move(full);
+  info.table = std::make_unique<ParamTable>(std::move(defs));
+}
+
+// Everything about one problem on one GPU, in order: the algorithms, the heuristic's picks,
+// each algorithm's capabilities, the value lists, the parameter table.
+std::unique_ptr<ProblemInfo> build_info(const gt_problem& p, const Gpu& gpu) {
+  auto info = std::make_unique<ProblemInfo>();
+  info->problem = p;
+  info->gpu = gpu;
+  info->map = map_problem(p);
+  info->params = params_of(p);
+  const std::vector<int> ids = algo_ids(gpu, info->map, types_text(p, info->map));
+  const auto results = ask_heuristic(p, gpu, info->map);
+  info->heuristic_returned = int(results.size());
+  read_all_caps(*info, ids);
+  add_picks(*info, results);
+  widen_and_align_caps(*info);
+  ValueLists from_picks;
+  ValueLists full = value_lists(*info, &from_picks);
+  trim_to_fit(*info, full, from_picks);
+  make_table(*info, std::move(full));
   return info;
 }
 

@@ -129,10 +129,13 @@ std::vector<ConsistencySample> check_consistency(const ResolvedJob& resolved, co
         m = gpu.measurer->measure(cand, false);
         m.message = fmt::format("consistency: the winner of GPU {}'s problem, timed on each of {} GPUs", s.decided_on,
                                 gpus.size());
-        if (ctx.store)
-          ctx.store->insert(measured_row(s.problem, space, *c, m, gpu.provenance(s.family, false),
-                                         consistency_tune_id(resolved.options.tune_id), gpu.measurer->is_replay(),
-                                         s.transform));
+        if (ctx.store) {
+          StoredRow row = measured_row(s.problem, space, *c, m, gpu.provenance(s.family, false),
+                                       consistency_tune_id(resolved.options.tune_id), gpu.measurer->is_replay(),
+                                       s.transform);
+          note_rank(row, cand.plugin, transformed_problem(s.problem, s.transform), gpu.measurer->device().limits);
+          ctx.store->insert(row);
+        }
       } catch (const StoreWriteError&) {
         throw;
       } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include "tune/driver.hpp"
 #include "base/errors.hpp"
 #include "measure/evaluate.hpp"
+#include "store/legacy_description.hpp"
 
 #include <fmt/format.h>
 
@@ -201,10 +202,27 @@ StoredRow measured_row(const Problem& p, const Space& s, const Config& c, const 
   r.config_name = transformed_name(s.name(c), t);
   r.config_hash = hex64(transformed_hash(s.hash(c), t));
   r.transform = t;
+  r.params = s.assignments(c);
+  r.params_from = "space";
   r.m = m;
   r.prov = prov;
   r.prov.mode = m.quick ? "quick" : "full";
   return r;
+}
+
+std::optional<int32_t> library_rank(const Family* fam, const Problem& fp, const Config& c, const gt_device& dev) {
+  if (!fam || !fam->is_library()) return std::nullopt;
+  // More than cuBLASLt's heuristic is asked for: beyond them a config is "not among them".
+  constexpr int kRanked = 64;
+  const std::vector<Config> picks = fam->suggest(fp, dev, kRanked, c.size());
+  if (picks.empty()) return std::nullopt;  // it cannot be asked here
+  auto it = std::find(picks.begin(), picks.end(), c);
+  return it == picks.end() ? -1 : int32_t(it - picks.begin());
+}
+
+void note_rank(StoredRow& r, const Family* fam, const Problem& fp, const gt_device& dev) {
+  r.heuristic_rank = library_rank(fam, fp, r.config, dev);
+  if (!r.heuristic_rank && r.replay) r.heuristic_rank = rank_from_description(r.m.message);
 }
 
 int64_t Tuner::record(const Problem& p, const Space& s, Transform t, const Config& c, const Measurement& m,
@@ -215,13 +233,15 @@ int64_t Tuner::record(const Problem& p, const Space& s, Transform t, const Confi
   // What the config is, readably (cuBLASLt's algorithm: tile, stages, split-K, ...), kept
   // with every successful row so a report can name the kernel without the plugin; and what
   // the transform does for the problem.
+  auto xplan = plan_transform(p, t);
   if (m.status == Status::ok) {
-    auto xplan = plan_transform(p, t);
     if (const Family* fam = plugin(s.family()); fam && xplan)
       if (std::string d = fam->describe(xplan->inner, c); !d.empty()) r.m.message += (r.m.message.empty() ? "" : "; ") + d;
     if (xplan && t != Transform::none)
       r.m.message += fmt::format("{}{}: {}", r.m.message.empty() ? "" : "; ", to_string(t), xplan->describe());
   }
+  // The library's ranking of the config, as data (the description says it in words too).
+  note_rank(r, plugin(s.family()), xplan ? xplan->inner : p, measurer_.device().limits);
   return store_->insert(r, exploration && o_.reuse);
 }
 

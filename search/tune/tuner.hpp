@@ -226,4 +226,13 @@ std::string describe(const TuneOptions& o);
 StoredRow measured_row(const Problem& p, const Space& s, const Config& c, const Measurement& m, const Provenance& prov,
                        const std::string& tune_id, bool replay, Transform t = Transform::none);
 
+// A library family's ranking of config `c` for `fp`, the problem the family ran (transformed where
+// the row ran a transform): its position among the family's suggestions (cuBLASLt: its heuristic's
+// picks, best first), -1 beyond them (StoredRow::heuristic_rank). nullopt for a source family, and
+// where the family cannot be asked (no plugin, as in a replay; no GPU).
+std::optional<int32_t> library_rank(const Family* fam, const Problem& fp, const Config& c, const gt_device& dev);
+// The row's rank: the library's where it can be asked; else, for a replayed row, what its recorded
+// description says (a recording keeps the plugin's description as text, store_sql's legacy reader).
+void note_rank(StoredRow& r, const Family* fam, const Problem& fp, const gt_device& dev);
+
 }  // namespace gt::search

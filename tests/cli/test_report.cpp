@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -92,6 +94,9 @@ void add_gpu_rows(const fs::path& db) {
     r.m.status = Status::ok;
     r.m.message = "finalist: re-timed; cuBLASLt 13.1.0 algo 66: tile 256x128, stages 64xauto, split-K 2 (reduction "
                   "inplace), CTA swizzle off; heuristic rank 0 (cuBLASLt's pick), 1.0 waves";
+    r.params = "algo=66,split_k=1";
+    r.params_from = "space";
+    r.heuristic_rank = 0;  // the rank as data (schema v9); the words above are only words
     r.m.time.count = 50;
     r.m.time.median = r.m.time.mean = r.m.time.min = r.m.time.max = us;
     r.m.err_rel_fro = 2e-4;
@@ -279,6 +284,53 @@ TEST_CASE("report: data.json holds the store's rows, the page embeds its plots, 
   CHECK(page.find("Geomean over 3 shapes: <b>1.260×</b>") != std::string::npos);
 }
 
+TEST_CASE("report: cuBLASLt's pick and parameters are the rows' columns, not their words", "[report]") {
+  test::TempDir dir;
+  fs::path db = dir.path / "results.db";
+  Problem p = Problem::make(2048, 2048, 2048, DType::f16, DType::f16, Layout::nn);
+  auto row = [&](int64_t algo, std::optional<int32_t> rank, const std::string& words) {
+    StoredRow r;
+    r.tune_id = "report-test";
+    r.problem = p;
+    r.family = "cublaslt";
+    r.config = {algo, 1};
+    r.config_name = fmt::format("cublaslt_algo{}_split_k1", algo);
+    r.config_hash = hex64(stable_hash(r.config_name));
+    r.params = fmt::format("algo={},split_k=1", algo);
+    r.params_from = "space";
+    r.heuristic_rank = rank;
+    r.m.status = Status::ok;
+    r.m.message = words;
+    r.m.time.count = 50;
+    r.m.time.median = r.m.time.mean = r.m.time.min = r.m.time.max = 40.0 + double(algo);
+    r.prov = gpu_provenance("cublaslt");
+    return r;
+  };
+  {
+    Store st = Store::open(db);
+    st.insert(row(66, 0, "cuBLASLt 13.1.0 algo 66"));  // the pick, though its words do not say so
+    st.insert(row(55, 3, "cuBLASLt 13.1.0 algo 55; heuristic rank 0 (cuBLASLt's pick)"));  // words that lie
+    st.insert(row(21, std::nullopt, "cuBLASLt 13.1.0 algo 21"));
+  }
+  fs::path out = dir.path / "report";
+  auto r = test::run_command(report_cmd(db, out));
+  INFO(r.out);
+  REQUIRE(fs::exists(out / "data.json"));
+  json data = json::parse(test::read_file(out / "data.json"));
+  std::map<std::string, json> by_config;
+  for (auto& m : data["measurements"]) by_config[m["config"].get<std::string>()] = m;
+  REQUIRE(by_config.size() == 3);
+  CHECK(by_config["cublaslt_algo66_split_k1"]["pick"] == true);
+  CHECK(by_config["cublaslt_algo66_split_k1"]["heuristic_rank"] == 0);
+  CHECK(by_config["cublaslt_algo55_split_k1"]["pick"] == false);
+  CHECK(by_config["cublaslt_algo55_split_k1"]["heuristic_rank"] == 3);
+  CHECK(by_config["cublaslt_algo21_split_k1"]["pick"] == false);
+  CHECK(by_config["cublaslt_algo21_split_k1"]["heuristic_rank"].is_null());
+  // No GPU to ask cuBLASLt's space and no names noted: the row's own params, as its space spelled them.
+  CHECK(by_config["cublaslt_algo55_split_k1"]["params_from"] == "row");
+  CHECK(by_config["cublaslt_algo55_split_k1"]["params"] == json::parse(R"([["algo","55"],["split_k","1"]])"));
+}
+
 TEST_CASE("report: without python3 or matplotlib it says which is missing and keeps data.json", "[report]") {
   test::TempDir dir;
   fs::path db = dir.path / "results.db";
@@ -323,6 +375,7 @@ TEST_CASE("report: % roof is of the roofline at the problem, memory-bound shapes
     r.config_hash = hex64(stable_hash(r.config_name));
     r.m.status = Status::ok;
     r.m.message = "cuBLASLt 13.1.0 algo 66; heuristic rank 0 (cuBLASLt's pick)";
+    r.heuristic_rank = 0;
     r.m.time.count = 50;
     r.m.time.median = r.m.time.mean = r.m.time.min = r.m.time.max = 20.0;
     r.m.err_rel_fro = 2e-4;

@@ -12,6 +12,7 @@
 #include "base/errors.hpp"
 #include "measure/measure_service.hpp"
 #include "table/table.hpp"
+#include "tune/tuner.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -236,6 +238,44 @@ TEST_CASE("the plugin maps every layout, dtype and leading dimension onto cuBLAS
   CHECK(runs >= 2 * 4 * 6 * 4 * 2);  // two picks or more per problem on average
   CHECK(split_runs > 0);
   CHECK(workspace_runs > 0);
+}
+
+TEST_CASE("a stored row's heuristic rank is its config's place among the library's suggestions (stand-in)",
+          "[plugins][cublaslt][store]") {
+  const Family& f = standin();
+  gt_device d = arch_limits("sm_90");
+  Problem p = Problem::make(64, 48, 40, DType::f32, DType::f32, Layout::nn);
+  Space s = f.space(p, d);
+  auto picks = f.suggest(p, d, 32, s.dims());
+  REQUIRE(picks.size() >= 2);
+  // The stand-in's heuristic ranks first a pick that cannot be re-created; the first it can
+  // build is the pick the family offers (its default, compare's "cublaslt (pick)"): rank 0 here,
+  // though its description names the heuristic's own position, 1.
+  CHECK(search::library_rank(&f, p, picks[0], d) == 0);
+  CHECK(picks[0] == s.default_config());
+  CHECK_THAT(f.describe(p, picks[0]), Catch::Contains("heuristic rank 1"));
+  CHECK(search::library_rank(&f, p, picks[1], d) == 1);
+  std::optional<Config> outside;
+  for (uint64_t i = 0; i < s.raw_size() && !outside; ++i)
+    if (Config c = s.at(i); s.valid(c) && !in(picks, c)) outside = c;
+  REQUIRE(outside);
+  CHECK(search::library_rank(&f, p, *outside, d) == -1);
+  // A source family ranks nothing, whatever it suggests.
+  const Family& naive = test::plugins().get("naive");
+  Space ns = naive.space(p, d);
+  CHECK_FALSE(search::library_rank(&naive, p, ns.default_config(), d));
+  // A row the tuner stores: the rank as data; a replayed row (no plugin to ask) takes its
+  // recording's words, a measured one never does.
+  StoredRow r;
+  r.config = picks[1];
+  r.m.message = "cuBLASLt 13.1.0 algo 21; heuristic rank 0 (cuBLASLt's pick)";
+  search::note_rank(r, &f, p, d);
+  CHECK(r.heuristic_rank == 1);
+  search::note_rank(r, nullptr, p, d);
+  CHECK_FALSE(r.heuristic_rank);
+  r.replay = true;
+  search::note_rank(r, nullptr, p, d);
+  CHECK(r.heuristic_rank == 0);
 }
 
 TEST_CASE("tf32 inputs are refused with a 16-bit output, as cuBLASLt's type table has it (stand-in)",

@@ -28,7 +28,8 @@ step "cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log" || { cat "$work/install.log"; fail "install"; }
 for f in bin/gemmtune include/gemmtune_runtime.h include/gemmtune_runtime.hpp lib/libgemmtune_runtime.so \
          lib/libgemmtune_runtime.a lib/cmake/gemmtune/gemmtune-config.cmake lib/pkgconfig/gemmtune.pc \
-         lib/pkgconfig/gemmtune-static.pc share/gemmtune/configs/default_job.toml share/gemmtune/report.py; do
+         lib/pkgconfig/gemmtune-static.pc share/gemmtune/configs/default_job.toml share/gemmtune/report.py \
+         share/gemmtune/gemmtune_report/page.py; do
   [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
 echo "installed files present"

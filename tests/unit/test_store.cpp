@@ -34,10 +34,16 @@ using nlohmann::json;
 
 namespace {
 
-// SQL that turns this build's store back into schema v5's (no b_dtype and scale_mode, v6: the
-// winners' key loses them, which SQLite drops only by copying the table).
+// SQL that turns this build's store back into schema v8's (no config facts: params, params_from,
+// heuristic_rank and pick, v9).
+#define GT_TO_V8                                                                                                  \
+  "ALTER TABLE results DROP COLUMN params; ALTER TABLE results DROP COLUMN params_from; "                          \
+  "ALTER TABLE results DROP COLUMN heuristic_rank; ALTER TABLE results DROP COLUMN pick; "
+const char* kToV8 = GT_TO_V8;
+// ... back into schema v5's (no b_dtype and scale_mode, v6: the winners' key loses them, which
+// SQLite drops only by copying the table).
 #define GT_TO_V5                                                                                                  \
-  "DROP INDEX results_by_key; ALTER TABLE results DROP COLUMN b_dtype; ALTER TABLE results DROP COLUMN scale_mode; " \
+  GT_TO_V8 "DROP INDEX results_by_key; ALTER TABLE results DROP COLUMN b_dtype; ALTER TABLE results DROP COLUMN scale_mode; " \
   "CREATE INDEX results_by_key ON results (device_name, m, n, k, in_dtype, out_dtype, layout, align, family, "      \
   "config_hash, time_unix); "                                                                                      \
   "CREATE TABLE w5 (device_name TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, "       \
@@ -654,6 +660,120 @@ TEST_CASE("store: decisions are columns, and a v2 store is migrated to them in p
   CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));
 }
 
+// An integer column of one row, read with SQLite alone; "NULL" for NULL.
+std::string column_of(const fs::path& db, const std::string& col, int64_t id) {
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  const std::string sql = fmt::format("SELECT {} FROM results WHERE id = {}", col, id);
+  REQUIRE(sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const unsigned char* t = sqlite3_column_text(st, 0);
+  std::string v = t ? reinterpret_cast<const char*>(t) : "NULL";
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+TEST_CASE("store: a config's parameters and a library's rank are columns; a v8 store's come from its descriptions",
+          "[store]") {
+  test::TempDir tmp;
+  fs::path p = tmp.path / "facts.db";
+  // As gemmtune up to v8 wrote cuBLASLt's rows: the facts only in the description.
+  StoredRow pick = sample_row(Status::ok, "cublaslt", 1), ranked = sample_row(Status::ok, "cublaslt", 2),
+            outside = sample_row(Status::ok, "cublaslt", 3), plain = sample_row(Status::ok, "fam_a", 4);
+  pick.m.message = "finalist: re-timed; cuBLASLt 13.1.0 algo 66: tile 256x128, stages 64xauto, split-K 2 (reduction "
+                   "inplace), CTA swizzle off; heuristic rank 0 (cuBLASLt's pick), 3.88 waves";
+  ranked.m.message = "cuBLASLt 13.1.0 algo 55: tile 128x256, stages 8x3, split-K 1; heuristic rank 3, 1.29 waves";
+  outside.m.message = "cuBLASLt 13.1.0 algo 21; not among the heuristic's 8 picks";
+  plain.m.message = "finalist: re-timed";
+  {
+    Store s = Store::open(p);
+    for (StoredRow* r : {&pick, &ranked, &outside, &plain}) s.insert(*r);
+  }
+  raw_sql(p, std::string(kToV8) + "UPDATE meta SET value = '8' WHERE key = 'schema_version'");
+  const std::string v8_bytes = test::read_file(p);
+  const std::string pick_params = "algo=66,tile=256x128,stages=64xauto,split-K=2,reduction=inplace,CTA swizzle=off";
+  auto check_facts = [&](const std::vector<StoredRow>& rows) {
+    REQUIRE(rows.size() == 4);
+    CHECK(rows[0].params == pick_params);
+    CHECK(rows[0].params_from == "description");
+    CHECK(rows[0].heuristic_rank == 0);
+    CHECK(rows[0].pick());
+    CHECK(rows[1].params == "algo=55,tile=128x256,stages=8x3,split-K=1");
+    CHECK(rows[1].heuristic_rank == 3);
+    CHECK_FALSE(rows[1].pick());
+    CHECK(rows[2].params.empty());  // an algorithm without its attributes spells no config
+    CHECK(rows[2].params_from.empty());
+    CHECK(rows[2].heuristic_rank == -1);
+    CHECK(rows[3].params.empty());
+    CHECK_FALSE(rows[3].heuristic_rank);
+  };
+  SECTION("read-only, a v8 store reads its facts out of the descriptions, and is left as it was") {
+    check_facts(Store::open_readonly(p).rows());
+    CHECK(test::read_file(p) == v8_bytes);
+  }
+  SECTION("opened for writing, the step to v9 writes them into the columns once") {
+    {
+      Store rw = Store::open(p);
+      CHECK(schema_version(p) == std::to_string(kStoreSchemaVersion));  // through v9 (and any later step)
+      check_facts(rw.rows());
+    }
+    // The columns themselves, as SQL reads them: no description involved.
+    CHECK(column_of(p, "params", pick.id) == pick_params);
+    CHECK(column_of(p, "heuristic_rank", pick.id) == "0");
+    CHECK(column_of(p, "pick", pick.id) == "1");
+    CHECK(column_of(p, "heuristic_rank", ranked.id) == "3");
+    CHECK(column_of(p, "pick", ranked.id) == "0");
+    CHECK(column_of(p, "heuristic_rank", plain.id) == "NULL");
+    CHECK(column_of(p, "params_from", plain.id) == "");
+    // A v9 row's columns are the data: its words do not override them.
+    raw_sql(p, fmt::format("UPDATE results SET message = 'heuristic rank 0 (cuBLASLt''s pick)' WHERE id = {}", ranked.id));
+    auto again = Store::open_readonly(p).get(ranked.id);
+    REQUIRE(again);
+    CHECK(again->heuristic_rank == 3);
+  }
+  SECTION("a merge from a v8 store carries the facts its descriptions state") {
+    fs::path q = tmp.path / "merged.db";
+    Store out = Store::open(q);
+    out.merge_from(Store::open_readonly(p));
+    check_facts(out.rows());
+    CHECK(test::read_file(p) == v8_bytes);
+  }
+}
+
+TEST_CASE("store: new rows write their params and rank, and read them back as written", "[store]") {
+  test::TempDir tmp;
+  fs::path p = tmp.path / "new.db";
+  Store s = Store::open(p);
+  StoredRow lt = sample_row(Status::ok, "cublaslt", 1), src = sample_row(Status::ok, "fam_a", 2);
+  lt.params = "algo=66,tile=256x128,split_k=1";
+  lt.params_from = "space";
+  lt.heuristic_rank = 0;
+  lt.m.message = "no words about ranks here";
+  src.params = "bm=128,x=2,z=-1";
+  src.params_from = "space";
+  s.insert(lt);
+  s.insert(src);
+  auto a = s.get(lt.id), b = s.get(src.id);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->params == lt.params);
+  CHECK(a->params_from == "space");
+  CHECK(a->heuristic_rank == 0);
+  CHECK(a->pick());
+  CHECK(b->params == src.params);
+  CHECK_FALSE(b->heuristic_rank);
+  CHECK_FALSE(b->pick());
+  CHECK(column_of(p, "pick", lt.id) == "1");
+  CHECK(column_of(p, "heuristic_rank", src.id) == "NULL");
+  StoredRow j = json(*a).get<StoredRow>();  // and through JSON (--json, export)
+  CHECK(j.params == lt.params);
+  CHECK(j.heuristic_rank == 0);
+  CHECK(json(*a)["pick"] == true);
+  CHECK_FALSE(json(*b).get<StoredRow>().heuristic_rank);
+}
+
 TEST_CASE("store: files that are not stores are refused and left unchanged", "[store]") {
   test::TempDir tmp;
   auto refused = [](const fs::path& p, const std::string& phrase, bool readonly = false) {
@@ -869,7 +989,7 @@ TEST_CASE("store: files that are not stores are refused and left unchanged", "[s
       Store s = Store::open(p);
       s.insert(sample_row());
     }
-    raw_sql(p, "DROP TABLE validations; UPDATE meta SET value = '7' WHERE key = 'schema_version'");
+    raw_sql(p, std::string(kToV8) + "DROP TABLE validations; UPDATE meta SET value = '7' WHERE key = 'schema_version'");
     const std::string v7_bytes = test::read_file(p);
     CHECK(Store::open_readonly(p).validations().empty());
     CHECK(test::read_file(p) == v7_bytes);  // reading changes nothing

@@ -255,9 +255,12 @@ void measure_entries(CompareRun& run, const Problem& p, std::vector<Entry>& entr
       const std::string how = j < rt.notes.size() && !rt.notes[j].empty() ? " (" + rt.notes[j] + ")" : "";
       e.m.message = fmt::format("{}{}compare: timed interleaved with {} others {}{}", e.description,
                                 e.description.empty() ? "" : "; ", cands.size() - 1, describe(o.retime, rt.capped), how);
-      e.row = run.session.store().insert(search::measured_row(p, run.spaces(e.family, transformed_problem(p, e.transform)),
-                                                              e.config, e.m, run.prov(e.family, false), o.tune_id,
-                                                              meas.is_replay(), e.transform));
+      const Problem fp = transformed_problem(p, e.transform);
+      StoredRow row = search::measured_row(p, run.spaces(e.family, fp), e.config, e.m, run.prov(e.family, false),
+                                           o.tune_id, meas.is_replay(), e.transform);
+      search::note_rank(row, run.session.plugins() ? run.session.plugins()->find(e.family) : nullptr, fp,
+                        meas.device().limits);
+      e.row = run.session.store().insert(row);
     }
   }
   for (auto& e : entries)

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <optional>
 #include <random>
-#include <regex>
 #include <set>
 
 #include <unistd.h>
@@ -28,8 +27,6 @@ json num(double v) { return std::isfinite(v) ? json(v) : json(); }
 
 // ---------------------------------------------------------------------------------------
 // Parameters of a stored config, as an ordered list of [name, value text].
-
-std::optional<Params> from_description(const std::string& msg);
 
 Params split_assignments(const std::string& a) {
   Params out;
@@ -65,10 +62,12 @@ std::vector<std::string> name_tokens(const StoredRow& r) {
 // Resolves parameters through the family's own space (its names and labels), which needs
 // the plugin and, for library families, a GPU. Where that is not possible the canonical
 // name is split by the parameter names the store noted when the family was tuned
-// (Store::note_param_names); stores from before that are split by guess: a name is family_p1V1_p2V2..., so when it has one token per
-// parameter, the part all of the family's tokens at a position share is the parameter's
-// name and the rest its value; else the row's description where it spells them (cuBLASLt's
-// "algo N: tile 256x128, stages 8x3, ..."); else the parameters are numbered.
+// (Store::note_param_names), else the row's own params as its family's space spelled them when
+// it was measured (schema v9). Stores from before that are split by guess: a name is
+// family_p1V1_p2V2..., so when it has one token per parameter, the part all of the family's
+// tokens at a position share is the parameter's name and the rest its value; else the params
+// the store read out of the row's description (cuBLASLt's "algo N: tile 256x128, stages 8x3,
+// ...", legacy_description.hpp); else the parameters are numbered.
 class ParamResolver {
  public:
   ParamResolver(const PluginSource* plugins, bool use_plugins, const std::map<std::string, std::vector<std::string>>& noted)
@@ -84,6 +83,7 @@ class ParamResolver {
     if (auto p = from_plugin(r)) return {*p, "plugin"};
     if (auto it = noted_.find(r.family + "|" + r.prov.family_version); it != noted_.end())
       if (auto a = assignments_from_name(r.config_name, r.family, it->second)) return {split_assignments(*a), "store"};
+    if (r.params_from == "space" && !r.params.empty()) return {split_assignments(r.params), "row"};
     auto t = name_tokens(r);
     Params out;
     if (!r.config.empty() && t.size() == r.config.size()) {
@@ -94,7 +94,7 @@ class ParamResolver {
       }
       return {out, "name"};
     }
-    if (auto d = from_description(r.m.message)) return {*d, "description"};
+    if (r.params_from == "description" && !r.params.empty()) return {split_assignments(r.params), "description"};
     for (size_t i = 0; i < r.config.size(); ++i) out.emplace_back(fmt::format("p{}", i), std::to_string(r.config[i]));
     return {out, "index"};
   }
@@ -174,47 +174,6 @@ class ParamResolver {
   std::map<std::string, std::vector<std::string>> names_;
 };
 
-// A library family's parameters where its space needs a GPU: cuBLASLt describes its configs
-// as "... algo 55: tile 256x128, stages 8x3, split-K 1, CTA swizzle off, ..." (the message of
-// every row it measured). Each item is a name and a value: the value starts at the first
-// word that starts with a digit, else it is the last word.
-std::optional<Params> from_description(const std::string& msg) {
-  static const std::regex head(R"((?:^|[\s;])algo (\d+): )");
-  std::smatch m;
-  if (!std::regex_search(msg, m, head)) return std::nullopt;
-  Params out{{"algo", m[1].str()}};
-  std::string rest = msg.substr(size_t(m.position(0) + m.length(0)));
-  rest = rest.substr(0, rest.find(';'));
-  size_t i = 0;
-  while (i < rest.size()) {
-    size_t comma = rest.find(", ", i);
-    std::string item = rest.substr(i, comma == std::string::npos ? std::string::npos : comma - i);
-    i = comma == std::string::npos ? rest.size() : comma + 2;
-    std::vector<std::string> words;
-    std::istringstream ws(item);
-    for (std::string w; ws >> w;) words.push_back(w);
-    if (words.size() < 2) return std::nullopt;
-    size_t v = words.size() - 1;
-    for (size_t j = 1; j < words.size(); ++j)
-      if (std::isdigit(static_cast<unsigned char>(words[j][0]))) {
-        v = j;
-        break;
-      }
-    std::string name, value;
-    for (size_t j = 0; j < words.size(); ++j) (j < v ? name : value) += (j == 0 || j == v ? "" : " ") + words[j];
-    // "split-K 4 (reduction inplace)": a second parameter in parentheses.
-    std::string inner;
-    if (size_t open = value.find(" ("); open != std::string::npos && value.back() == ')') {
-      inner = value.substr(open + 2, value.size() - open - 3);
-      value.resize(open);
-    }
-    out.emplace_back(name, value);
-    if (size_t sp = inner.rfind(' '); sp != std::string::npos) out.emplace_back(inner.substr(0, sp), inner.substr(sp + 1));
-  }
-  if (out.size() < 3) return std::nullopt;
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------
 
 // `kind`: the input types and, for FP8, the scale mode ("bf16", "e4m3:e5m2 row"): what the
@@ -234,8 +193,6 @@ json problem_fields(const Problem& p) {
           {"layout", to_string(p.layout)},
           {"align", p.align}};
 }
-
-bool is_pick_message(const std::string& msg) { return msg.find("(cuBLASLt's pick)") != std::string::npos; }
 
 json limits_json(const std::string& arch) {
   try {
@@ -390,6 +347,7 @@ json measurement_json(const StoredRow& r, ParamResolver& params, bool pick) {
             {"tune_id", r.tune_id},
             {"time_utc", r.time_utc},
             {"description", r.m.message},
+            {"heuristic_rank", r.heuristic_rank ? json(*r.heuristic_rank) : json()},
             {"pick", pick}});
   return m;
 }
@@ -399,14 +357,14 @@ RowsJson rows_json(const StoreContents& c, const PluginSource* plugins) {
   ParamResolver params(plugins, plugins != nullptr, c.param_names);
   for (auto& r : c.rows)
     if (r.m.status == Status::ok) params.observe(r);
-  // The cuBLASLt pick: the plugin's description says so where it was measured; other rows of
-  // that config for the same key (compare's re-timings) are the pick too. A transformed row marked
-  // so is the pick for the transformed problem (cuBLASLt's pick for the padded one): its
-  // `transform` tells them apart (report.py keeps the plain pick as the problem's pick).
+  // The library's pick: the row's heuristic rank (0) says so where it was known; other rows of
+  // that config for the same key (a replay's re-timings, which nobody ranked) are the pick too. A
+  // transformed row marked so is the pick for the transformed problem (cuBLASLt's pick for the
+  // padded one): its `transform` tells them apart (report.py keeps the plain pick as the problem's pick).
   std::set<std::string> pick_names;  // device|key|config_name
   auto key_of = [](const StoredRow& r) { return r.prov.device_name + "|" + r.problem.key(); };
   for (auto& r : c.rows)
-    if (r.m.status == Status::ok && is_pick_message(r.m.message)) pick_names.insert(key_of(r) + "|" + r.config_name);
+    if (r.m.status == Status::ok && r.pick()) pick_names.insert(key_of(r) + "|" + r.config_name);
   RowsJson out;
   std::map<std::string, std::map<std::string, int64_t>> by_status;  // family -> status -> count
   std::map<std::string, std::string> first_message;                 // family|status -> message

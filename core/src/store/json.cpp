@@ -91,6 +91,10 @@ void to_json(nlohmann::json& j, const StoredRow& r) {
        {"config_name", r.config_name},
        {"config_hash", r.config_hash},
        {"transform", to_string(r.transform)},
+       {"params", r.params},
+       {"params_from", r.params_from},
+       {"heuristic_rank", r.heuristic_rank ? nlohmann::json(*r.heuristic_rank) : nlohmann::json()},
+       {"pick", r.pick()},
        {"measurement", r.m},
        {"tflops", num(r.tflops())},
        {"provenance", r.prov},
@@ -110,6 +114,9 @@ void from_json(const nlohmann::json& j, StoredRow& r) {
   r.config_name = j.value("config_name", "");
   r.config_hash = j.value("config_hash", "");
   r.transform = parse_transform(j.value("transform", std::string("none")), "row transform");
+  r.params = j.value("params", "");
+  r.params_from = j.value("params_from", "");
+  if (auto it = j.find("heuristic_rank"); it != j.end() && !it->is_null()) r.heuristic_rank = it->get<int32_t>();
   r.m = j.at("measurement").get<Measurement>();
   r.prov = j.at("provenance").get<Provenance>();
   if (r.prov.device_name.empty()) r.prov.device_name = j.value("device_name", "");

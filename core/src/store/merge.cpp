@@ -41,7 +41,7 @@ int64_t Store::merge_from(const Store& other) {
     Stmt src(other.impl_->db, "SELECT " + column_list(other.impl_->version) + " FROM results ORDER BY id");
     Stmt dst(db, insert_sql(true));
     while (src.step()) {
-      StoredRow r = read_row(src.get());
+      StoredRow r = read_row(src.get(), other.impl_->version);
       dst.reset();
       Binder b{dst.get()};
       row_fields(b, std::as_const(r));

@@ -139,7 +139,7 @@ std::vector<StoredRow> Store::best(const RowFilter& f, bool per_family) const {
   Stmt st(impl_->db, sql);
   w.bind(st.get());
   std::vector<StoredRow> out;
-  while (st.step()) out.push_back(read_row(st.get()));
+  while (st.step()) out.push_back(read_row(st.get(), impl_->version));
   std::sort(out.begin(), out.end(), [](const StoredRow& a, const StoredRow& b) {
     auto ka = a.key(), kb = b.key();
     return std::tie(ka, a.family) < std::tie(kb, b.family);

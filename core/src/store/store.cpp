@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -315,9 +316,9 @@ void add_fp8_key(sqlite3* db) {
 // table of the new shape; winners, which refers to it, is set aside first (with foreign keys on,
 // the old results could not be dropped under it) and copied back with the new key.
 void add_constant_key(sqlite3* db) {
-  std::string names;
+  std::string names;  // v6's columns: `constant` and the columns of later versions take their defaults
   for (auto& [name, type] : result_columns())
-    if (name != "constant") names += ", " + name;
+    if (column_since(name) < 7) names += ", " + name;
   std::string decisions;
   for (auto& [name, type] : decision_columns()) decisions += ", " + name;
   exec(db, "CREATE TABLE winners_before_v7 AS SELECT * FROM winners");
@@ -341,10 +342,43 @@ void add_constant_key(sqlite3* db) {
 // v7 -> v8: validate's timings, in a table of their own; an older store has none.
 void add_validations(sqlite3* db) { exec(db, kValidationsDdl); }
 
+// v8 -> v9: a config's parameters and a library's ranking of it as columns. Up to v8 they were
+// words in the description cuBLASLt gave its rows; they are read out of it here, once
+// (legacy_description.hpp), so that an older row reads as it did. A store that passed through
+// the step to v7 has the columns already (that step makes today's table).
+void add_config_facts(sqlite3* db) {
+  std::set<std::string> have;
+  {
+    Stmt st(db, "PRAGMA table_info(results)");
+    while (st.step()) have.insert(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 1)));
+  }
+  for (auto& [name, type] : result_columns())
+    if (column_since(name) == 9 && !have.count(name))
+      exec(db, fmt::format("ALTER TABLE results ADD COLUMN {} {}", name, type));
+  Stmt read(db, "SELECT id, message FROM results WHERE message <> ''");
+  Stmt write(db, "UPDATE results SET params = ?, params_from = ?, heuristic_rank = ?, pick = ? WHERE id = ?");
+  while (read.step()) {
+    StoredRow r;
+    const unsigned char* text = sqlite3_column_text(read.get(), 1);
+    r.m.message.assign(reinterpret_cast<const char*>(text), size_t(sqlite3_column_bytes(read.get(), 1)));
+    fill_from_description(r);
+    if (r.params.empty() && !r.heuristic_rank) continue;
+    write.reset();
+    Binder b{write.get()};
+    b.text("params", r.params);
+    b.text("params_from", r.params_from);
+    b.rank("heuristic_rank", r.heuristic_rank);
+    b.computed_flag("pick", r.pick());
+    b.integer("id", int64_t(sqlite3_column_int64(read.get(), 0)));
+    write.step();
+  }
+}
+
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {{2, add_time_center}, {3, add_decision_columns}, {4, add_build_hash},
                                                {5, add_transform},   {6, add_fp8_key},
-                                               {7, add_constant_key}, {8, add_validations}};
+                                               {7, add_constant_key}, {8, add_validations},
+                                               {9, add_config_facts}};
   return steps;
 }
 

@@ -19,7 +19,9 @@
 //                             replay, the key (device_name m n k in_dtype out_dtype layout
 //                             align) + lda/ldb/ldc, family, config (JSON array), config_name,
 //                             config_hash, transform (v5: none, pad, swap, pad+swap; a
-//                             transformed config's name and hash include it), the
+//                             transformed config's name and hash include it), params and
+//                             params_from (v9: the config's "name=value,..." and who spelled
+//                             them), heuristic_rank and pick (v9: a library's ranking), the
 //                             Measurement's fields as columns (status,
 //                             message, quick, time_* in µs, err_*, sensors, resources, ...),
 //                             tflops (NULL unless ok), and every Provenance field plus its
@@ -59,9 +61,12 @@ namespace gt {
 // v7: `constant` in the key of results and winners (the operands a program declares constant:
 // '', 'a', 'b', 'a,b'; '' before), and results.transform takes 'round'.
 // v8: the table `validations` (gemmtune validate's timings of transfers; an older store has none).
+// v9: results.params, params_from, heuristic_rank and pick: a config's parameters and a library's
+// ranking of it as data (before, they were only words in the row's description; the step to v9
+// reads them out of it once, and a read-only older store is read the same way).
 // A store of an older schema is upgraded when opened for writing (store.cpp, `migrations()`:
 // one step per version, in order), and read as it is when opened read-only.
-inline constexpr int kStoreSchemaVersion = 8;
+inline constexpr int kStoreSchemaVersion = 9;
 
 // A write to the store that did not happen (a full disk, a lock held past the busy timeout, an
 // I/O error): the message names the store and SQLite's reason. It is never a reason to go on
@@ -104,6 +109,15 @@ struct StoredRow {
   std::string config_name;  // transformed_name(the family's name, transform)
   std::string config_hash;  // hex64 of transformed_hash(Space::hash, transform)
   Transform transform = Transform::none;  // the problem is `problem`; the family ran its transform
+  // The config's parameters, "name=value,..." (schema v9), so that a reader names them without the
+  // plugin; "" where unknown. params_from says who spelled them: "space" (the family's space, when
+  // the row was measured), "description" (read out of an older row's description: cuBLASLt's
+  // words, "tile=256x128,CTA swizzle=off,..."), "" (nobody).
+  std::string params, params_from;
+  // A library family's own ranking of the config for the problem it ran (schema v9): its position
+  // among the family's suggestions (cuBLASLt: its heuristic's picks, best first), 0 being the
+  // library's pick; -1: not among them; nullopt: not known (a source family, or no way to ask).
+  std::optional<int32_t> heuristic_rank;
   Measurement m;
   Provenance prov;          // prov.device_name is the key's device
   std::string fingerprint;  // as stored: prov.fingerprint() when it was inserted
@@ -111,6 +125,8 @@ struct StoredRow {
   ResultKey key() const { return ResultKey::of(prov.device_name, problem); }
   // TFLOP/s of an ok row, NaN otherwise.
   double tflops() const { return m.tflops(problem.flops()); }
+  // The library's pick for the problem (cuBLASLt's choice): its rank 0.
+  bool pick() const { return heuristic_rank == 0; }
 };
 
 // One timing of `gemmtune validate`: a neighbour entry's answer at an entry's shape against the

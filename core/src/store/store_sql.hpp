@@ -5,6 +5,7 @@
 #pragma once
 
 #include "store/store.hpp"
+#include "store/legacy_description.hpp"
 
 #include "base/errors.hpp"
 
@@ -111,6 +112,12 @@ struct Namer {
   void constant(const char* n, const int32_t&) {
     cols.emplace_back(n, fmt::format("TEXT NOT NULL DEFAULT '' CHECK ({} IN ('', 'a', 'b', 'a,b'))", n));
   }
+  // Columns added after the table's first version need a default for the rows before them.
+  void text_or_empty(const char* n, const std::string&) { cols.emplace_back(n, "TEXT NOT NULL DEFAULT ''"); }
+  void rank(const char* n, const std::optional<int32_t>&) { cols.emplace_back(n, "INTEGER"); }  // NULL: unknown
+  void computed_flag(const char* n, bool) {
+    cols.emplace_back(n, fmt::format("INTEGER NOT NULL DEFAULT 0 CHECK ({} IN (0, 1))", n));
+  }
 };
 
 struct Binder {
@@ -137,6 +144,12 @@ struct Binder {
   void center(const char* n, const Center& v) { text(n, to_string(v)); }
   void transform(const char* n, const Transform& v) { text(n, to_string(v)); }
   void constant(const char* n, const int32_t& v) { text(n, constant_text(v)); }
+  void text_or_empty(const char* n, const std::string& v) { text(n, v); }
+  void rank(const char*, const std::optional<int32_t>& v) {
+    if (v) sqlite3_bind_int64(s, i++, *v);
+    else sqlite3_bind_null(s, i++);
+  }
+  void computed_flag(const char*, bool v) { sqlite3_bind_int(s, i++, v ? 1 : 0); }
 };
 
 struct Reader {
@@ -175,6 +188,13 @@ struct Reader {
   void center(const char*, Center& v) { v = str() == "mean" ? Center::mean : Center::median; }
   void transform(const char*, Transform& v) { v = parse_transform(str(), "stored transform"); }
   void constant(const char*, int32_t& v) { v = parse_constant(str(), "stored constant"); }
+  void text_or_empty(const char* n, std::string& v) { text(n, v); }
+  void rank(const char*, std::optional<int32_t>& v) {
+    if (sqlite3_column_type(s, i) == SQLITE_NULL) v.reset();
+    else v = int32_t(sqlite3_column_int64(s, i));
+    ++i;
+  }
+  void computed_flag(const char*, bool) { ++i; }
 };
 
 // Every column of `results` but the id, in order. R is StoredRow or const StoredRow.
@@ -206,6 +226,10 @@ void row_fields(IO& io, R& r) {
   io.text("config_name", r.config_name);
   io.text("config_hash", r.config_hash);
   io.transform("transform", r.transform);  // schema v5
+  io.text_or_empty("params", r.params);            // schema v9
+  io.text_or_empty("params_from", r.params_from);  // schema v9
+  io.rank("heuristic_rank", r.heuristic_rank);     // schema v9
+  io.computed_flag("pick", r.pick());              // schema v9: for SQL readers; recomputed from the rank on read
   // The measurement.
   io.status("status", r.m.status);
   io.text("message", r.m.message);
@@ -305,8 +329,23 @@ inline std::string column_list(int version = kStoreSchemaVersion) {
          : version < 6 && name == "b_dtype"    ? ", in_dtype AS b_dtype"
          : version < 6 && name == "scale_mode" ? ", 'none' AS scale_mode"
          : version < 7 && name == "constant"   ? ", '' AS constant"
+         : version < 9 && name == "params"     ? ", '' AS params"
+         : version < 9 && name == "params_from" ? ", '' AS params_from"
+         : version < 9 && name == "heuristic_rank" ? ", NULL AS heuristic_rank"
+         : version < 9 && name == "pick"       ? ", 0 AS pick"
                                                : ", " + name;
   return s;
+}
+
+// The schema version that added a column of `results` (1: it was there from the start).
+inline int column_since(const std::string& name) {
+  if (name == "time_center") return 2;
+  if (name == "build_hash") return 4;
+  if (name == "transform") return 5;
+  if (name == "b_dtype" || name == "scale_mode") return 6;
+  if (name == "constant") return 7;
+  if (name == "params" || name == "params_from" || name == "heuristic_rank" || name == "pick") return 9;
+  return 1;
 }
 
 inline std::string results_ddl() {
@@ -325,12 +364,15 @@ inline std::string insert_sql(bool or_ignore) {
   return fmt::format("INSERT {}INTO results ({}) VALUES ({})", or_ignore ? "OR IGNORE " : "", names, marks);
 }
 
-inline StoredRow read_row(sqlite3_stmt* s) {
+// A row SELECTed with column_list(version). A row of a store before v9 (read-only, or a merge's
+// input) gets its parameters and rank from its description, as the step to v9 would give them.
+inline StoredRow read_row(sqlite3_stmt* s, int version) {
   StoredRow r;
   r.id = sqlite3_column_int64(s, 0);
   Reader rd{s, 1};
   row_fields(rd, r);
   r.prov.family = r.family;
+  if (version < 9) fill_from_description(r);
   return r;
 }
 
@@ -493,7 +535,7 @@ struct Store::Impl {
     store_sql::Stmt st(db, "SELECT " + store_sql::column_list(version) + " FROM results" + w.sql() + tail);
     w.bind(st.get());
     std::vector<StoredRow> out;
-    while (st.step()) out.push_back(store_sql::read_row(st.get()));
+    while (st.step()) out.push_back(store_sql::read_row(st.get(), version));
     return out;
   }
   // The row a tune may reuse for `f` (a key, family, config hash, fingerprint, replay or not):
