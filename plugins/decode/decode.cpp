@@ -262,7 +262,7 @@ gt_status describe_config(const gt_problem* p, const int64_t* c, int32_t n, char
 
 const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
-      "decode", "1.1",
+      "decode", "1.2",
       "streams B once at the memory's bandwidth for M up to 16 (LLM decode): TMA or cp.async into a shared-memory ring, "
       "split-K by an even share of B per CTA, partial tiles added by the last CTA, mma.m16n8k16",
       k_decode, space_with_default<param_defs, choose_default>, describe_config);

@@ -371,13 +371,52 @@ __device__ __forceinline__ long long owner(long long s, long long T, long long P
 
 // Split tiles: the workspace holds a counter per (tile, consumer warp), then two fp32 slots
 // per CTA (0: its first tile, 1: its last), each the consumer threads' partial sums in
-// register order ([warp][register][lane], so the stores coalesce). Every contributor but the
-// last writes its slot and counts itself; the last adds all contributors' sums in CTA order
-// and writes C, then resets the counter (the workspace is zeroed once).
+// register order ([warp][register][lane], so the stores coalesce). Every contributor writes
+// its slot when its part of the tile ends and counts itself in after its range's last block;
+// the last adds all contributors' sums in CTA order and writes C, then resets the counter (the
+// workspace is zeroed once).
 __device__ __forceinline__ float* slot_of(void* ws, int tiles, long long cta, int which, int cw) {
   int* counters = static_cast<int*>(ws);
   float* slots = reinterpret_cast<float*>(counters + ((tiles * CONSUMER_WARPS + 63) / 64) * 64);
   return slots + ((cta * 2 + which) * CONSUMER_WARPS + cw) * (PARTIAL * 32);
+}
+
+__device__ __forceinline__ void write_slot(float* slot, const float (&d)[NT][MT][4], int lane) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int jt = 0; jt < MT; ++jt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) slot[((nt * MT + jt) * 4 + e) * 32 + lane] = d[nt][jt][e];
+}
+
+// A consumer warp's count into split tile `tile` (its slot written and fenced before); the
+// last of the tile's contributors adds every contributor's slot in CTA order (the same bits,
+// whoever is last), writes C and resets the counter for the next launch. The slots' loads of
+// four contributors are in flight at once (unrolled), not one L2 round trip each.
+__device__ __forceinline__ void finish_split_tile(out_t* __restrict__ C, int M, int N, int ldc, void* ws, int tiles,
+                                               int kblocks, long long T, long long P, int tile, int cw, int lane,
+                                               int g, int q) {
+  const long long tb0 = (long long)tile * kblocks;
+  const long long ca = owner(tb0, T, P), cb = owner(tb0 + kblocks - 1, T, P);
+  int* counter = static_cast<int*>(ws) + tile * CONSUMER_WARPS + cw;
+  int last = 0;
+  if (lane == 0) last = atomicAdd(counter, 1) == int(cb - ca);
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  __threadfence();
+  float sum[NT][MT][4] = {};
+#pragma unroll 4
+  for (long long c = ca; c <= cb; ++c) {
+    const float* part = slot_of(ws, tiles, c, tile == int(first_block(c, T, P) / kblocks) ? 0 : 1, cw);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int jt = 0; jt < MT; ++jt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sum[nt][jt][e] += __ldcg(part + ((nt * MT + jt) * 4 + e) * 32 + lane);
+  }
+  if (lane == 0) *counter = 0;
+  store_c(C, M, N, ldc, sum, tile * BN + cw * WARP_N, g, q);
 }
 
 // ---- the kernel ----
@@ -485,6 +524,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
 #pragma unroll
       for (int e = 0; e < 4; ++e) d[nt][jt][e] = 0.f;
 
+  // The split tiles this CTA has a part of (-1: none): its first, and its last (scalars, not an
+  // array indexed at run time, which would live in local memory).
+  int split_first = -1, split_last = -1;
   for (long long s = s0; s < s1; ++s) {
     // The activations first: their loads run while the stage's copies land.
     const int k0 = kb * BK;
@@ -511,51 +553,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
 
     if (kb == kblocks - 1 || s == s1 - 1) {
       // The end of this CTA's part of the tile.
-      const long long tb0 = (long long)tile * kblocks, tb1 = tb0 + kblocks;
       const int n0 = tile * BN + cw * WARP_N;
 #if FP8
       scale_sums(d, scales, M, N, n0, g, q);
 #endif
-      if (tb0 >= s0 && tb1 <= s1) {
+      const long long tb0 = (long long)tile * kblocks;
+      if (tb0 >= s0 && tb0 + kblocks <= s1) {
         store_c(C, M, N, ldc, d, n0, g, q);  // the whole tile's K was ours
       } else {
-        // Every contributor's sums go to its slot, the last one's too, so that the last can add
-        // them all in CTA order (deterministic, whoever is last) into d itself.
-        float* mine = slot_of(workspace, tiles, cta, tile == first_tile ? 0 : 1, cw);
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) mine[((nt * MT + jt) * 4 + e) * 32 + lane] = d[nt][jt][e];
-        __threadfence();
-        __syncwarp();
-        const long long ca = owner(tb0, T, P), cb = owner(tb1 - 1, T, P);
-        int* counter = static_cast<int*>(workspace) + tile * CONSUMER_WARPS + cw;
-        int last = 0;
-        if (lane == 0) last = atomicAdd(counter, 1) == int(cb - ca);
-        last = __shfl_sync(0xffffffffu, last, 0);
-        if (last) {
-          __threadfence();
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) d[nt][jt][e] = 0.f;
-          for (long long c = ca; c <= cb; ++c) {
-            const int which = tile == int(first_block(c, T, P) / kblocks) ? 0 : 1;
-            const float* part = slot_of(workspace, tiles, c, which, cw);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-              for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) d[nt][jt][e] += __ldcg(part + ((nt * MT + jt) * 4 + e) * 32 + lane);
-          }
-          if (lane == 0) *counter = 0;  // ready for the next launch
-          store_c(C, M, N, ldc, d, n0, g, q);
-        }
+        // A split tile: the sums go to this CTA's slot now (stores, nothing waited for); they are
+        // counted in after the range's last block, so that the stream does not stop at a tile
+        // boundary for a fence and an atomic's round trip.
+        const bool first = tile == first_tile;
+        write_slot(slot_of(workspace, tiles, cta, first ? 0 : 1, cw), d, lane);
+        (first ? split_first : split_last) = tile;
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -565,5 +576,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
           for (int e = 0; e < 4; ++e) d[nt][jt][e] = 0.f;
     }
     if (++kb == kblocks) kb = 0, ++tile;
+  }
+
+  if (split_first >= 0 || split_last >= 0) {
+    __threadfence();  // this warp's slots are visible before its counts are
+    __syncwarp();
+#pragma unroll
+    for (int which = 0; which < 2; ++which) {
+      const int t = which == 0 ? split_first : split_last;
+      if (t >= 0) finish_split_tile(C, M, N, ldc, workspace, tiles, kblocks, T, P, t, cw, lane, g, q);
+    }
   }
 }

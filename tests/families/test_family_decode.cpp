@@ -181,6 +181,7 @@ TEST_CASE("decode FP8: the default and suggestions compile for sm_90a with bulk 
     REQUIRE(j.result.ok);
     CHECK(j.result.res.spill_stores == 0);
     CHECK(j.result.res.spill_loads == 0);
+    CHECK(j.result.res.stack_bytes == 0);  // no local memory (an array indexed at run time would be)
     const std::string sass = test::sass_of(j.result.cubin, tool);
     // sm_90 runs the 8-bit mma.sync as 16-bit HMMA after a conversion (sm_89's is QMMA).
     CHECK_THAT(sass, Catch::Contains("HMMA.16816.F32") || Catch::Contains("QMMA"));
