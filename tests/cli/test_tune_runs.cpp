@@ -119,6 +119,28 @@ TEST_CASE("a write to the store that fails stops the tune with exit 1 and leaves
   for (auto& w : s.winners()) CHECK(s.get(w.row_id));
 }
 
+TEST_CASE("a store that cannot be created on a full disk: exit 1 naming it, nothing left behind",
+          "[reliability][replay][store]") {
+  Cli c;
+  const fs::path rec = test::source_dir() / "tests" / "data" / "replay" / "register_tile_f32_2048x2048x2048.json";
+  // No file of the process may grow at all (RLIMIT_FSIZE 0, SIGXFSZ ignored): SQLite's first
+  // write into the new store fails as on a full disk.
+  const std::string full = "bash -c \"trap '' XFSZ; ulimit -f 0; exec " + c.bin + " tune --replay " +
+                           test::shell_quote(rec) + " --budget 3";
+  auto r = test::run_command(full + "\"");
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains(c.db.string() + ": cannot create the store"));
+  CHECK_FALSE(fs::exists(c.db));  // the empty file SQLite made is gone
+  // The same with stderr itself on the full disk: the message cannot be written, and the exit
+  // code still says what happened (it was an abort: the failed write threw).
+  const fs::path err = c.tmp.path / "stderr.txt";
+  r = test::run_command(full + " 2>" + test::shell_quote(err) + "\"");
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK_FALSE(fs::exists(c.db));
+}
+
 TEST_CASE("a repeated tune with the same seed proposes the same configs and measures nothing new",
           "[reliability][replay][search]") {
   Cli c;

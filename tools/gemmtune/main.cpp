@@ -5,6 +5,18 @@
 #include <algorithm>
 #include <iostream>
 
+namespace {
+// An error's lines on stderr. A stderr that cannot be written (redirected to a full disk) must
+// not turn the exit code into an abort: fmt throws when the write fails.
+template <class... T>
+void say(fmt::format_string<T...> f, T&&... args) noexcept {
+  try {
+    fmt::print(stderr, f, std::forward<T>(args)...);
+  } catch (...) {
+  }
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace gt;
   using namespace gt::cli;
@@ -51,7 +63,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // The same prefix as every other error, so that scripts and people find it one way.
-    fmt::print(stderr, "gemmtune: error: {}\nRun with --help for more information.\n", e.what());
+    say("gemmtune: error: {}\nRun with --help for more information.\n", e.what());
     return 2;
   }
   const Command* chosen = nullptr;
@@ -62,13 +74,13 @@ int main(int argc, char** argv) {
     check_environment(g);
     return chosen->run();
   } catch (const InputError& e) {
-    fmt::print(stderr, "gemmtune: error: {}\n", e.what());
+    say("gemmtune: error: {}\n", e.what());
     return 2;
   } catch (const NoGpuError& e) {
-    fmt::print(stderr, "gemmtune: {}\n{}\n", e.what(), no_gpu_hint(chosen->app->get_name()));
+    say("gemmtune: {}\n{}\n", e.what(), no_gpu_hint(chosen->app->get_name()));
     return 3;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "gemmtune: failed: {}\n", e.what());
+    say("gemmtune: failed: {}\n", e.what());
     return 1;
   }
 }

@@ -418,6 +418,19 @@ std::string immutable_uri(const fs::path& file) {
 
 }  // namespace
 
+// A store this call set out to create and could not (a full disk): the empty file SQLite made is
+// removed, so that the failure leaves nothing behind. Only while it is still empty with no log
+// that holds anything: another process creating the same store at once keeps its work.
+static void remove_unborn_store(sqlite3*& db, const fs::path& file) {
+  sqlite3_close_v2(db);
+  db = nullptr;
+  std::error_code ec;
+  const fs::path wal = file.string() + "-wal";
+  if (fs::file_size(file, ec) != 0 || ec) return;
+  if (fs::exists(wal, ec) && fs::file_size(wal, ec) != 0) return;
+  for (const char* suffix : {"-wal", "-shm", "-journal", ""}) fs::remove(file.string() + suffix, ec);
+}
+
 std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonly) {
   std::error_code ec;
   if (fs::is_directory(file, ec))
@@ -479,6 +492,7 @@ std::unique_ptr<Store::Impl> Store::open_impl(const fs::path& file, bool readonl
     migrate(impl->db, file, impl->version);
     exec(impl->db, kRoofsDdl);
   } catch (const RuntimeFailure& e) {
+    if (!existed) remove_unborn_store(impl->db, file);
     // SQLite's words ("database or disk is full") do not say which file: the message does.
     const std::string what = e.what();
     if (what.find(file.string()) != std::string::npos) throw;
