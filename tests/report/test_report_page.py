@@ -73,3 +73,23 @@ def test_a_familys_result_is_the_winners_table_number():
     # Without a recorded winner, the fastest measured config.
     data["winners"] = []
     assert Model(data).family_result(GPU, KEY, "wmma")["id"] == 2
+
+
+def test_a_page_that_cannot_be_written_leaves_no_half_page(tmp_path):
+    """A full disk while the page is written (RLIMIT_FSIZE below the page's size, SIGXFSZ ignored, as
+    ENOSPC would): exit 1 naming index.html, the data file kept, and no partial page left behind."""
+    import json
+    import resource
+    import signal
+    import subprocess
+    (tmp_path / "data.json").write_text(json.dumps(ladder_data()))
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "report.py")
+
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    r = subprocess.run([sys.executable, script, str(tmp_path)], preexec_fn=small_disk, capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "cannot write" in r.stderr and "index.html" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.json"]

@@ -82,8 +82,15 @@ def main(argv):
         return 2
     page = build(data)
     tmp = os.path.join(out_dir, ".index.html.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(page)
-    os.replace(tmp, os.path.join(out_dir, "index.html"))
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(page)
+        os.replace(tmp, os.path.join(out_dir, "index.html"))
+    except OSError as e:
+        # A full disk: no half-written page is left beside the data it was made from.
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        sys.stderr.write(f"report.py: cannot write {os.path.join(out_dir, 'index.html')}: {e}\n")
+        return 1
     print(f"wrote {os.path.join(out_dir, 'index.html')} ({len(page) // 1024} KiB)", file=sys.stderr)
     return 0
