@@ -39,6 +39,8 @@ void write_file(const std::filesystem::path& p, const std::string& bytes);  // m
 // "" when neither has it. sass_of: a cubin's SASS through it, one instruction a line.
 std::string cuobjdump();
 std::string sass_of(const std::string& cubin, const std::string& tool);
+// cuobjdump's path, REQUIREd (a SASS test cannot run without it), with how to install it.
+std::string require_cuobjdump();
 
 // A path (or any word) quoted for the shell: '...', a ' inside written '\''.
 std::string shell_quote(const std::filesystem::path& p);
@@ -88,6 +90,9 @@ bool says(const std::optional<Refused>& why, const std::string& words);
 
 // The value of a define the family's build passes NVRTC (-DNAME=value), "" when none.
 std::string define_of(const KernelSpec& k, const std::string& name);
+// A measurement's statistics for a stand-in GPU: 20 samples, every one `us`, a ±0.1 % interval.
+Stats flat_stats(double us);
+
 // An FP8 problem as torch._scaled_mm takes it: A stored M x K, B stored N x K (layout nt).
 Problem fp8_problem(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out = DType::bf16,
                     DType a = DType::e4m3, DType b = DType::e4m3);
@@ -117,6 +122,9 @@ class CompileSample {
     CompileResult result;
   };
   std::vector<Done> results();  // every queued compile, in order, once all have finished
+  // REQUIREs a compile to have succeeded and CHECKs it uses no local memory: no spill stores
+  // or loads, no stack frame.
+  static void check_no_local_memory(const Done& j);
   // Queues every `step`-th valid config of the family's space for (p, arch) from `offset` on,
   // REQUIREs that there is one and that none is refused.
   void add_every_kth(const Problem& p, const std::string& arch, uint64_t step, uint64_t offset);

@@ -92,6 +92,13 @@ std::string cuobjdump() {
   return "";
 }
 
+std::string require_cuobjdump() {
+  const std::string tool = cuobjdump();
+  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
+  REQUIRE_FALSE(tool.empty());
+  return tool;
+}
+
 std::string sass_of(const std::string& cubin, const std::string& tool) {
   TempDir tmp;
   auto file = tmp.path / "k.cubin";
@@ -168,6 +175,15 @@ std::string define_of(const KernelSpec& k, const std::string& name) {
   return "";
 }
 
+Stats flat_stats(double us) {
+  Stats s;
+  s.count = 20;
+  s.median = s.mean = s.min = s.max = s.p10 = s.p90 = us;
+  s.ci_low = us * 0.999;
+  s.ci_high = us * 1.001;
+  return s;
+}
+
 Problem fp8_problem(int64_t m, int64_t n, int64_t k, ScaleMode scale, DType out, DType a, DType b) {
   return Problem::make(m, n, k, a, out, Layout::nt, b, scale);
 }
@@ -239,6 +255,14 @@ std::string CompileSample::add(const Problem& p, const Config& c, const std::str
   impl_->jobs.emplace_back(arch + " " + p.key() + " " + impl_->fam.space(p, arch_limits(arch)).name(c),
                            impl_->pool.submit(*req));
   return "";
+}
+
+void CompileSample::check_no_local_memory(const Done& j) {
+  INFO(j.what << "\n" << j.result.log);
+  REQUIRE(j.result.ok);
+  CHECK(j.result.res.spill_stores == 0);
+  CHECK(j.result.res.spill_loads == 0);
+  CHECK(j.result.res.stack_bytes == 0);
 }
 
 std::vector<CompileSample::Done> CompileSample::results() {

@@ -155,9 +155,7 @@ TEST_CASE("decode FP8: the launch takes the scales and copies B in 128-byte rows
 
 TEST_CASE("decode FP8: the default and suggestions compile for sm_90a with bulk copies, mma and no spills",
           "[compile][decode][fp8][sass]") {
-  const std::string tool = test::cuobjdump();
-  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
-  REQUIRE_FALSE(tool.empty());
+  const std::string tool = test::require_cuobjdump();
   const Family& fam = family();
   test::CompileSample sample(fam);
   std::vector<bool> tma;  // per queued build
@@ -178,10 +176,7 @@ TEST_CASE("decode FP8: the default and suggestions compile for sm_90a with bulk 
   for (auto& j : sample.results()) {
     const bool by_tma = tma.at(n++);
     INFO(j.what << "\n" << j.result.log);
-    REQUIRE(j.result.ok);
-    CHECK(j.result.res.spill_stores == 0);
-    CHECK(j.result.res.spill_loads == 0);
-    CHECK(j.result.res.stack_bytes == 0);  // no local memory (an array indexed at run time would be)
+    test::CompileSample::check_no_local_memory(j);
     const std::string sass = test::sass_of(j.result.cubin, tool);
     // sm_90 runs the 8-bit mma.sync as 16-bit HMMA after a conversion (sm_89's is QMMA).
     CHECK_THAT(sass, Catch::Contains("HMMA.16816.F32") || Catch::Contains("QMMA"));

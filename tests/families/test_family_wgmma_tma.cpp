@@ -275,9 +275,7 @@ TEST_CASE("wgmma_tma: distinct builds compile for sm_90a", "[compile][wgmma_tma]
 
 TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, spills nothing and fits setmaxnreg",
           "[compile][wgmma_tma][sass]") {
-  const std::string tool = test::cuobjdump();
-  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
-  REQUIRE_FALSE(tool.empty());
+  const std::string tool = test::require_cuobjdump();
   const Family& fam = family();
   test::CompileSample sample(fam);
   std::set<std::string> queued;
@@ -311,10 +309,7 @@ TEST_CASE("wgmma_tma: the default's and every suggestion's SASS issues HGMMA, sp
   for (auto& j : sample.results()) {
     const bool tma_store = tma_epilogue.at(n++);
     INFO(j.what << "\n" << j.result.log);
-    REQUIRE(j.result.ok);
-    CHECK(j.result.res.spill_stores == 0);
-    CHECK(j.result.res.spill_loads == 0);
-    CHECK(j.result.res.stack_bytes == 0);
+    test::CompileSample::check_no_local_memory(j);
     CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
     const std::string sass = test::sass_of(j.result.cubin, tool);
     CHECK_THAT(sass, Catch::Contains("HGMMA"));
@@ -612,9 +607,7 @@ TEST_CASE("wgmma_tma: FP8 builds compile for sm_90a, every scale mode and type p
 TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of its types, spills nothing and fits "
           "setmaxnreg",
           "[compile][wgmma_tma][sass][fp8]") {
-  const std::string tool = test::cuobjdump();
-  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
-  REQUIRE_FALSE(tool.empty());
+  const std::string tool = test::require_cuobjdump();
   const Family& fam = family();
   test::CompileSample sample(fam);
   struct Queued {
@@ -657,10 +650,7 @@ TEST_CASE("wgmma_tma: FP8's default and every suggestion's SASS issues QGMMA of 
   for (auto& j : sample.results()) {
     const Queued& q = queued.at(n++);
     INFO(j.what << "\n" << j.result.log);
-    REQUIRE(j.result.ok);
-    CHECK(j.result.res.spill_stores == 0);
-    CHECK(j.result.res.spill_loads == 0);
-    CHECK(j.result.res.stack_bytes == 0);
+    test::CompileSample::check_no_local_memory(j);
     CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
     const std::string sass = test::sass_of(j.result.cubin, tool);
     // FP8 wgmma is QGMMA (HGMMA is the 16-bit one): QGMMA.64x<N>x32.F32.<A>.<B>.
@@ -900,9 +890,7 @@ TEST_CASE("wgmma_tma 1.10: where only C is misaligned it writes C in place; misa
 
 TEST_CASE("wgmma_tma 1.10: the masked epilogue's builds compile for sm_90a, store C by elements and spill nothing",
           "[compile][wgmma_tma][sass][mask]") {
-  const std::string tool = test::cuobjdump();
-  INFO("cuobjdump is needed (tools/install_deps.sh installs it from PyPI: nvidia-cuda-cuobjdump)");
-  REQUIRE_FALSE(tool.empty());
+  const std::string tool = test::require_cuobjdump();
   const Family& fam = family();
   test::CompileSample sample(fam);
   std::vector<int> consumer_regs;
@@ -928,10 +916,7 @@ TEST_CASE("wgmma_tma 1.10: the masked epilogue's builds compile for sm_90a, stor
   size_t n = 0;
   for (auto& j : sample.results()) {
     INFO(j.what << "\n" << j.result.log);
-    REQUIRE(j.result.ok);
-    CHECK(j.result.res.spill_stores == 0);
-    CHECK(j.result.res.spill_loads == 0);
-    CHECK(j.result.res.stack_bytes == 0);
+    test::CompileSample::check_no_local_memory(j);
     CHECK_THAT(j.result.log, !Catch::Contains("C7508"));  // setmaxnreg ignored
     const std::string sass = test::sass_of(j.result.cubin, tool);
     CHECK_THAT(sass, Catch::Contains("GMMA"));     // HGMMA, or QGMMA for FP8

@@ -704,28 +704,20 @@ class FormsMeasurer : public Measurer {
     measured.push_back(c);
     Measurement m;
     m.quick = quick;
-    m.time = flat(us_(c));
+    m.time = test::flat_stats(us_(c));
     return m;
   }
   double settle(const Candidate&, double) override { return 0; }
   Retimed retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override {
     retimings.push_back(cs);
     std::vector<Stats> out;
-    for (auto& c : cs) out.push_back(flat(us_(c)));
+    for (auto& c : cs) out.push_back(test::flat_stats(us_(c)));
     return out;
   }
   std::vector<Candidate> measured;
   std::vector<std::vector<Candidate>> retimings;
 
  private:
-  static Stats flat(double t) {
-    Stats s;
-    s.count = 20;
-    s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
-    s.ci_low = t * 0.999;
-    s.ci_high = t * 1.001;
-    return s;
-  }
   DeviceInfo dev_;
   std::function<double(const Candidate&)> us_;
 };

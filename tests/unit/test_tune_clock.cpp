@@ -36,26 +36,18 @@ class SlowGpu : public Measurer {
     std::this_thread::sleep_for(std::chrono::duration<double>(step_));
     Measurement m;
     m.quick = quick;
-    m.time = flat(10.0);
+    m.time = test::flat_stats(10.0);
     m.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     busy_s += m.measure_s;
     return m;
   }
   double settle(const Candidate&, double) override { return 0; }
   Retimed retime(const std::vector<Candidate>& cs, const Interleave&, uint64_t) override {
-    return std::vector<Stats>(cs.size(), flat(10.0));
+    return std::vector<Stats>(cs.size(), test::flat_stats(10.0));
   }
   double busy_s = 0;  // seconds spent measuring
 
  private:
-  static Stats flat(double t) {
-    Stats s;
-    s.count = 20;
-    s.median = s.mean = s.min = s.max = s.p10 = s.p90 = t;
-    s.ci_low = t * 0.999;
-    s.ci_high = t * 1.001;
-    return s;
-  }
   DeviceInfo dev_;
   double step_;
 };
