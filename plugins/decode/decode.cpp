@@ -2,9 +2,10 @@
 // weight-streaming kernel for M ≤ 16 (LLM decode): B through a ring of bulk copies (TMA on
 // sm_90, cp.async from sm_80), split-K by an even share of B's bytes over a grid of a few CTAs
 // per SM, the partial sums of the tiles that CTAs share added by the last to arrive, every row
-// of A served from the one read of B by mma.m16n8k16. This file derives everything the kernel
-// is launched with: the grid from the device's SM count, the ring's shared memory, the
-// workspace, the tensor map of B, and the default config for a problem.
+// of A served from the one read of B by mma.m16n8k16 (FP8: m16n8k32, tensor or row scales).
+// This file derives everything the kernel is launched with: the grid from the device's SM
+// count, the ring's shared memory, the workspace, the tensor map of B, and the default config
+// for a problem.
 #include <gemmtune/plugin_kit.hpp>
 
 #include "decode_kernels.h"
@@ -264,7 +265,8 @@ const gt_plugin kPlugin = [] {
   gt_plugin p = source_family<plan, launch>(
       "decode", "1.2",
       "streams B once at the memory's bandwidth for M up to 16 (LLM decode): TMA or cp.async into a shared-memory ring, "
-      "split-K by an even share of B per CTA, partial tiles added by the last CTA, mma.m16n8k16",
+      "split-K by an even share of B per CTA, partial tiles added by the last CTA, mma.m16n8k16; FP8 (e4m3, e5m2; "
+      "tensor or row scales, layout nt) by m16n8k32",
       k_decode, space_with_default<param_defs, choose_default>, describe_config);
   p.suggest = suggest;
   return p;
