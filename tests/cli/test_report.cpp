@@ -359,6 +359,24 @@ TEST_CASE("report: without python3 or matplotlib it says which is missing and ke
   CHECK_FALSE(fs::exists(dir.path / "c"));
 }
 
+TEST_CASE("report: a temporary folder with no room for the store's copy is named, and nothing is left there",
+          "[report][reliability]") {
+  test::TempDir dir;
+  fs::path db = dir.path / "results.db", tmp = dir.path / "tmp";
+  add_gpu_rows(db);
+  fs::create_directories(tmp);
+  // No file may grow past 4 KiB (SIGXFSZ ignored: writes fail as on a full disk); the store is larger.
+  REQUIRE(fs::file_size(db) > 4096);
+  auto r = test::run_command("bash -c \"trap '' XFSZ; ulimit -f 4; TMPDIR=" + test::shell_quote(tmp) + " exec " +
+                             report_cmd(db, dir.path / "page") + "\"");
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains(db.string() + ": cannot copy the store to " + tmp.string()) &&
+                        Catch::Contains("TMPDIR"));
+  CHECK(files_in(tmp).empty());  // the half copy is gone (it had been a raw filesystem error, the copy left)
+  CHECK_FALSE(fs::exists(dir.path / "page"));
+}
+
 TEST_CASE("report: % roof is of the roofline at the problem, memory-bound shapes included", "[report]") {
   test::TempDir dir;
   fs::path db = dir.path / "results.db";

@@ -242,8 +242,16 @@ void open_store(const fs::path& db, ReadonlyStore& out) {
   out.snapshot_dir = fs::temp_directory_path() / ("gemmtune-report-" + new_uuid().substr(0, 12));
   fs::create_directories(out.snapshot_dir);
   fs::path copy = out.snapshot_dir / "store.db";
-  fs::copy_file(db, copy);
-  if (fs::exists(wal)) fs::copy_file(wal, fs::path(copy.string() + "-wal"));
+  try {
+    fs::copy_file(db, copy);
+    if (fs::exists(wal)) fs::copy_file(wal, fs::path(copy.string() + "-wal"));
+  } catch (const fs::filesystem_error& e) {
+    // A full temporary folder, say: the half copy goes, and the message names both places.
+    std::error_code ec;
+    fs::remove_all(out.snapshot_dir, ec);
+    throw RuntimeFailure(fmt::format("{}: cannot copy the store to {} to read it ({}); set TMPDIR to a folder with room",
+                                     db.string(), out.snapshot_dir.string(), e.code().message()));
+  }
   out.store.emplace(Store::open_readonly(copy));
 }
 
