@@ -52,6 +52,9 @@ extern const char* const kToyRecording;
 // A plugin directory holding only the build's naive plugin (made once per test run), for tests
 // whose defaults must not depend on whether cuBLASLt can answer on this machine.
 std::filesystem::path naive_only_dir();
+// The build's plugins with the stand-in cuBLASLt in the real one's place: what a machine with a
+// GPU would load, as far as a lookup can tell (made once per test run).
+std::filesystem::path standin_dir();
 
 }  // namespace gt::test
 

@@ -24,21 +24,6 @@ namespace {
 
 const char* kH200 = "NVIDIA H200";
 
-// The build's plugins with the stand-in cuBLASLt in the real one's place.
-fs::path standin_dir() {
-  static test::TempDir d;
-  static bool copied = [] {
-    for (auto& f : fs::directory_iterator(test::plugin_dir()))
-      if (f.is_regular_file() && f.path().extension() == ".so" && f.path().filename() != "libgemmtune_cublaslt.so")
-        fs::copy_file(f.path(), d.path / f.path().filename());
-    fs::copy_file(test::plugin_dir() / "cublaslt" / "standin" / "libgemmtune_cublaslt.so",
-                  d.path / "libgemmtune_cublaslt.so");
-    return true;
-  }();
-  (void)copied;
-  return d.path;
-}
-
 const Family& standin_lt() {
   static PluginRegistry reg = PluginRegistry::load({test::plugin_dir() / "cublaslt" / "standin"});
   return reg.get("cublaslt");
@@ -67,7 +52,7 @@ fs::path record(const fs::path& file, const std::vector<Problem>& problems,
 
 std::string cli(const fs::path& db) {
   return fmt::format("{} --quiet --plugin-dir {} --db {}", test::gemmtune_binary().string(),
-                     test::shell_quote(standin_dir()), test::shell_quote(db));
+                     test::shell_quote(test::standin_dir()), test::shell_quote(db));
 }
 
 test::CommandResult ok(const std::string& cmd) {
@@ -93,7 +78,7 @@ gemmtune::GemmArgs args_of(const Problem& p) {
 
 gemmtune::Options dry_run(const fs::path& cache) {
   gemmtune::Options o;
-  o.plugin_dirs = {standin_dir().string()};
+  o.plugin_dirs = {test::standin_dir().string()};
   o.cache_dir = cache.string();
   o.dry_run = true;
   o.device_name = kH200;
@@ -220,7 +205,7 @@ TEST_CASE("validate, then export: evidence where the neighbours' answers held, a
   CHECK(t.evidence[1].worst == Approx(0.97));
   auto lookup = [&](const std::string& shape, const std::string& extra = " --device 'NVIDIA H200'") {
     auto r = ok(fmt::format("{} --plugin-dir {} --json lookup --table {} --shape {} --dtype bf16{}",
-                            test::gemmtune_binary().string(), test::shell_quote(standin_dir()),
+                            test::gemmtune_binary().string(), test::shell_quote(test::standin_dir()),
                             (d.path / "t.json").string(), shape, extra));
     return json::parse(r.out);
   };

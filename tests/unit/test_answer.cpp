@@ -32,24 +32,8 @@ const char* kH200 = "NVIDIA H200";
 
 fs::path committed_table() { return test::source_dir() / "docs" / "results" / "h200-llm-table.toml"; }
 
-// The build's plugins with the stand-in cuBLASLt in the real one's place: what a machine with a
-// GPU would load, as far as a lookup can tell (made once per test run).
-fs::path standin_dir() {
-  static test::TempDir d;
-  static bool copied = [] {
-    for (auto& f : fs::directory_iterator(test::plugin_dir()))
-      if (f.is_regular_file() && f.path().extension() == ".so" && f.path().filename() != "libgemmtune_cublaslt.so")
-        fs::copy_file(f.path(), d.path / f.path().filename());
-    fs::copy_file(test::plugin_dir() / "cublaslt" / "standin" / "libgemmtune_cublaslt.so",
-                  d.path / "libgemmtune_cublaslt.so");
-    return true;
-  }();
-  (void)copied;
-  return d.path;
-}
-
 const PluginRegistry& standin_plugins() {
-  static PluginRegistry r = PluginRegistry::load({standin_dir()});
+  static PluginRegistry r = PluginRegistry::load({test::standin_dir()});
   return r;
 }
 
@@ -163,7 +147,7 @@ TEST_CASE("lookup and the runtime give one answer over a grid of shapes on the c
       check_agreement(test::plugin_dir(), "", unbacked);  // the GPU's name where there is one, else none named
     }
     SECTION(std::string("the stand-in cuBLASLt where the GPU would be") + (unbacked ? ", unbacked" : "")) {
-      check_agreement(standin_dir(), kH200, unbacked);
+      check_agreement(test::standin_dir(), kH200, unbacked);
     }
   }
 }
@@ -171,8 +155,8 @@ TEST_CASE("lookup and the runtime give one answer over a grid of shapes on the c
 TEST_CASE("the committed table answers prefill shapes from prefill entries only with --transfers any (it has no "
           "evidence), a misaligned problem with the pick",
           "[table][runtime][cli]") {
-  for (const fs::path& plugins : {test::plugin_dir(), standin_dir()}) {
-    const bool standin = plugins == standin_dir();
+  for (const fs::path& plugins : {test::plugin_dir(), test::standin_dir()}) {
+    const bool standin = plugins == test::standin_dir();
     INFO((standin ? "stand-in cuBLASLt" : "the build's plugins"));
     test::TempDir cache;
     gemmtune::Runtime rt(committed_table().string(), dry_run(plugins, cache.path, kH200, true));

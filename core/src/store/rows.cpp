@@ -162,29 +162,31 @@ std::optional<StoredRow> Store::find_reusable(const Problem& p, const std::strin
   return impl_->reusable(f, need_full);
 }
 
-std::vector<StoredRow> Store::stale_rows(const Problem& p, const std::string& device_name, const std::string& family,
-                                         const std::string& fingerprint,
-                                         const std::optional<std::string>& config_hash) const {
+// The measured (not replayed) rows of a family at a problem whose fingerprint is not `fingerprint`
+// (of one config where config_hash says which): what stale_rows lists and count_stale counts.
+static Where stale_where(const Problem& p, const std::string& device_name, const std::string& family,
+                         const std::string& fingerprint, const std::optional<std::string>& config_hash, int version) {
   RowFilter f = RowFilter::of(ResultKey::of(device_name, p));
   f.family = family;
   f.config_hash = config_hash;
   f.replay = false;
-  Where w = where_of(f, impl_->version);
+  Where w = where_of(f, version);
   w.raw("fingerprint <> ?");
   w.args.push_back(fingerprint);
+  return w;
+}
+
+std::vector<StoredRow> Store::stale_rows(const Problem& p, const std::string& device_name, const std::string& family,
+                                         const std::string& fingerprint,
+                                         const std::optional<std::string>& config_hash) const {
+  Where w = stale_where(p, device_name, family, fingerprint, config_hash, impl_->version);
   std::lock_guard lock(impl_->mu);
   return impl_->query_rows(" ORDER BY time_unix, id", w);
 }
 
 int64_t Store::count_stale(const Problem& p, const std::string& device_name, const std::string& family,
                            const std::string& fingerprint, const std::optional<std::string>& config_hash) const {
-  RowFilter f = RowFilter::of(ResultKey::of(device_name, p));
-  f.family = family;
-  f.config_hash = config_hash;
-  f.replay = false;
-  Where w = where_of(f, impl_->version);
-  w.raw("fingerprint <> ?");
-  w.args.push_back(fingerprint);
+  Where w = stale_where(p, device_name, family, fingerprint, config_hash, impl_->version);
   std::lock_guard lock(impl_->mu);
   Stmt st(impl_->db, "SELECT COUNT(*) FROM results" + w.sql());
   w.bind(st.get());
