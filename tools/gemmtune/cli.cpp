@@ -154,18 +154,18 @@ CLI::Validator number_in(const search::RealRange& r) {
       range);
 }
 
-void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds) {
+void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup) {
   const Interleave d;
   app->add_option("--rounds", rounds,
                   fmt::format("rounds of interleaved timing (at the power cap at most {})", d.capped_rounds))
-      ->default_val(default_rounds)
+      ->capture_default_str()
       ->check(whole_in(kRoundsRange));
   app->add_option("--turn-warmup", turn_warmup,
                   fmt::format("once NVML reports the power cap: seconds each config runs alone, untimed, before its "
                               "samples in each turn (the clock follows the power of the last tens of ms; below the "
                               "cap {:g} s; {:g} or less: as below the cap, the older method)",
                               d.warmup_s, d.warmup_s))
-      ->default_val(d.capped_warmup_s)
+      ->capture_default_str()
       ->check(number_in(kTurnWarmupRange));
 }
 
@@ -187,7 +187,7 @@ void add_problem_options(CLI::App* app, ProblemArgs& a, bool shape_required) {
   app->add_option("--dtype", a.dtype,
                   "input type: f32, tf32 (fp32 data on tensor cores), f16, bf16, or FP8: e4m3, e5m2, and A:B for "
                   "FP8 operands of two types (e4m3:e5m2)")
-      ->default_str("f32");
+      ->capture_default_str();
   app->add_option("--out-dtype", a.out_dtype,
                   "output type (default: the input type; tf32 -> f32; FP8 -> bf16; e4m3/e5m2 with tensor scales)");
   app->add_option("--layout", a.layout,

@@ -72,7 +72,7 @@ inline constexpr search::RealRange kSettleRange{0, 600, false, "number of second
 inline constexpr search::RealRange kTurnWarmupRange{0, 10, false, "number of seconds"};
 
 // --rounds and --turn-warmup: how candidates are re-timed interleaved (Interleave).
-void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup, int default_rounds);
+void add_interleave_options(CLI::App* app, int& rounds, double& turn_warmup);
 // --min-gain PCT (search::TuneOptions::min_gain); min_gain stays < 0 unless given. `where`
 // completes the help: when the margin applies in this command.
 void add_min_gain_option(CLI::App* app, double& min_gain, const std::string& where);

@@ -80,8 +80,8 @@ void add_compare_options(CLI::App* sub, CompareArgs& a) {
                               "it is expanded", search::kDefaultMaxProblems))
       ->check(whole_in(search::WholeRange{1, UINT64_MAX}));
   sub->add_flag("--no-tune", a.no_tune, "do not tune families without a stored winner (they are left out)");
-  sub->add_option("--device", a.device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
-  add_interleave_options(sub, a.rounds, a.turn_warmup, 10);
+  sub->add_option("--device", a.device, "GPU index")->capture_default_str()->check(whole_in(kDeviceRange));
+  add_interleave_options(sub, a.rounds, a.turn_warmup);
   add_min_gain_option(sub, a.min_gain, " when compare tunes a family that has no stored winner (no effect with --no-tune)");
   sub->add_option("--replay", a.replay,
                   "a recording instead of the GPU (no GPU needed); without a problem or --config, the recording's "

@@ -316,12 +316,12 @@ static void add_lookup_options(CLI::App* sub, LookupArgs& a) {
   sub->add_option("--max-distance", a.max_distance,
                   "a nearest entry serves only within this log-space distance, sqrt(ln²(M/M') + ln²(N/N') + "
                   "ln²(K/K')); 0: exact keys only; inf: no limit")
-      ->default_str("1.386 (ln 4)")
+      ->default_str(fmt::format("{:.3f} (ln 4)", kDefaultMaxDistance))
       ->check(number_in(search::RealRange{0, std::numeric_limits<double>::infinity(), false, "distance"}));
   sub->add_option("--decode-max-m", a.decode_max_m,
                   "M at most this is the decode regime, above it prefill; a nearest entry serves only its own "
                   "regime, and at decode only its own N (0: one regime)")
-      ->default_str("16")
+      ->capture_default_str()
       ->check(whole_in(search::WholeRange{0, uint64_t(kMaxDim)}));
   sub->add_option("--default-family", a.default_family,
                   "family whose default config runs what no entry serves where cuBLASLt's heuristic cannot answer "

@@ -92,14 +92,14 @@ struct RunArgs {
 void add_run_options(CLI::App* sub, RunArgs& a) {
   sub->add_option("--family", a.family, "kernel family")->required();
   sub->add_option("--params", a.params, "K=V,K=V or \"K=V K=V\" (others keep their defaults) or a canonical config name");
-  sub->add_option("--device", a.device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
+  sub->add_option("--device", a.device, "GPU index")->capture_default_str()->check(whole_in(kDeviceRange));
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros (misleading: zeros run "
                                   "faster and hide unwritten outputs)");
   sub->add_option("--seed", a.seed, "input seed (default: random, printed)")
       ->check(whole_in(search::WholeRange{0, UINT64_MAX}));
   sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock before timing (at least {:g} s of it, "
                                                  "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
-      ->default_val(kSettleCapS)
+      ->capture_default_str()
       ->check(number_in(kSettleRange));
   sub->add_option("--min-time", a.min_time, fmt::format("seconds to sample at least, even once the interval is narrow (default: {:g} "
                                                     "once NVML reports the power cap, whose governor moves the clock between "

@@ -247,24 +247,24 @@ void add_validate_options(CLI::App* sub, ValidateArgs& a) {
                   "the table whose entries are validated (TOML or JSON; default: the store's, as export writes it, "
                   "this GPU's entries)");
   sub->add_option("-o,--output", a.output, "also write the table with its evidence to this file (.toml or .json)");
-  sub->add_option("--device", a.device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
+  sub->add_option("--device", a.device, "GPU index")->capture_default_str()->check(whole_in(kDeviceRange));
   sub->add_option("--replay", a.replay, "a recording instead of the GPU (no GPU needed)");
   sub->add_option("--neighbours", a.neighbours, "the nearest entries per entry whose answers are timed at its shape")
-      ->default_val(4)
+      ->capture_default_str()
       ->check(whole_in(search::WholeRange{1, 1000}));
   sub->add_option("--tolerance", a.tolerance_pct,
                   "percent an answer may run slower than the default and still hold (the noise of a timing)")
-      ->default_val(kDefaultTolerance * 100)
+      ->capture_default_str()
       ->check(number_in(search::RealRange{0, 100, false, "percentage"}));
   sub->add_option("--max-distance", a.max_distance, "as lookup's: neighbours within this log-space distance")
-      ->default_str("1.386 (ln 4)")
+      ->default_str(fmt::format("{:.3f} (ln 4)", kDefaultMaxDistance))
       ->check(number_in(search::RealRange{0, std::numeric_limits<double>::infinity(), false, "distance"}));
   sub->add_option("--decode-max-m", a.decode_max_m, "as lookup's: the M regime's bound")
-      ->default_str("16")
+      ->capture_default_str()
       ->check(whole_in(search::WholeRange{0, uint64_t(kMaxDim)}));
   sub->add_flag("--include-replay", a.include_replay,
                 "without --table: the store's replayed results count as entries (as export --include-replay)");
-  add_interleave_options(sub, a.rounds, a.turn_warmup, 8);
+  add_interleave_options(sub, a.rounds, a.turn_warmup);
 }
 
 Registrar reg_validate(77, [](CLI::App& app, Globals& g) {
