@@ -276,6 +276,104 @@ void add_problem(Job& job, std::map<std::string, size_t>& seen, const Problem& p
   for (auto& [f, list] : fixed) jp.configs[f].insert(jp.configs[f].end(), list.begin(), list.end());
 }
 
+// A problem set's [problems.configs]: family -> the configs it times instead of searching.
+std::map<std::string, std::vector<std::string>> fixed_configs(const Ctx& ctx, const toml::table& t) {
+  std::map<std::string, std::vector<std::string>> fixed;
+  const toml::node* cn = t.get("configs");
+  if (!cn) return fixed;
+  const toml::table* ct = cn->as_table();
+  if (!ct) ctx.fail(*cn, "'configs' must be a table of family = [config, ...]");
+  for (auto& [fam, _] : *ct) {
+    (void)_;
+    std::vector<std::string>& list = fixed[std::string(fam.str())];
+    list = ctx.strings(*ct, std::string(fam.str()).c_str());
+    if (list.empty()) ctx.fail(*cn, fmt::format("configs.{} is empty", fam.str()));
+  }
+  return fixed;
+}
+
+// One [[problems]] set, expanded (shapes x dtypes x layouts x scales) into job.problems;
+// `seen` maps a problem's key to its index there, so that a repeated problem merges.
+void parse_problem_set(const Ctx& ctx, const toml::node& node, Job& job, std::map<std::string, size_t>& seen,
+                       uint64_t max_problems) {
+  const toml::table& t = *node.as_table();
+  ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "scales", "constant", "families",
+                    "configs", "lda", "ldb", "ldc", "align"},
+                "[[problems]]");
+  const Strides strides = ctx.strides(t);
+  const std::map<std::string, std::vector<std::string>> fixed = fixed_configs(ctx, t);
+  std::vector<std::array<int64_t, 3>> shapes;
+  for (auto& s : ctx.strings(t, "shapes")) shapes.push_back(parse_shape(s, ctx.at_key(t, "shapes")));
+  std::vector<int64_t> ms, ns, ks;
+  if (t.get("m") || t.get("n") || t.get("k")) {
+    ms = ctx.ints(t, "m"), ns = ctx.ints(t, "n"), ks = ctx.ints(t, "k");
+    if (ms.empty() || ns.empty() || ks.empty()) ctx.fail(node, "m, n and k must all be given (each a list of sizes)");
+  }
+  if (shapes.empty() && ms.empty()) ctx.fail(node, "a problem set needs 'shapes' or 'm', 'n' and 'k'");
+  auto dtypes = ctx.strings(t, "dtypes");
+  if (dtypes.empty()) dtypes = {"f32"};
+  // Without a list: nn, and for FP8 inputs nt (the one layout FP8 has).
+  const auto layout_list = ctx.strings(t, "layouts");
+  // FP8 inputs' scale modes (default: tensor); refused for a set without FP8 inputs.
+  auto scales = ctx.strings(t, "scales");
+  // The operands the program keeps constant (its weights, ["b"]): copied once, not per call.
+  int32_t constant = 0;
+  for (auto& c : ctx.strings(t, "constant")) {
+    const int32_t bit = parse_constant(c, ctx.at_key(t, "constant"));
+    if (constant & bit) ctx.fail(*t.get("constant"), fmt::format("operand '{}' is named twice", c));
+    constant |= bit;
+  }
+  // Counted before anything is expanded: the product of a few lists can be astronomical.
+  const uint64_t mnk = times({ms.size(), ns.size(), ks.size()});
+  const uint64_t sizes = mnk > std::numeric_limits<uint64_t>::max() - shapes.size() ? mnk : mnk + shapes.size();
+  const uint64_t count =
+      times({sizes, dtypes.size(), std::max<size_t>(1, layout_list.size()), std::max<size_t>(1, scales.size())});
+  if (count > max_problems - job.problems.size())  // never below 0: the sets before were within the limit
+    ctx.fail(node, fmt::format("this problem set names {} problems ({} shapes{}, {} dtypes, {} layouts){}; a job may "
+                               "have at most {} (--max-problems N raises the limit)",
+                               count, shapes.size(),
+                               ms.empty() ? "" : fmt::format(" + {} m x {} n x {} k", ms.size(), ns.size(), ks.size()),
+                               dtypes.size(), std::max<size_t>(1, layout_list.size()),
+                               job.problems.empty() ? "" : fmt::format(", after {} before it", job.problems.size()),
+                               max_problems));
+  for (auto m : ms)
+    for (auto n : ns)
+      for (auto k : ks) shapes.push_back({m, n, k});
+  auto out = ctx.get<std::string>(t, "out_dtype", "a string");
+  auto fams = ctx.strings(t, "families");
+  bool any_fp8 = false;
+  for (auto& d : dtypes) {
+    auto [in, in_b] = parse_in_types(d, ctx.at_key(t, "dtypes"));
+    any_fp8 |= is_fp8(in);
+    DType od = out ? parse_dtype(*out, ctx.at_key(t, "out_dtype")) : Problem::default_out(in);
+    if (od == DType::tf32) ctx.fail(*t.get("out_dtype"), "out_dtype tf32 is not a storage type; use f32");
+    std::vector<std::string> layouts = layout_list;
+    if (layouts.empty()) layouts = {is_fp8(in) ? "nt" : "nn"};
+    std::vector<std::optional<ScaleMode>> modes = {std::nullopt};  // the problem's default
+    if (is_fp8(in) && !scales.empty()) {
+      modes.clear();
+      for (auto& sc : scales) modes.push_back(parse_scale_mode(sc, ctx.at_key(t, "scales")));
+    }
+    for (auto& l : layouts) {
+      Layout lay = parse_layout(l, ctx.at_key(t, "layouts"));
+      for (auto mode : modes)
+        for (auto& s : shapes) {
+          Problem p;
+          try {
+            p = Problem::make(s[0], s[1], s[2], in, od, lay, in_b, mode);
+            p.constant = constant;
+          } catch (const InputError& e) {
+            ctx.fail(node, fmt::format("{}x{}x{} {} {}: {}", s[0], s[1], s[2], d, l, e.what()));
+          }
+          ctx.apply(t, strides, p);
+          add_problem(job, seen, p, fams, fixed);
+        }
+    }
+  }
+  if (!scales.empty() && !any_fp8)
+    ctx.fail(*t.get("scales"), "'scales' are for FP8 inputs (dtypes e4m3, e5m2); this set has none");
+}
+
 }  // namespace
 
 Job parse_job(std::string_view text, const std::string& source_name, uint64_t max_problems) {
@@ -299,93 +397,7 @@ Job parse_job(std::string_view text, const std::string& source_name, uint64_t ma
   const toml::array* arr = pn->as_array();
   if (!arr || !arr->is_array_of_tables()) ctx.fail(*pn, "'problems' must be an array of tables ([[problems]])");
   std::map<std::string, size_t> seen;  // problem key -> its index in job.problems
-  for (auto& node : *arr) {
-    const toml::table& t = *node.as_table();
-    ctx.only_keys(t, {"shapes", "m", "n", "k", "dtypes", "out_dtype", "layouts", "scales", "constant", "families",
-                      "configs", "lda", "ldb", "ldc", "align"},
-                  "[[problems]]");
-    const Strides strides = ctx.strides(t);
-    std::map<std::string, std::vector<std::string>> fixed;
-    if (const toml::node* cn = t.get("configs")) {
-      const toml::table* ct = cn->as_table();
-      if (!ct) ctx.fail(*cn, "'configs' must be a table of family = [config, ...]");
-      for (auto& [fam, _] : *ct) {
-        (void)_;
-        fixed[std::string(fam.str())] = ctx.strings(*ct, std::string(fam.str()).c_str());
-        if (fixed[std::string(fam.str())].empty()) ctx.fail(*cn, fmt::format("configs.{} is empty", fam.str()));
-      }
-    }
-    std::vector<std::array<int64_t, 3>> shapes;
-    for (auto& s : ctx.strings(t, "shapes")) shapes.push_back(parse_shape(s, ctx.at_key(t, "shapes")));
-    std::vector<int64_t> ms, ns, ks;
-    if (t.get("m") || t.get("n") || t.get("k")) {
-      ms = ctx.ints(t, "m"), ns = ctx.ints(t, "n"), ks = ctx.ints(t, "k");
-      if (ms.empty() || ns.empty() || ks.empty()) ctx.fail(node, "m, n and k must all be given (each a list of sizes)");
-    }
-    if (shapes.empty() && ms.empty()) ctx.fail(node, "a problem set needs 'shapes' or 'm', 'n' and 'k'");
-    auto dtypes = ctx.strings(t, "dtypes");
-    if (dtypes.empty()) dtypes = {"f32"};
-    // Without a list: nn, and for FP8 inputs nt (the one layout FP8 has).
-    const auto layout_list = ctx.strings(t, "layouts");
-    // FP8 inputs' scale modes (default: tensor); refused for a set without FP8 inputs.
-    auto scales = ctx.strings(t, "scales");
-    // The operands the program keeps constant (its weights, ["b"]): copied once, not per call.
-    int32_t constant = 0;
-    for (auto& c : ctx.strings(t, "constant")) {
-      const int32_t bit = parse_constant(c, ctx.at_key(t, "constant"));
-      if (constant & bit) ctx.fail(*t.get("constant"), fmt::format("operand '{}' is named twice", c));
-      constant |= bit;
-    }
-    // Counted before anything is expanded: the product of a few lists can be astronomical.
-    const uint64_t mnk = times({ms.size(), ns.size(), ks.size()});
-    const uint64_t sizes = mnk > std::numeric_limits<uint64_t>::max() - shapes.size() ? mnk : mnk + shapes.size();
-    const uint64_t count =
-        times({sizes, dtypes.size(), std::max<size_t>(1, layout_list.size()), std::max<size_t>(1, scales.size())});
-    if (count > max_problems - job.problems.size())  // never below 0: the sets before were within the limit
-      ctx.fail(node, fmt::format("this problem set names {} problems ({} shapes{}, {} dtypes, {} layouts){}; a job may "
-                                 "have at most {} (--max-problems N raises the limit)",
-                                 count, shapes.size(),
-                                 ms.empty() ? "" : fmt::format(" + {} m x {} n x {} k", ms.size(), ns.size(), ks.size()),
-                                 dtypes.size(), std::max<size_t>(1, layout_list.size()),
-                                 job.problems.empty() ? "" : fmt::format(", after {} before it", job.problems.size()),
-                                 max_problems));
-    for (auto m : ms)
-      for (auto n : ns)
-        for (auto k : ks) shapes.push_back({m, n, k});
-    auto out = ctx.get<std::string>(t, "out_dtype", "a string");
-    auto fams = ctx.strings(t, "families");
-    bool any_fp8 = false;
-    for (auto& d : dtypes) {
-      auto [in, in_b] = parse_in_types(d, ctx.at_key(t, "dtypes"));
-      any_fp8 |= is_fp8(in);
-      DType od = out ? parse_dtype(*out, ctx.at_key(t, "out_dtype")) : Problem::default_out(in);
-      if (od == DType::tf32) ctx.fail(*t.get("out_dtype"), "out_dtype tf32 is not a storage type; use f32");
-      std::vector<std::string> layouts = layout_list;
-      if (layouts.empty()) layouts = {is_fp8(in) ? "nt" : "nn"};
-      std::vector<std::optional<ScaleMode>> modes = {std::nullopt};  // the problem's default
-      if (is_fp8(in) && !scales.empty()) {
-        modes.clear();
-        for (auto& sc : scales) modes.push_back(parse_scale_mode(sc, ctx.at_key(t, "scales")));
-      }
-      for (auto& l : layouts) {
-        Layout lay = parse_layout(l, ctx.at_key(t, "layouts"));
-        for (auto mode : modes)
-          for (auto& s : shapes) {
-            Problem p;
-            try {
-              p = Problem::make(s[0], s[1], s[2], in, od, lay, in_b, mode);
-              p.constant = constant;
-            } catch (const InputError& e) {
-              ctx.fail(node, fmt::format("{}x{}x{} {} {}: {}", s[0], s[1], s[2], d, l, e.what()));
-            }
-            ctx.apply(t, strides, p);
-            add_problem(job, seen, p, fams, fixed);
-          }
-      }
-    }
-    if (!scales.empty() && !any_fp8)
-      ctx.fail(*t.get("scales"), "'scales' are for FP8 inputs (dtypes e4m3, e5m2); this set has none");
-  }
+  for (auto& node : *arr) parse_problem_set(ctx, node, job, seen, max_problems);
   return job;
 }
 

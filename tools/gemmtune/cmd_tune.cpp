@@ -43,7 +43,7 @@ struct TuneArgs {
   double compile_timeout = 120;
   bool no_isolation = false, full = false, no_reuse = false, fast_accum = false;
   std::optional<int> finalists;
-  int rounds = 8;
+  int rounds = Interleave{}.rounds;
   double min_gain = -1;  // percent; < 0: the job's, else TuneOptions's
   double turn_warmup = Interleave{}.capped_warmup_s;
   std::string dist;
@@ -75,13 +75,13 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
       ->check(number_in(search::kFractionRange));
   sub->add_option("--patience", a.patience, std::string("stop a family after this many evaluations without improvement") + replaces)
       ->check(whole_in(search::kPatienceRange));
-  sub->add_option("--seed", a.seed, "strategy seed (default 1): the same seed proposes the same configs")
+  sub->add_option("--seed", a.seed, fmt::format("strategy seed (default {}): the same seed proposes the same configs", search::TuneOptions{}.seed))
       ->check(whole_in(search::kSeedRange));
   sub->add_option("--max-problems", a.max_problems,
                   fmt::format("the most problems a job may expand to (default {}): a job naming more is refused before "
                               "it is expanded", search::kDefaultMaxProblems))
       ->check(whole_in(search::WholeRange{1, UINT64_MAX}));
-  sub->add_option("--device", a.device, "GPU index")->default_val(0)->check(whole_in(kDeviceRange));
+  sub->add_option("--device", a.device, "GPU index")->capture_default_str()->check(whole_in(kDeviceRange));
   sub->add_option("--devices", a.devices,
                   "tune on several GPUs: all, or 0,1,... (one worker per GPU; each problem explored, re-timed and "
                   "decided on one GPU, problems handed out as GPUs free up)");
@@ -94,19 +94,19 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                   "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID); combine the shards' stores with `gemmtune merge`");
   sub->add_option("--hang-floor", a.hang_floor,
                   "seconds a silent worker is given before a candidate counts as hung (also 50x its slowest call)")
-      ->default_val(10)
+      ->capture_default_str()
       ->check(number_in(kHangFloorRange));
   sub->add_option("--compile-timeout", a.compile_timeout,
                   "seconds a candidate's NVRTC compile may take before it counts as a timeout")
-      ->default_val(120)
+      ->capture_default_str()
       ->check(number_in(kCompileTimeoutRange));
   sub->add_flag("--no-isolation", a.no_isolation,
                 "measure in this process rather than a worker process (a faulting kernel then ends the tune)");
   sub->add_flag("--full", a.full, "full timing for every candidate (default: quick exploration, full finalists)");
   sub->add_flag("--no-reuse", a.no_reuse, "measure everything again even if the store holds valid results");
-  sub->add_option("--finalists", a.finalists, "configs per family re-timed interleaved at the end (default 4)")
+  sub->add_option("--finalists", a.finalists, fmt::format("configs per family re-timed interleaved at the end (default {})", search::TuneOptions{}.finalists))
       ->check(whole_in(search::kFinalistsRange));
-  add_interleave_options(sub, a.rounds, a.turn_warmup, Interleave{}.rounds);
+  add_interleave_options(sub, a.rounds, a.turn_warmup);
   add_min_gain_option(sub, a.min_gain, "; and another family to replace cuBLASLt's winner");
   sub->add_option("--dist", a.dist, "input distribution: normal (default), uniform, zeros");
   sub->add_flag("--fast-accum", a.fast_accum,
@@ -114,7 +114,7 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                 "less exact; its error is stored beside its time). Default: the job's [tune] fast_accum, else off");
   sub->add_option("--settle", a.settle, fmt::format("seconds at most to settle the clock per problem (at least {:g} s of it, "
                                                    "{:g} s at the power cap, or all when less)", kSettleMinS, kCappedSettleMinS))
-      ->default_val(kSettleCapS)
+      ->capture_default_str()
       ->check(number_in(kSettleRange));
   sub->add_option("--replay", a.replay,
                   "recorded measurements (gemmtune-replay JSON) stand in for the GPU, as a simulation of the recorded "
@@ -125,7 +125,7 @@ void add_tune_options(CLI::App* sub, TuneArgs& a) {
                   "problem transforms explored beside the plain problem (docs/transforms.md): auto (default: pad "
                   "where the problem is misaligned, swap where it changes what a family can run), none, or a list "
                   "of pad, swap, pad+swap (exactly those, wherever they apply); not in a replay")
-      ->default_str("auto");
+      ->capture_default_str();
 }
 
 // The flags as a job request: the job-independent settings go into its base options.
@@ -303,6 +303,37 @@ nlohmann::json print_simulation(Session& session, bool json) {
           {"figures", {{"recorded", f.recorded.size()}, {"explored", f.explored.size()}, {"bounded", f.bounded.size()}}}};
 }
 
+// What the run is about to do, before the progress display.
+void print_header(const search::ResolvedJob& resolved, Session& session) {
+  const search::Shard& sh = resolved.shard;
+  fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", resolved.job.name, resolved.mine.size(),
+             resolved.problems.size(), sh.count > 1 ? fmt::format(", shard {}/{} from {}", sh.index, sh.count, sh.source) : "",
+             session.measurer(0).describe(),
+             session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", session.label());
+  fmt::print("  {}; store {}{}\n", describe(resolved.options), session.db().string(),
+             session.temporary_db() ? " (temporary: replay results are not kept; --db FILE keeps them)" : "");
+  std::fflush(stdout);  // before the progress display on stderr, where both go to one place
+}
+
+// --record: what this run measured, as a replay recording. False (and nothing written) when
+// every result was reused from the store: a recording of nothing could not be replayed.
+bool write_recording(Session& session, const std::string& tune_id, const std::string& file, bool json) {
+  search::Recording out = search::recording_from_store(session.store(), tune_id, session.spaces(),
+                                                       session.pool() ? session.pool()->threads() : 0);
+  if (const search::Recording* src = session.recording()) {  // a replay's: the roofs it was given
+    out.roofs() = src->roofs();
+    out.compile_threads = src->compile_threads;
+  }
+  if (out.spaces().empty()) {
+    fmt::print(stderr, "gemmtune: --record: this run measured nothing (every result was reused from the store); "
+                       "{} not written (--no-reuse measures again)\n", file);
+    return false;
+  }
+  out.save(file);
+  if (!json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), file);
+  return true;
+}
+
 int run_tune(Globals& g, const TuneArgs& a) {
   // 1. Resolve: everything the user gave is checked before any GPU work.
   search::JobRequest req = request_of(a);
@@ -332,16 +363,7 @@ int run_tune(Globals& g, const TuneArgs& a) {
   // 2. Run: the store, the measurers (exit 3 without a GPU), then the job's problems.
   Session session(g, session_options(g, resolved, replay, !a.no_isolation, a.hang_floor));
   const std::string label = session.label();
-  if (!g.json) {
-    const search::Shard& sh = resolved.shard;
-    fmt::print("gemmtune tune: {} ({} of {} problems{}) on {}{}{}\n", resolved.job.name, resolved.mine.size(), resolved.problems.size(),
-               sh.count > 1 ? fmt::format(", shard {}/{} from {}", sh.index, sh.count, sh.source) : "",
-               session.measurer(0).describe(),
-               session.measurers() > 1 ? fmt::format(" and {} more GPUs", session.measurers() - 1) : "", label);
-    fmt::print("  {}; store {}{}\n", describe(o), session.db().string(),
-               session.temporary_db() ? " (temporary: replay results are not kept; --db FILE keeps them)" : "");
-    std::fflush(stdout);  // before the progress display on stderr, where both go to one place
-  }
+  if (!g.json) print_header(resolved, session);
   std::signal(SIGINT, on_sigint);
   auto t0 = std::chrono::steady_clock::now();
   std::mutex print_mu;
@@ -379,24 +401,7 @@ int run_tune(Globals& g, const TuneArgs& a) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // 3. Print.
-  bool record_failed = false;
-  if (!a.record.empty()) {
-    search::Recording out = search::recording_from_store(session.store(), o.tune_id, session.spaces(),
-                                                         session.pool() ? session.pool()->threads() : 0);
-    if (const search::Recording* src = session.recording()) {  // a replay's: the roofs it was given
-      out.roofs() = src->roofs();
-      out.compile_threads = src->compile_threads;
-    }
-    if (out.spaces().empty()) {
-      // Every result came from the store: a recording of nothing could not be replayed.
-      fmt::print(stderr, "gemmtune: --record: this run measured nothing (every result was reused from the store); "
-                         "{} not written (--no-reuse measures again)\n", a.record);
-      record_failed = true;
-    } else {
-      out.save(a.record);
-      if (!g.json) fmt::print("recorded {} spaces to {}\n", out.spaces().size(), a.record);
-    }
-  }
+  const bool record_failed = !a.record.empty() && !write_recording(session, o.tune_id, a.record, g.json);
   nlohmann::json problems = nlohmann::json::array();
   for (size_t i = 0; i < res.outcomes.size(); ++i)
     if (res.outcomes[i]) {

@@ -234,6 +234,71 @@ std::pair<double, double> ProblemBench::settle(const LaunchFn& fn, double cap_s)
   return {since(t0), clocks.empty() ? kNaN : clocks.back()};
 }
 
+namespace {
+// NVML's readings while sampling: every one kept in Timed::readings, their medians and the
+// throttle reasons seen summarised at the end.
+struct SensorLog {
+  std::vector<double> clocks, mclocks, power, temp;
+  std::string throttle;  // every reason seen, ';'-separated
+  void read(Nvml& nvml, const std::string& uuid, double at_s, Timed& t) {
+    GpuSensors g = nvml.read(uuid);
+    t.readings.push_back({at_s, g.sm_clock_mhz, g.power_w, g.temp_c});
+    clocks.push_back(g.sm_clock_mhz);
+    mclocks.push_back(g.mem_clock_mhz);
+    power.push_back(g.power_w);
+    temp.push_back(g.temp_c);
+    t.sensors.power_limit_w = g.power_limit_w;
+    std::string r = nvml.throttle_reasons(uuid);
+    if (!r.empty() && r != "none" && throttle.find(r) == std::string::npos) throttle += (throttle.empty() ? "" : ";") + r;
+  }
+  void finish(bool nvml_available, Timed& t) const {
+    auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
+    t.sensors.sm_clock_mhz = med(clocks);
+    t.sensors.mem_clock_mhz = med(mclocks);
+    t.sensors.power_w = med(power);
+    t.sensors.temp_c = med(temp);
+    t.throttle = throttle.empty() ? (nvml_available ? "none" : "") : throttle;
+  }
+};
+
+// Whether sampling may stop: max_samples reached, or min_samples and max_time_s, or a
+// confidence interval within target_ci; never before min_time_s (longer at the power cap).
+bool enough_samples(const std::vector<double>& samples, double elapsed, const std::string& throttle, int batch,
+                    const TimingOptions& o) {
+  const int n = int(samples.size());
+  const double min_time = std::max(o.min_time_s, at_power_cap(throttle) ? o.capped_min_time_s : 0.0);
+  if (n >= o.max_samples && elapsed >= min_time) return true;
+  if (n < o.min_samples) return false;
+  if (elapsed >= std::max(o.max_time_s, min_time)) return true;
+  // The interval costs a sort: unbatched, it is computed every fifth sample.
+  return elapsed >= min_time && (batch > 1 || n % 5 == 0) &&
+         summarize(samples, center_for(throttle)).ci_rel() <= o.target_ci;
+}
+}  // namespace
+
+// Warm-up: two calls alone (the faster one's wall time sizes the batches), then batches
+// until warmup_s from t0. Returns the batch size the samples use.
+int ProblemBench::warm_up(const LaunchFn& fn, const TimingOptions& o, bool hold, Clock::time_point t0) {
+  double first_s = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto c0 = Clock::now();
+    launch_next(fn);
+    check_launch(cudaStreamSynchronize(stream_), "warm-up");
+    first_s = i == 0 ? since(c0) : std::min(first_s, since(c0));
+    if (on_call) on_call(since(c0));
+  }
+  // Held, the calls of a batch run back to back, as in continuous use; unheld, one at a time
+  // with the GPU idle in between (the older method, whose intervals include the launch).
+  const int batch = hold ? batch_size(first_s, o.max_samples) : 1;
+  do {
+    auto b0 = Clock::now();
+    for (int i = 0; i < batch; ++i) launch_next(fn);
+    check_launch(cudaStreamSynchronize(stream_), "warm-up");
+    if (on_call) on_call(since(b0));
+  } while (since(t0) < o.warmup_s);
+  return batch;
+}
+
 Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   Timed t;
   auto t0 = Clock::now();
@@ -249,28 +314,11 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
            : !want  ? "timed unheld: GEMMTUNE_TIMING_HOLD=0"
            : hold   ? ""
                     : "timed unheld: no mapped host memory for the stream hold";
-  // Warm-up: two calls alone (the faster one's wall time sizes the batches), then batches
-  // until warmup_s.
-  double first_s = 0;
-  for (int i = 0; i < 2; ++i) {
-    auto c0 = Clock::now();
-    launch_next(fn);
-    check_launch(cudaStreamSynchronize(stream_), "warm-up");
-    first_s = i == 0 ? since(c0) : std::min(first_s, since(c0));
-    if (on_call) on_call(since(c0));
-  }
-  // Held, the calls of a batch run back to back, as in continuous use; unheld, one at a time
-  // with the GPU idle in between (the older method, whose intervals include the launch).
-  int batch = hold ? batch_size(first_s, o.max_samples) : 1;
-  do {
-    auto b0 = Clock::now();
-    for (int i = 0; i < batch; ++i) launch_next(fn);
-    check_launch(cudaStreamSynchronize(stream_), "warm-up");
-    if (on_call) on_call(since(b0));
-  } while (since(t0) < o.warmup_s);
+  int batch = warm_up(fn, o, hold, t0);
 
-  std::vector<double> samples, clocks, mclocks, power, temp;
-  std::string throttle;
+  std::vector<double> samples;
+  SensorLog sensors;
+  std::string& throttle = sensors.throttle;
   auto t1 = Clock::now();
   auto last_read = Clock::now() - std::chrono::seconds(1);
   bool have_ref = false;
@@ -341,26 +389,9 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     }
     if (nvml.available() && std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.02) {
       last_read = Clock::now();
-      GpuSensors g = nvml.read(dev_.uuid);
-      t.readings.push_back({since(t1), g.sm_clock_mhz, g.power_w, g.temp_c});
-      clocks.push_back(g.sm_clock_mhz);
-      mclocks.push_back(g.mem_clock_mhz);
-      power.push_back(g.power_w);
-      temp.push_back(g.temp_c);
-      t.sensors.power_limit_w = g.power_limit_w;
-      std::string r = nvml.throttle_reasons(dev_.uuid);
-      if (!r.empty() && r != "none" && throttle.find(r) == std::string::npos) throttle += (throttle.empty() ? "" : ";") + r;
+      sensors.read(nvml, dev_.uuid, since(t1), t);
     }
-    const int n = int(samples.size());
-    const double elapsed = since(t1);
-    const double min_time =
-        std::max(o.min_time_s, at_power_cap(throttle) ? o.capped_min_time_s : 0.0);
-    bool stop = n >= o.max_samples && elapsed >= min_time;
-    if (!stop && n >= o.min_samples) {
-      if (elapsed >= std::max(o.max_time_s, min_time)) stop = true;
-      else if (elapsed >= min_time && (batch > 1 || n % 5 == 0) && summarize(samples, center_for(throttle)).ci_rel() <= o.target_ci) stop = true;
-    }
-    if (stop) break;
+    if (enough_samples(samples, since(t1), throttle, batch, o)) break;
     if (depth == 2) slot = 1 - slot;
     else queue(slot);
   }
@@ -368,12 +399,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
   check_launch(cudaStreamSynchronize(stream_), "running the candidate");
   t.samples = samples;
   t.time = summarize(std::move(samples), center_for(throttle));
-  auto med = [](std::vector<double> v) { return v.empty() ? kNaN : summarize(std::move(v)).median; };
-  t.sensors.sm_clock_mhz = med(clocks);
-  t.sensors.mem_clock_mhz = med(mclocks);
-  t.sensors.power_w = med(power);
-  t.sensors.temp_c = med(temp);
-  t.throttle = throttle.empty() ? (nvml.available() ? "none" : "") : throttle;
+  sensors.finish(nvml.available(), t);
   t.held = hold;
   t.wall_s = since(t0);
   return t;

@@ -11,6 +11,7 @@
 #include "measure/measurement.hpp"
 #include "base/problem.hpp"
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -157,6 +158,7 @@ class ProblemBench {
   void check_launch(cudaError_t e, const char* what);
   // Queues one call on the next rotating set (settle, warm-up and samples step through them).
   void launch_next(const LaunchFn& fn);
+  int warm_up(const LaunchFn& fn, const TimingOptions& o, bool hold, std::chrono::steady_clock::time_point t0);
   int next_set_ = 0;
   Problem p_;
   DeviceInfo dev_;
