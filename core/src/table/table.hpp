@@ -94,7 +94,7 @@ Rule parse_rule(std::string_view s, std::string_view where = "rule");
 
 // Why an answer may run instead of the library's default (docs/lookup.md, "Backed answers"). A
 // table must never make a program slower than not using it, and an entry's config carried to
-// another shape did: on an H100 the adapted rule's answer ran 0.822x cuBLASLt's pick there.
+// another shape did (the reading: docs/lookup.md, "Backed answers").
 enum class Backing {
   none,            // a default: nothing to back
   exact,           // the entry for exactly this key
@@ -397,10 +397,8 @@ AdaptFn plugin_adapt(const PluginRegistry& reg, const gt_device& limits);
 // a fixed guess, and the transfer was not measured on them), for another config, for an
 // entry written by another version of the family, and when the family cannot describe its
 // spaces on this machine (cuBLASLt without a GPU).
-// Why: a cuBLASLt pick carried to another shape is the heuristic's answer for the wrong
-// shape; measured on the H200 it ran up to 22 % slower than the pick at the asked shape. Not
-// always: at 64x4096x11008, answered from 64x4096x4096, the asked shape's pick (split-K 3)
-// ran 17 % slower than the entry's config (docs/results-h200.md, nearest-shape lookup).
+// Why: a cuBLASLt pick carried to another shape is the heuristic's answer for the wrong shape,
+// mostly slower than the asked shape's pick (the readings: docs/results-h200.md, nearest-shape lookup).
 // `reg` must outlive the returned function.
 TransferFn plugin_transfer(const PluginRegistry& reg, const gt_device& limits);
 
