@@ -419,6 +419,153 @@ __device__ __forceinline__ void finish_split_tile(out_t* __restrict__ C, int M, 
   store_c(C, M, N, ldc, sum, tile * BN + cw * WARP_N, g, q);
 }
 
+// ---- the kernel's stages ----
+
+// The producer: the CTA's blocks [s0, s1), in order, each into the next free stage of the ring
+// (TMA: one thread issues a stage's boxes; cp.async: every producer thread a share of its
+// 16-byte chunks, zero-filled past N and K).
+__device__ __forceinline__ void produce(const void* B_, int N, int K, int ldb, int kblocks, long long s0, long long s1,
+                                        u32 ring, u32 full, u32 empty
+#if ENGINE_TMA
+                                        , const gt_tensor_map& tmB
+#endif
+) {
+#if ENGINE_TMA
+  const u64 policy = evict_first_policy();
+  (void)B_, (void)N, (void)K, (void)ldb;
+#else
+  const b_t* __restrict__ B = static_cast<const b_t*>(B_);
+  const int pt = threadIdx.x;  // 0 .. 32 * PRODUCER_WARPS - 1
+#endif
+  int tile = int(s0 / kblocks), kb = int(s0 % kblocks), stage = 0;
+  u32 phase = 0;
+  for (long long s = s0; s < s1; ++s) {
+    mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier passes parity 1 at once
+    const u32 dst = ring + stage * STAGE_BYTES;
+#if ENGINE_TMA
+    mbar_expect_tx(full + 8 * stage, STAGE_BYTES);  // whole boxes, zero-filled past N and K
+#pragma unroll
+    for (int sub = 0; sub < SUBS; ++sub) {
+#if B_KMAJOR
+      tma_load(dst + sub * SUB_BYTES, &tmB, full + 8 * stage, kb * BK + sub * ROW_ELEMS, tile * BN, policy);
+#else
+      tma_load(dst + sub * SUB_BYTES, &tmB, full + 8 * stage, tile * BN + sub * ROW_ELEMS, kb * BK, policy);
+#endif
+    }
+#else
+    // Chunk i: sub-tile i / (8 SUB_ROWS), row i / 8 % SUB_ROWS, 16-byte column i % 8, so that
+    // eight neighbouring threads read one 128-byte row segment.
+#pragma unroll 4
+    for (int i = pt; i < STAGE_BYTES / 16; i += 32 * PRODUCER_WARPS) {
+      const int sub = i / (8 * SUB_ROWS), r = (i / 8) % SUB_ROWS, c = i % 8;
+#if B_KMAJOR
+      const int outer = tile * BN + r, inner = kb * BK + sub * ROW_ELEMS + c * CHUNK_ELEMS;  // feature, k
+      const int left = outer < N ? min(max(K - inner, 0), CHUNK_ELEMS) : 0;
+#else
+      const int outer = kb * BK + r, inner = tile * BN + sub * ROW_ELEMS + c * CHUNK_ELEMS;  // k, feature
+      const int left = outer < K ? min(max(N - inner, 0), CHUNK_ELEMS) : 0;
+#endif
+      const b_t* src = left > 0 ? B + (long long)outer * ldb + inner : B;
+      cp_async16(dst + sub * SUB_BYTES + swizzled(r, c), src, u32(left) * u32(sizeof(b_t)));
+    }
+    cp_async_arrive(full + 8 * stage);
+#endif
+    if (++stage == STAGES) stage = 0, phase ^= 1;
+    if (++kb == kblocks) kb = 0, ++tile;
+  }
+#if !ENGINE_TMA
+  asm volatile("cp.async.wait_all;" ::: "memory");  // no thread leaves with its copies in flight
+#endif
+}
+
+// A consumer warp's mma over one landed stage (k from k0): the weights by ldmatrix from the
+// ring, the activations loaded a group ahead (the first group before the wait, so that its
+// loads run while the stage's copies land).
+__device__ __forceinline__ void consume_stage(float (&d)[NT][MT][4], const in_t* __restrict__ A, int M, int K, int lda,
+                                              int k0, u32 st, u32 full_bar, u32 phase, int cw, int lane, int g, int q) {
+  XFrag x[2];
+  load_x_group(x[0], A, M, K, lda, k0, g, q);
+  mbar_wait(full_bar, phase);
+#pragma unroll
+  for (int xg = 0; xg < X_GROUPS; ++xg) {
+    if (xg + 1 < X_GROUPS) load_x_group(x[(xg + 1) % 2], A, M, K, lda, k0 + MMA_K * X_STEPS * (xg + 1), g, q);
+#pragma unroll
+    for (int ts = 0; ts < X_STEPS; ++ts)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        u32 a[4];
+        load_w(a, st, cw * WARP_N + 16 * nt, xg * X_STEPS + ts, lane);
+#pragma unroll
+        for (int jt = 0; jt < MT; ++jt) mma_kstep(d[nt][jt], a, x[xg % 2][ts][jt][0], x[xg % 2][ts][jt][1]);
+      }
+  }
+}
+
+__device__ __forceinline__ void zero_sums(float (&d)[NT][MT][4]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int jt = 0; jt < MT; ++jt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[nt][jt][e] = 0.f;
+}
+
+// The consumers: every block of [s0, s1) through the ring; at the end of its part of each tile
+// a warp writes C (the whole tile's K was the CTA's) or its slot (a split tile, counted in
+// after the range's last block, so that the stream does not stop at a tile boundary for a
+// fence and an atomic's round trip).
+__device__ __forceinline__ void consume(const in_t* __restrict__ A, out_t* __restrict__ C, int M, int N, int K,
+                                        int lda, int ldc, void* workspace, int tiles, int kblocks, long long T,
+                                        long long P, long long cta, long long s0, long long s1, u32 ring, u32 full,
+                                        u32 empty, int warp, int lane
+#if FP8
+                                        , const gt_scales& scales
+#endif
+) {
+  const int cw = warp - PRODUCER_WARPS, g = lane / 4, q = lane % 4;
+  const int first_tile = int(s0 / kblocks);
+  int tile = first_tile, kb = int(s0 % kblocks), stage = 0;
+  u32 phase = 0;
+  float d[NT][MT][4];
+  zero_sums(d);
+  // The split tiles this CTA has a part of (-1: none): its first, and its last (scalars, not an
+  // array indexed at run time, which would live in local memory).
+  int split_first = -1, split_last = -1;
+  for (long long s = s0; s < s1; ++s) {
+    consume_stage(d, A, M, K, lda, kb * BK, ring + stage * STAGE_BYTES, full + 8 * stage, phase, cw, lane, g, q);
+    __syncwarp();  // every lane's ldmatrix of the stage is done
+    if (lane == 0) mbar_arrive(empty + 8 * stage);
+    if (++stage == STAGES) stage = 0, phase ^= 1;
+
+    if (kb == kblocks - 1 || s == s1 - 1) {  // the end of this CTA's part of the tile
+      const int n0 = tile * BN + cw * WARP_N;
+#if FP8
+      scale_sums(d, scales, M, N, n0, g, q);
+#endif
+      const long long tb0 = (long long)tile * kblocks;
+      if (tb0 >= s0 && tb0 + kblocks <= s1) {
+        store_c(C, M, N, ldc, d, n0, g, q);
+      } else {
+        const bool first = tile == first_tile;
+        write_slot(slot_of(workspace, tiles, cta, first ? 0 : 1, cw), d, lane);
+        (first ? split_first : split_last) = tile;
+      }
+      zero_sums(d);
+    }
+    if (++kb == kblocks) kb = 0, ++tile;
+  }
+
+  if (split_first >= 0 || split_last >= 0) {
+    __threadfence();  // this warp's slots are visible before its counts are
+    __syncwarp();
+#pragma unroll
+    for (int which = 0; which < 2; ++which) {
+      const int t = which == 0 ? split_first : split_last;
+      if (t >= 0) finish_split_tile(C, M, N, ldc, workspace, tiles, kblocks, T, P, t, cw, lane, g, q);
+    }
+  }
+}
+
 // ---- the kernel ----
 
 extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
@@ -432,8 +579,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
 #endif
     ) {
   (void)scalars;
-  const in_t* __restrict__ A = static_cast<const in_t*>(A_);
-  out_t* __restrict__ C = static_cast<out_t*>(C_);
   extern __shared__ unsigned char smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes of the address: the ring starts 1024-aligned.
   const u32 ring = (smem_u32(smem_raw) + 1023) & ~1023u;
@@ -461,130 +606,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
   __syncthreads();
 
   if (warp < PRODUCER_WARPS) {
-    // ---- producer: the CTA's blocks, in order, each into the next free stage ----
 #if ENGINE_TMA
     if (lane != 0) return;
-    const u64 policy = evict_first_policy();
+    produce(B_, N, K, ldb, kblocks, s0, s1, ring, full, empty, tmB);
 #else
-    const b_t* __restrict__ B = static_cast<const b_t*>(B_);
-    const int pt = threadIdx.x;  // 0 .. 32 * PRODUCER_WARPS - 1
-#endif
-    int tile = int(s0 / kblocks), kb = int(s0 % kblocks), stage = 0;
-    u32 phase = 0;
-    for (long long s = s0; s < s1; ++s) {
-      mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier passes parity 1 at once
-      const u32 dst = ring + stage * STAGE_BYTES;
-#if ENGINE_TMA
-      mbar_expect_tx(full + 8 * stage, STAGE_BYTES);  // whole boxes, zero-filled past N and K
-#pragma unroll
-      for (int sub = 0; sub < SUBS; ++sub) {
-#if B_KMAJOR
-        tma_load(dst + sub * SUB_BYTES, &tmB, full + 8 * stage, kb * BK + sub * ROW_ELEMS, tile * BN, policy);
-#else
-        tma_load(dst + sub * SUB_BYTES, &tmB, full + 8 * stage, tile * BN + sub * ROW_ELEMS, kb * BK, policy);
-#endif
-      }
-#else
-      // Chunk i: sub-tile i / (8 SUB_ROWS), row i / 8 % SUB_ROWS, 16-byte column i % 8, so that
-      // eight neighbouring threads read one 128-byte row segment.
-#pragma unroll 4
-      for (int i = pt; i < STAGE_BYTES / 16; i += 32 * PRODUCER_WARPS) {
-        const int sub = i / (8 * SUB_ROWS), r = (i / 8) % SUB_ROWS, c = i % 8;
-#if B_KMAJOR
-        const int outer = tile * BN + r, inner = kb * BK + sub * ROW_ELEMS + c * CHUNK_ELEMS;  // feature, k
-        const int left = outer < N ? min(max(K - inner, 0), CHUNK_ELEMS) : 0;
-#else
-        const int outer = kb * BK + r, inner = tile * BN + sub * ROW_ELEMS + c * CHUNK_ELEMS;  // k, feature
-        const int left = outer < K ? min(max(N - inner, 0), CHUNK_ELEMS) : 0;
-#endif
-        const b_t* src = left > 0 ? B + (long long)outer * ldb + inner : B;
-        cp_async16(dst + sub * SUB_BYTES + swizzled(r, c), src, u32(left) * u32(sizeof(b_t)));
-      }
-      cp_async_arrive(full + 8 * stage);
-#endif
-      if (++stage == STAGES) stage = 0, phase ^= 1;
-      if (++kb == kblocks) kb = 0, ++tile;
-    }
-#if !ENGINE_TMA
-    asm volatile("cp.async.wait_all;" ::: "memory");  // no thread leaves with its copies in flight
+    produce(B_, N, K, ldb, kblocks, s0, s1, ring, full, empty);
 #endif
     return;
   }
-
-  // ---- consumers ----
-  const int cw = warp - PRODUCER_WARPS, g = lane / 4, q = lane % 4;
-  const int first_tile = int(s0 / kblocks);
-  int tile = first_tile, kb = int(s0 % kblocks), stage = 0;
-  u32 phase = 0;
-  float d[NT][MT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) d[nt][jt][e] = 0.f;
-
-  // The split tiles this CTA has a part of (-1: none): its first, and its last (scalars, not an
-  // array indexed at run time, which would live in local memory).
-  int split_first = -1, split_last = -1;
-  for (long long s = s0; s < s1; ++s) {
-    // The activations first: their loads run while the stage's copies land.
-    const int k0 = kb * BK;
-    XFrag x[2];
-    load_x_group(x[0], A, M, K, lda, k0, g, q);
-    mbar_wait(full + 8 * stage, phase);
-    const u32 st = ring + stage * STAGE_BYTES;
-#pragma unroll
-    for (int xg = 0; xg < X_GROUPS; ++xg) {
-      if (xg + 1 < X_GROUPS) load_x_group(x[(xg + 1) % 2], A, M, K, lda, k0 + MMA_K * X_STEPS * (xg + 1), g, q);
-#pragma unroll
-      for (int ts = 0; ts < X_STEPS; ++ts)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          u32 a[4];
-          load_w(a, st, cw * WARP_N + 16 * nt, xg * X_STEPS + ts, lane);
-#pragma unroll
-          for (int jt = 0; jt < MT; ++jt) mma_kstep(d[nt][jt], a, x[xg % 2][ts][jt][0], x[xg % 2][ts][jt][1]);
-        }
-    }
-    __syncwarp();  // every lane's ldmatrix of the stage is done
-    if (lane == 0) mbar_arrive(empty + 8 * stage);
-    if (++stage == STAGES) stage = 0, phase ^= 1;
-
-    if (kb == kblocks - 1 || s == s1 - 1) {
-      // The end of this CTA's part of the tile.
-      const int n0 = tile * BN + cw * WARP_N;
+  consume(static_cast<const in_t*>(A_), static_cast<out_t*>(C_), M, N, K, lda, ldc, workspace, tiles, kblocks, T, P,
+          cta, s0, s1, ring, full, empty, warp, lane
 #if FP8
-      scale_sums(d, scales, M, N, n0, g, q);
+          , scales
 #endif
-      const long long tb0 = (long long)tile * kblocks;
-      if (tb0 >= s0 && tb0 + kblocks <= s1) {
-        store_c(C, M, N, ldc, d, n0, g, q);  // the whole tile's K was ours
-      } else {
-        // A split tile: the sums go to this CTA's slot now (stores, nothing waited for); they are
-        // counted in after the range's last block, so that the stream does not stop at a tile
-        // boundary for a fence and an atomic's round trip.
-        const bool first = tile == first_tile;
-        write_slot(slot_of(workspace, tiles, cta, first ? 0 : 1, cw), d, lane);
-        (first ? split_first : split_last) = tile;
-      }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) d[nt][jt][e] = 0.f;
-    }
-    if (++kb == kblocks) kb = 0, ++tile;
-  }
-
-  if (split_first >= 0 || split_last >= 0) {
-    __threadfence();  // this warp's slots are visible before its counts are
-    __syncwarp();
-#pragma unroll
-    for (int which = 0; which < 2; ++which) {
-      const int t = which == 0 ? split_first : split_last;
-      if (t >= 0) finish_split_tile(C, M, N, ldc, workspace, tiles, kblocks, T, P, t, cw, lane, g, q);
-    }
-  }
+  );
 }
