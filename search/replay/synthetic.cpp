@@ -32,7 +32,8 @@ double normal(uint64_t seed, uint64_t index, uint64_t stream) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-// What a config needs and gets on the device; `refusal` set when it cannot run at all.
+// What a config needs and gets on the device; `refusal` set when it cannot run at all (the
+// replay's stand-in for a plugin's Plan: the one meaning "plan" has in gemmtune).
 struct Plan {
   std::optional<std::string> refusal;
   Status refusal_status = Status::cannot_implement;

@@ -7,6 +7,7 @@
 #include "table/table.hpp"
 
 #include <cmath>
+#include <set>
 
 namespace gt::cli {
 
@@ -74,16 +75,16 @@ struct LookupArgs {
   double max_distance = kDefaultMaxDistance;
   int64_t decode_max_m = kDefaultDecodeMaxM;
   ProblemArgs pa;
-  const CLI::App* app = nullptr;  // which flags were given
+  std::set<std::string> given;  // the flags given on the command line ("--shape"), recorded at parse time
 };
 
 // The problem asked about (its alignment from --align when given), with every flag about the
 // lookup checked before the table is read.
-static Problem checked_problem(Globals& g, const CLI::App& sub, const LookupArgs& a) {
+static Problem checked_problem(Globals& g, const LookupArgs& a) {
   Problem p = a.pa.resolve();
   // A name given on the command line that is unknown fails now, not only when the default
   // is needed; the built-in one (naive) only when it is needed and not loaded.
-  if (sub.count("--default-family") > 0)
+  if (a.given.count("--default-family"))
     require_known_family(a.default_family, g.plugins().names(), "--default-family", "");
   if (a.align != 0) {
     if (a.align < 1 || a.align > 16 || (a.align & (a.align - 1)))
@@ -261,17 +262,17 @@ static void print_answer(const LookupResult& r, const AnswerDetails& d, const Pr
 }
 
 // With a problem, the answer for it (what the runtime library answers); without, what the table holds.
-static int lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
-  if (!a.pa.given() && sub.count("--shape") == 0) {
+static int lookup(Globals& g, const LookupArgs& a) {
+  if (!a.pa.given() && !a.given.count("--shape")) {
     for (const char* flag : {"--dtype", "--out-dtype", "--layout", "--align", "--arch", "--default-family",
                              "--exact-device", "--max-distance", "--decode-max-m", "--transfers", "--online",
                              "--online-file"})
-      if (sub.count(flag) > 0)
+      if (a.given.count(flag))
         throw InputError(
             fmt::format("{} is about a problem: give --shape too (without it lookup lists the table)", flag));
     return list_table(LookupTable::load(a.table), a.device, g.json);
   }
-  Problem p = checked_problem(g, sub, a);
+  Problem p = checked_problem(g, a);
   if (a.online && !a.online_file.empty()) check_file_roles({{FileUse::read, "--online-file", a.online_file}});
   LookupTable t = LookupTable::load(a.table);
   LookupMachine machine = lookup_machine(a.device, a.arch);
@@ -297,7 +298,6 @@ static int lookup(Globals& g, const CLI::App& sub, const LookupArgs& a) {
 }
 
 static void add_lookup_options(CLI::App* sub, LookupArgs& a) {
-  a.app = sub;
   sub->add_option("--table", a.table, "the table (TOML or JSON, as `gemmtune export` writes it)")->required();
   sub->add_option("--device", a.device,
                   "use this device's entries; where the table has none, those measured on its architecture, else "
@@ -337,12 +337,16 @@ static void add_lookup_options(CLI::App* sub, LookupArgs& a) {
   sub->add_option("--online-file", a.online_file,
                   "the online decisions (default: beside the table, TABLE.online.jsonl); implies --online");
   add_problem_options(sub, a.pa);
+  sub->parse_complete_callback([sub, &a] {
+    for (const CLI::Option* o : sub->get_options())
+      if (o->count() > 0) a.given.insert(o->get_name());
+  });
 }
 
 static int run_lookup(Globals& g, const LookupArgs& given) {
   LookupArgs a = given;
   if (!a.online_file.empty()) a.online = true;  // --online-file implies --online
-  return lookup(g, *a.app, a);
+  return lookup(g, a);
 }
 
 static Registrar reg_lookup(76, [](CLI::App& app, Globals& g) {

@@ -171,7 +171,7 @@ struct ReportArgs {
 // (its problems and their families); bad input is reported before anything is written. Lab
 // jobs (the default) that do not resolve are left out with a note.
 std::vector<std::pair<search::ResolvedJob, fs::path>> load_jobs(const std::vector<std::string>& named) {
-  auto plan_of = [](const fs::path& f) {
+  auto resolved_of = [](const fs::path& f) {
     search::JobRequest r;
     r.config = f.string();
     r.config_flag = "--job";
@@ -182,7 +182,7 @@ std::vector<std::pair<search::ResolvedJob, fs::path>> load_jobs(const std::vecto
   };
   std::vector<std::pair<search::ResolvedJob, fs::path>> loaded;
   if (!named.empty()) {
-    for (auto& j : named) loaded.emplace_back(plan_of(j), fs::path(j));
+    for (auto& j : named) loaded.emplace_back(resolved_of(j), fs::path(j));
     return loaded;
   }
   std::error_code ec;
@@ -194,7 +194,7 @@ std::vector<std::pair<search::ResolvedJob, fs::path>> load_jobs(const std::vecto
   std::sort(files.begin(), files.end());
   for (auto& f : files) {
     try {
-      loaded.emplace_back(plan_of(f), f);
+      loaded.emplace_back(resolved_of(f), f);
     } catch (const std::exception& e) {
       fmt::print(stderr, "note: lab job {} left out: {}\n", f.string(), e.what());
     }
