@@ -142,132 +142,192 @@ double geomean(const std::vector<double>& v) {
   return std::exp(s / double(v.size()));
 }
 
+// The command line's values.
+struct Settings {
+  std::string config = "configs/llm_shapes.toml", table_file, roof_shape = "8192x8192x8192", family = "cublaslt";
+  int device = 0;
+};
+
+void add_options(CLI::App& app, Settings& s) {
+  app.add_option("--config", s.config, "the job whose problems are measured (the default is relative to the checkout)")
+      ->capture_default_str();
+  app.add_option("--table", s.table_file, "a lookup table (TOML or JSON): its config for each problem is timed too");
+  app.add_option("--roof-shape", s.roof_shape, "MxNxK where the tensor roof is measured (the pick's rate there)")
+      ->capture_default_str();
+  app.add_option("--family", s.family, "the library family whose heuristic pick is the reference")->capture_default_str();
+  app.add_option("--device", s.device, "GPU index")->capture_default_str();
+}
+
+// What every measurement needs: the device, the plugins, the reference family and the compiler.
+struct Bench {
+  const DeviceInfo& dev;
+  const PluginRegistry& reg;
+  const Family& lt;
+  const std::string& family;
+  const Compiler& compiler;
+};
+
+struct Pick {
+  Config config;
+  std::string name;
+};
+
+// The reference family's heuristic pick for p.
+Pick pick_of(const Bench& b, const Problem& p) {
+  Space s = b.lt.space(p, b.dev.limits);
+  auto picks = b.lt.suggest(p, b.dev.limits, 1, s.dims());
+  if (picks.empty()) throw RuntimeFailure(fmt::format("{} has no pick for {}", b.family, p.key()));
+  return Pick{picks[0], s.name(picks[0])};
+}
+
+// The tensor roof per input type of the job, measured here as the pick's rate at a large shape.
+std::map<DType, double> measure_roofs(const Bench& b, const search::Job& job, const std::array<int64_t, 3>& roof_dims) {
+  std::map<DType, double> roof;  // FLOP/s
+  for (auto& jp : job.problems) {
+    DType in = jp.problem.in;
+    if (roof.count(in)) continue;
+    Problem rp = Problem::make(roof_dims[0], roof_dims[1], roof_dims[2], in, jp.problem.out, Layout::nn);
+    ProblemBench pb(rp, b.dev, Distribution::normal, 1);
+    Timing t = time_config(b.lt, rp, pick_of(b, rp).config, b.dev, pb, b.compiler);
+    roof[in] = rp.flops() / (t.us * 1e-6);
+    fmt::print("tensor roof {}: {:.1f} TFLOP/s ({} pick at {}, {:.2f} us, {:.0f} MHz, {:.0f} W)\n", to_string(in),
+               roof[in] / 1e12, b.family, rp.key(), t.us, t.mhz, t.watts);
+    std::fflush(stdout);
+  }
+  return roof;
+}
+
+// The table's config for p on this device, timed (the pick's timing if it is the pick);
+// NaN if the table has none. `family` gets the entry's family ("": no entry).
+Timing time_table_config(const Bench& b, const LookupTable& table, const std::string& table_file, const Problem& p,
+                         ProblemBench& bench, const Pick& pk, const Timing& pick, std::string& family) {
+  const ResultKey want = ResultKey::of(b.dev.name, p);
+  for (auto& e : table.entries) {
+    if (!(e.key == want)) continue;  // this device's entry for exactly this problem
+    family = e.family;
+    if (e.family == b.family && e.config == pk.name) return pick;  // the pick itself: timed already
+    const Family* f = b.reg.find(e.family);
+    if (!f) throw InputError(fmt::format("{}: {}: family {} is not loaded", table_file, e.text(), e.family));
+    Space s = f->space(p, b.dev.limits);
+    std::string err;
+    auto c = s.parse(e.config, &err);
+    if (!c) throw InputError(fmt::format("{}: {}: {}", table_file, e.text(), err));
+    return time_config(*f, p, *c, b.dev, bench, b.compiler);
+  }
+  return {};
+}
+
+// The launch floor, once: an empty read (every block starts and ends at once); then the table's header.
+void print_launch_floor(ProblemBench& bench, const ReadWay& way, float* sink) {
+  Timed t = bench.time(read_launch(way.how, 0, sink), [] {
+    TimingOptions o;
+    o.min_time_s = 0.3;
+    return o;
+  }());
+  fmt::print("launch floor: an empty read ({}) takes {:.2f} us\n", way.name, t.time.value());
+  fmt::print("\n{:<26} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}\n", "problem", "pick us", "table us", "read B us",
+             "TB/s", "roof us", "bound us", "pick/bd", "table/bd");
+}
+
+// Gains over the bound, for the geomeans at the end.
+struct Gains {
+  std::vector<double> pick, table;
+  std::map<std::string, std::vector<double>> by_band;
+};
+
+// One problem's row of the table (and the line of each read way's time under it).
+void print_problem(const Bench& b, const Problem& p, const Timing& pick, const Timing& tab, const std::string& tab_what,
+                   const ReadTimes& reads, double roof, Gains& gains) {
+  const double read_us = reads.best_us;
+  double roof_us = p.flops() / roof * 1e6;
+  double bound = std::max(read_us, roof_us);
+  double g = pick.us / bound;
+  gains.pick.push_back(g);
+  gains.by_band[p.m <= 64 ? "M <= 64" : p.m <= 256 ? "M = 65..256" : "M > 256"].push_back(g);
+  if (std::isfinite(tab.us)) gains.table.push_back(tab.us / bound);
+  fmt::print("{:<26} {:>9.2f} {:>9} {:>9.2f} {:>7.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>8}{}{}\n", fmt::format("{}x{}x{} {}", p.m, p.n, p.k, to_string(p.in)),
+             pick.us, std::isfinite(tab.us) ? fmt::format("{:.2f}", tab.us) : "-", read_us,
+             double(p.bytes_b()) / (read_us * 1e-6) / 1e12, roof_us, bound, g,
+             std::isfinite(tab.us) ? fmt::format("{:.3f}", tab.us / bound) : "-",
+             tab_what.empty() || tab_what == b.family ? "" : fmt::format("  (table: {})", tab_what),
+             pick.us < read_us ? "  (the pick beats the read kernel: its bound is loose)" : "");
+  std::string each;
+  for (auto& [name, us] : reads.each) each += fmt::format("{}{} {:.2f}", each.empty() ? "" : ", ", name, us);
+  fmt::print("    read B ({} best): {}\n", reads.best, each);
+  std::fflush(stdout);
+}
+
+void print_geomeans(const Gains& gains) {
+  fmt::print("\ngeomean pick / bound over {} problems: {:.3f} (by these roofs, about the most a table could gain over the pick)\n",
+             gains.pick.size(), geomean(gains.pick));
+  for (auto& [band, v] : gains.by_band) fmt::print("  {:<12} {:>3} problems: {:.3f}\n", band, v.size(), geomean(v));
+  if (!gains.table.empty())
+    fmt::print("geomean table / bound over {} problems: {:.3f}\n", gains.table.size(), geomean(gains.table));
+}
+
+// Every problem of the job: the pick, the table's config, the read of B, against the roofs.
+void measure_job(const Bench& b, const search::Job& job, const std::optional<LookupTable>& table,
+                 const std::string& table_file, const std::map<DType, double>& roof) {
+  const std::vector<ReadWay> ways = read_ways(b.dev);
+  DeviceBuffer floor_sink(256);
+  bool floor_printed = false;
+  Gains gains;
+  for (auto& jp : job.problems) {
+    const Problem& p = jp.problem;
+    ProblemBench bench(p, b.dev, Distribution::normal, 1);
+    const Pick pk = pick_of(b, p);
+    Timing pick = time_config(b.lt, p, pk.config, b.dev, bench, b.compiler);
+    Timing tab;
+    std::string tab_what;
+    if (table) tab = time_table_config(b, *table, table_file, p, bench, pk, pick, tab_what);
+    if (!floor_printed) {
+      floor_printed = true;
+      print_launch_floor(bench, ways.front(), static_cast<float*>(floor_sink.get()));
+    }
+    const ReadTimes reads = time_read_b(p, bench, ways);
+    print_problem(b, p, pick, tab, tab_what, reads, roof.at(p.in), gains);
+  }
+  print_geomeans(gains);
+}
+
+// The whole benchmark; its exit code (failures are thrown).
+int run(const Settings& s) {
+  // Inputs first: a bad job or table fails before any GPU work.
+  search::Job job = search::load_job(s.config);
+  std::optional<LookupTable> table;
+  if (!s.table_file.empty()) table = LookupTable::load(s.table_file);
+  auto roof_dims = parse_shape(s.roof_shape, "--roof-shape");
+  std::string why;
+  if (device_count(&why) == 0) {
+    fmt::print("bench_floor: {}\n", why);
+    return 3;
+  }
+  auto reg = PluginRegistry::load({executable_dir() / ".." / "plugins"});
+  const Family* lt = reg.find(s.family);
+  if (!lt) throw InputError("--family: no family " + s.family);
+  DeviceInfo dev = require_device(s.device);
+  cuda_check(cudaSetDevice(s.device), "cudaSetDevice");
+  CubinCache cache(default_cache_dir());
+  Compiler compiler(&cache);
+  const Bench b{dev, reg, *lt, s.family, compiler};
+
+  fmt::print("bench_floor: {} on {} ({} SMs, L2 {:.0f} MiB); job {}; {} = {}'s heuristic pick\n", s.family, dev.name,
+             dev.limits.sm_count, double(dev.limits.l2_bytes) / (1 << 20), job.source, "pick", s.family);
+  const std::map<DType, double> roof = measure_roofs(b, job, roof_dims);
+  measure_job(b, job, table, s.table_file, roof);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config = "configs/llm_shapes.toml", table_file, roof_shape = "8192x8192x8192", family = "cublaslt";
-  int device = 0;
+  Settings s;
   CLI::App app{"cuBLASLt's pick (and a table's config) beside the device's roofs, per problem of a job: a streaming read "
                "of B and the FLOP at the tensor roof measured in the run; pick / bound is the most any kernel could gain"};
-  app.add_option("--config", config, "the job whose problems are measured (the default is relative to the checkout)")
-      ->capture_default_str();
-  app.add_option("--table", table_file, "a lookup table (TOML or JSON): its config for each problem is timed too");
-  app.add_option("--roof-shape", roof_shape, "MxNxK where the tensor roof is measured (the pick's rate there)")
-      ->capture_default_str();
-  app.add_option("--family", family, "the library family whose heuristic pick is the reference")->capture_default_str();
-  app.add_option("--device", device, "GPU index")->capture_default_str();
+  add_options(app, s);
   CLI11_PARSE(app, argc, argv);
   try {
-    // Inputs first: a bad job or table fails before any GPU work.
-    search::Job job = search::load_job(config);
-    std::optional<LookupTable> table;
-    if (!table_file.empty()) table = LookupTable::load(table_file);
-    auto roof_dims = parse_shape(roof_shape, "--roof-shape");
-    std::string why;
-    if (device_count(&why) == 0) {
-      fmt::print("bench_floor: {}\n", why);
-      return 3;
-    }
-    auto reg = PluginRegistry::load({executable_dir() / ".." / "plugins"});
-    const Family* lt = reg.find(family);
-    if (!lt) throw InputError("--family: no family " + family);
-    DeviceInfo dev = require_device(device);
-    cuda_check(cudaSetDevice(device), "cudaSetDevice");
-    CubinCache cache(default_cache_dir());
-    Compiler compiler(&cache);
-    struct Pick {
-      Config config;
-      std::string name;
-    };
-    auto pick_of = [&](const Problem& p) {
-      Space s = lt->space(p, dev.limits);
-      auto picks = lt->suggest(p, dev.limits, 1, s.dims());
-      if (picks.empty()) throw RuntimeFailure(fmt::format("{} has no pick for {}", family, p.key()));
-      return Pick{picks[0], s.name(picks[0])};
-    };
-
-    // The tensor roof per input type, measured here as the pick's rate at a large shape.
-    std::map<DType, double> roof;  // FLOP/s
-    fmt::print("bench_floor: {} on {} ({} SMs, L2 {:.0f} MiB); job {}; {} = {}'s heuristic pick\n", family, dev.name,
-               dev.limits.sm_count, double(dev.limits.l2_bytes) / (1 << 20), job.source, "pick", family);
-    for (auto& jp : job.problems) {
-      DType in = jp.problem.in;
-      if (roof.count(in)) continue;
-      Problem rp = Problem::make(roof_dims[0], roof_dims[1], roof_dims[2], in, jp.problem.out, Layout::nn);
-      ProblemBench b(rp, dev, Distribution::normal, 1);
-      Timing t = time_config(*lt, rp, pick_of(rp).config, dev, b, compiler);
-      roof[in] = rp.flops() / (t.us * 1e-6);
-      fmt::print("tensor roof {}: {:.1f} TFLOP/s ({} pick at {}, {:.2f} us, {:.0f} MHz, {:.0f} W)\n", to_string(in),
-                 roof[in] / 1e12, family, rp.key(), t.us, t.mhz, t.watts);
-      std::fflush(stdout);
-    }
-
-    const std::vector<ReadWay> ways = read_ways(dev);
-    DeviceBuffer floor_sink(256);
-    bool floor_printed = false;
-    std::vector<double> pick_gain, table_gain;
-    std::map<std::string, std::vector<double>> by_band;
-    for (auto& jp : job.problems) {
-      const Problem& p = jp.problem;
-      ProblemBench bench(p, dev, Distribution::normal, 1);
-      const Pick pk = pick_of(p);
-      Timing pick = time_config(*lt, p, pk.config, dev, bench, compiler);
-      Timing tab;
-      std::string tab_what;
-      if (table) {
-        const ResultKey want = ResultKey::of(dev.name, p);
-        for (auto& e : table->entries) {
-          if (!(e.key == want)) continue;  // this device's entry for exactly this problem
-          tab_what = e.family;
-          if (e.family == family && e.config == pk.name) {  // the pick itself: timed above
-            tab = pick;
-            break;
-          }
-          const Family* f = reg.find(e.family);
-          if (!f) throw InputError(fmt::format("{}: {}: family {} is not loaded", table_file, e.text(), e.family));
-          Space s = f->space(p, dev.limits);
-          std::string err;
-          auto c = s.parse(e.config, &err);
-          if (!c) throw InputError(fmt::format("{}: {}: {}", table_file, e.text(), err));
-          tab = time_config(*f, p, *c, dev, bench, compiler);
-          break;
-        }
-      }
-      if (!floor_printed) {  // the launch floor, once: an empty read (every block starts and ends at once)
-        floor_printed = true;
-        Timed t = bench.time(read_launch(ways.front().how, 0, static_cast<float*>(floor_sink.get())), [] {
-          TimingOptions o;
-          o.min_time_s = 0.3;
-          return o;
-        }());
-        fmt::print("launch floor: an empty read ({}) takes {:.2f} us\n", ways.front().name, t.time.value());
-        fmt::print("\n{:<26} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}\n", "problem", "pick us", "table us", "read B us",
-                   "TB/s", "roof us", "bound us", "pick/bd", "table/bd");
-      }
-      const ReadTimes reads = time_read_b(p, bench, ways);
-      const double read_us = reads.best_us;
-      double roof_us = p.flops() / roof.at(p.in) * 1e6;
-      double bound = std::max(read_us, roof_us);
-      double g = pick.us / bound;
-      pick_gain.push_back(g);
-      by_band[p.m <= 64 ? "M <= 64" : p.m <= 256 ? "M = 65..256" : "M > 256"].push_back(g);
-      if (std::isfinite(tab.us)) table_gain.push_back(tab.us / bound);
-      fmt::print("{:<26} {:>9.2f} {:>9} {:>9.2f} {:>7.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>8}{}{}\n", fmt::format("{}x{}x{} {}", p.m, p.n, p.k, to_string(p.in)),
-                 pick.us, std::isfinite(tab.us) ? fmt::format("{:.2f}", tab.us) : "-", read_us,
-                 double(p.bytes_b()) / (read_us * 1e-6) / 1e12, roof_us, bound, g,
-                 std::isfinite(tab.us) ? fmt::format("{:.3f}", tab.us / bound) : "-",
-                 tab_what.empty() || tab_what == family ? "" : fmt::format("  (table: {})", tab_what),
-                 pick.us < read_us ? "  (the pick beats the read kernel: its bound is loose)" : "");
-      std::string each;
-      for (auto& [name, us] : reads.each) each += fmt::format("{}{} {:.2f}", each.empty() ? "" : ", ", name, us);
-      fmt::print("    read B ({} best): {}\n", reads.best, each);
-      std::fflush(stdout);
-    }
-    fmt::print("\ngeomean pick / bound over {} problems: {:.3f} (by these roofs, about the most a table could gain over the pick)\n",
-               pick_gain.size(), geomean(pick_gain));
-    for (auto& [band, v] : by_band) fmt::print("  {:<12} {:>3} problems: {:.3f}\n", band, v.size(), geomean(v));
-    if (!table_gain.empty())
-      fmt::print("geomean table / bound over {} problems: {:.3f}\n", table_gain.size(), geomean(table_gain));
+    return run(s);
   } catch (const InputError& e) {
     fmt::print(stderr, "bench_floor: {}\n", e.what());
     return 2;
@@ -275,5 +335,4 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bench_floor: {}\n", e.what());
     return 1;
   }
-  return 0;
 }
