@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,4 +113,25 @@ TEST_CASE("a command that needs a GPU says what runs without one", "[cli]") {
   auto roofs = run_command(gemmtune() + " roofs");
   CHECK(roofs.exit_code == 3);
   CHECK_THAT(roofs.out, Catch::Contains("tune --default-job") && Catch::Contains("need no GPU"));
+}
+
+TEST_CASE("the README's compile figures are what compile counts", "[cli][docs][compile]") {
+  // The README quotes how many distinct builds and candidates wgmma_tma has at 4096³ f16 on
+  // sm_90; a change of the space must change the README with it. One build is compiled here.
+  std::string readme = gt::test::read_file(gt::test::source_dir() / "README.md");
+  std::replace(readme.begin(), readme.end(), '\n', ' ');  // wherever its lines wrap
+  gt::test::TempDir dir;
+  auto out = run_command(fmt::format("env GEMMTUNE_CACHE_DIR='{}' {} --plugin-dir '{}' compile --family wgmma_tma "
+                                     "--shape 4096x4096x4096 --dtype f16 --arch sm_90 --limit 1",
+                                     (dir.path / "cache").string(), gemmtune(), gt::test::plugin_dir().string()));
+  INFO(out.out);
+  REQUIRE(out.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(out.out, m, std::regex(R"((\d+) candidates in (\d+) distinct builds)")));
+  auto with_commas = [](std::string d) {
+    for (int i = int(d.size()) - 3; i > 0; i -= 3) d.insert(size_t(i), ",");
+    return d;
+  };
+  CHECK_THAT(readme, Catch::Contains(fmt::format("of its {} distinct builds — {} candidates share them",
+                                                 with_commas(m[2]), with_commas(m[1]))));
 }
