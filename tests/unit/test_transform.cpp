@@ -383,7 +383,6 @@ TEST_CASE("transforms: cuBLASLt (stand-in) run through pad, swap and pad+swap co
         std::vector<uint8_t> abuf(a.size() * size_of(in)), bbuf(b.size() * size_of(in));
         for (size_t i = 0; i < a.size(); ++i) set_int(abuf.data(), size_of(in), i, float_bits(in, float(int(rng() % 7) - 3)));
         for (size_t i = 0; i < b.size(); ++i) set_int(bbuf.data(), size_of(in), i, float_bits(in, float(int(rng() % 7) - 3)));
-        auto el = [&](const std::vector<uint8_t>& buf, size_t i) { return float_of(in, uint32_t(get_int(buf.data(), size_of(in), i))); };
         for (Transform t : {Transform::pad, Transform::swap, Transform::pad_swap}) {
           auto pl = plan_transform(p, t);
           if (!pl) continue;
@@ -407,23 +406,7 @@ TEST_CASE("transforms: cuBLASLt (stand-in) run through pad, swap and pad+swap co
             auto op = f.create_op(q, c, &why);
             INFO(why.why);
             REQUIRE(op);
-            std::vector<uint8_t> cbuf(footprint(p.m, p.n, p.ldc) * size_of(out), 0xff);  // NaN: all must be written
-            std::vector<uint8_t> ws(pl->workspace_bytes + 1), op_ws(size_t(op->workspace_bytes()) + 16);
-            run_transformed_on_host(*pl, abuf.data(), bbuf.data(), cbuf.data(), ws.data(),
-                                    [&](const void* ia, const void* ib, void* ic) {
-                                      op->run(ia, ib, ic, nullptr, op_ws.data(), op->workspace_bytes(), nullptr);
-                                    });
-            int wrong = 0;
-            for (int64_t i = 0; i < p.m; ++i)
-              for (int64_t j = 0; j < p.n; ++j) {
-                double ref = 0;  // float64, of the problem as given
-                for (int64_t l = 0; l < p.k; ++l)
-                  ref += el(abuf, size_t(p.a_trans() ? l * p.lda + i : i * p.lda + l)) *
-                         el(bbuf, size_t(p.b_trans() ? j * p.ldb + l : l * p.ldb + j));
-                const double got = float_of(out, uint32_t(get_int(cbuf.data(), size_of(out), size_t(i * p.ldc + j))));
-                if (!(got == ref)) ++wrong;  // small integers: exact in every type
-              }
-            CHECK(wrong == 0);
+            CHECK(wrong_through(*op, *pl, p, abuf, bbuf) == 0);
             ++runs;
           }
         }

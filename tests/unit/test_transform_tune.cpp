@@ -270,22 +270,7 @@ TEST_CASE("transforms: the stand-in cuBLASLt offers the aligned problem's algori
   auto op = f.create_op(round->inner, c66, &why);
   INFO(why.why);
   REQUIRE(op);
-  std::vector<uint8_t> cbuf(size_t(p.m * p.ldc) * 2, 0xff);
-  std::vector<uint8_t> ws(round->workspace_bytes + 1), op_ws(size_t(op->workspace_bytes()) + 16);
-  run_transformed_on_host(*round, abuf.data(), bbuf.data(), cbuf.data(), ws.data(),
-                          [&](const void* ia, const void* ib, void* ic) {
-                            op->run(ia, ib, ic, nullptr, op_ws.data(), op->workspace_bytes(), nullptr);
-                          });
-  int wrong = 0;
-  for (int64_t i = 0; i < p.m; ++i)
-    for (int64_t j = 0; j < p.n; ++j) {
-      double ref = 0;
-      for (int64_t l = 0; l < p.k; ++l)
-        ref += float_of(DType::bf16, uint32_t(get_int(abuf.data(), 2, size_t(i * p.lda + l)))) *
-               float_of(DType::bf16, uint32_t(get_int(bbuf.data(), 2, size_t(l * p.ldb + j))));
-      wrong += float_of(DType::bf16, uint32_t(get_int(cbuf.data(), 2, size_t(i * p.ldc + j)))) != ref;
-    }
-  CHECK(wrong == 0);
+  CHECK(wrong_through(*op, *round, p, abuf, bbuf) == 0);
 }
 
 TEST_CASE("transforms in the tune: each form has the family's whole time budget and its own stop reason",

@@ -4,11 +4,13 @@
 #pragma once
 #include "base/problem.hpp"
 #include "build/plugin.hpp"
+#include "transform/transform.hpp"
 #include "test_util.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace gt::transform_test {
 
@@ -49,6 +51,34 @@ inline double float_of(DType t, uint32_t bits) {
 inline const Family& standin_cublaslt() {
   static PluginRegistry reg = PluginRegistry::load({test::plugin_dir() / "cublaslt" / "standin"});
   return reg.get("cublaslt");
+}
+
+// Problem p run through `plan` on the host by `op`, an op of the stand-in cuBLASLt for the
+// plan's inner problem, on A and B of small integers stored as p.in: the elements of C that
+// differ from the float64 product of the problem as given (0: every one exact, as small
+// integers are in every type). C starts as all-ones bits (NaN), so every element must be written.
+template <class Op>
+int wrong_through(Op& op, const TransformPlan& plan, const Problem& p, const std::vector<uint8_t>& abuf,
+                  const std::vector<uint8_t>& bbuf) {
+  std::vector<uint8_t> cbuf(size_t((p.m - 1) * p.ldc + p.n) * size_of(p.out), 0xff);
+  std::vector<uint8_t> ws(plan.workspace_bytes + 1), op_ws(size_t(op.workspace_bytes()) + 16);
+  run_transformed_on_host(plan, abuf.data(), bbuf.data(), cbuf.data(), ws.data(),
+                          [&](const void* ia, const void* ib, void* ic) {
+                            op.run(ia, ib, ic, nullptr, op_ws.data(), op.workspace_bytes(), nullptr);
+                          });
+  auto el = [](DType t, const std::vector<uint8_t>& buf, size_t i) {
+    return float_of(t, uint32_t(get_int(buf.data(), size_of(t), i)));
+  };
+  int wrong = 0;
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      double ref = 0;
+      for (int64_t l = 0; l < p.k; ++l)
+        ref += el(p.in, abuf, size_t(p.a_trans() ? l * p.lda + i : i * p.lda + l)) *
+               el(p.in, bbuf, size_t(p.b_trans() ? j * p.ldb + l : l * p.ldb + j));
+      if (!(el(p.out, cbuf, size_t(i * p.ldc + j)) == ref)) ++wrong;
+    }
+  return wrong;
 }
 
 }  // namespace gt::transform_test
