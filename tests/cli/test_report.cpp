@@ -377,6 +377,27 @@ TEST_CASE("report: a temporary folder with no room for the store's copy is named
   CHECK_FALSE(fs::exists(dir.path / "page"));
 }
 
+TEST_CASE("report: an output folder it cannot fill is not left behind, and the message names data.json",
+          "[report][reliability]") {
+  test::TempDir dir;
+  const fs::path db = dir.path / "results.db", full = dir.path / "full", page = dir.path / "page";
+  // The default job's replay: a store whose data.json is larger than the store itself.
+  REQUIRE(test::run_command(fmt::format("'{}' --quiet --db '{}' --plugin-dir '{}' tune --default-job",
+                                        test::gemmtune_binary().string(), db.string(), test::plugin_dir().string()))
+              .exit_code == 0);
+  REQUIRE(test::run_command(report_cmd(db, full)).exit_code == 0);
+  const uintmax_t store = fs::file_size(db), data = fs::file_size(full / "data.json");
+  REQUIRE(store + 64 * 1024 < data);
+  // Room for the store's snapshot, not for data.json (SIGXFSZ ignored: writes fail as on a full disk).
+  const uintmax_t limit_kib = (store + data) / 2 / 1024;
+  auto r = test::run_command(fmt::format("bash -c \"trap '' XFSZ; ulimit -f {}; exec {}\"", limit_kib,
+                                         report_cmd(db, page)));
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains((page / "data.json").string()) && Catch::Contains("writing failed"));
+  CHECK_FALSE(fs::exists(page));  // the folder this run made goes with its data
+}
+
 TEST_CASE("report: % roof is of the roofline at the problem, memory-bound shapes included", "[report]") {
   test::TempDir dir;
   fs::path db = dir.path / "results.db";
