@@ -199,130 +199,140 @@ TEST_CASE("transforms: every plan's copies and relabellings compute A·B, as a C
   CHECK(relabelled > 20);  // vector operands took another letter than the flip
 }
 
-TEST_CASE("transforms: what each plan copies, and why a transform is refused", "[transform]") {
-  SECTION("pad at 4097^3 f16: everything copied, K padded with zeros, the family sees an aligned problem") {
-    Problem p = Problem::make(4097, 4097, 4097, DType::f16, DType::f16, Layout::nn);
-    REQUIRE(p.align == 2);
-    auto pl = plan_transform(p, Transform::pad);
-    REQUIRE(pl);
-    CHECK(pl->a.copy);
-    CHECK(pl->b.copy);
-    CHECK(pl->c.copy);
-    CHECK_FALSE(pl->c.transposed);
-    CHECK(pl->inner.key() == "4104x4104x4104 f16>f16 nn a16");  // every size a multiple of 8: cuBLASLt's TMA kernels
-    CHECK(pl->inner.lda == 4104);
-    CHECK(pl->inner.ldb == 4104);
-    CHECK(pl->inner.ldc == 4104);
-    CHECK(pl->a.rows_dst == 4104);  // A's extra M rows are zeros
-    CHECK(pl->b.rows_dst == 4104);  // B's extra K rows are zeros
-    CHECK(pl->c.rows == 4104);
-    CHECK_THAT(pl->describe(), Catch::Contains("(M 4097 -> 4104, N 4097 -> 4104, K 4097 -> 4104, zeros)") &&
-                                   Catch::Contains("written back"));
-    // About 3 x 33.7 MB of padded copies beside the GEMM.
-    CHECK(pl->workspace_bytes >= size_t(3) * 4097 * 4104 * 2);
-  }
-  SECTION("pad of an LM head: only the misaligned weight is copied; a decode row of C is relabelled, not copied") {
-    Problem prefill = Problem::make(4096, 32001, 4096, DType::bf16, DType::bf16, Layout::nn);
-    auto pl = plan_transform(prefill, Transform::pad);
-    REQUIRE(pl);
-    CHECK_FALSE(pl->a.copy);
-    CHECK(pl->b.copy);
-    CHECK(pl->c.copy);
-    CHECK(pl->inner.k == 4096);
-    CHECK(pl->inner.m == 4096);   // A in place: M stays
-    CHECK(pl->inner.n == 32008);  // B and C copied: N rounded up with zero columns
-    CHECK(pl->inner.ldb == 32008);
-    Problem decode = Problem::make(1, 32001, 4096, DType::bf16, DType::bf16, Layout::nn);
-    pl = plan_transform(decode, Transform::pad);
-    REQUIRE(pl);
-    CHECK(pl->b.copy);
-    CHECK_FALSE(pl->c.copy);
-    CHECK(pl->inner.ldc == 32008);  // one row: its leading dimension is free
-    CHECK(pl->inner.n == 32001);    // C in place: N stays
-    CHECK(pl->inner.align == 16);
-  }
-  SECTION("swap of a tight column GEMV: no copy, and the swapped problem is 16-byte aligned") {
-    Problem p = Problem::make(4096, 1, 4096, DType::f16, DType::f16, Layout::tn);
-    REQUIRE(p.align == 2);
-    auto pl = plan_transform(p, Transform::swap);
-    REQUIRE(pl);
-    CHECK_FALSE(pl->copies());
-    CHECK(pl->workspace_bytes == 0);
-    CHECK(pl->swap_operands);
-    CHECK(pl->inner.key() == "1x4096x4096 f16>f16 nn a16");  // B's column became A's row; A (K x M) is B
-    std::string why;
-    CHECK_FALSE(plan_transform(p, Transform::pad_swap, &why));
-    CHECK_THAT(why, Catch::Contains("copies nothing here: it is swap"));
-  }
-  SECTION("swap of a matrix C is refused: C's transpose is another buffer; pad+swap writes it back") {
-    Problem p = Problem::make(4096, 16, 4096, DType::f16, DType::f16, Layout::tn);
-    std::string why;
-    CHECK_FALSE(plan_transform(p, Transform::swap, &why));
-    CHECK_THAT(why, Catch::Contains("single row (M = 1) or a single contiguous column (N = 1, ldc = 1)") &&
-                        Catch::Contains("here C is 4096x16 with ldc 16") && Catch::Contains("pad+swap"));
-    auto pl = plan_transform(p, Transform::pad_swap);
-    REQUIRE(pl);
-    CHECK_FALSE(pl->a.copy);
-    CHECK_FALSE(pl->b.copy);
-    CHECK(pl->c.copy);
-    CHECK(pl->c.transposed);
-    CHECK(pl->inner.key() == "16x4096x4096 f16>f16 tn a16");
-    // A column with ldc > 1 is not C^T's buffer either.
-    Problem strided = Problem::make(64, 1, 64, DType::f32, DType::f32, Layout::nn);
-    strided.ldc = 4;
-    strided.align = alignment_of(strided);
-    CHECK_FALSE(plan_transform(strided, Transform::swap, &why));
-  }
-  SECTION("pad of an aligned problem copies nothing: refused, it would be the plain problem") {
-    std::string why;
-    CHECK_FALSE(plan_transform(Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn), Transform::pad, &why));
-    CHECK_THAT(why, Catch::Contains("pad copies nothing here") && Catch::Contains("the plain problem"));
-    CHECK_THROWS_WITH(transformed_problem(Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn), Transform::pad),
-                      Catch::Contains("copies nothing"));
-  }
-  SECTION("a misaligned pointer under aligned leading dimensions: pad copies every operand") {
-    Problem p = Problem::make(64, 64, 64, DType::f16, DType::f16, Layout::nn);
-    p.pointer_align = 2;
-    p.align = 2;
-    auto pl = plan_transform(p, Transform::pad);
-    REQUIRE(pl);
-    CHECK((pl->a.copy && pl->b.copy && pl->c.copy));
-    CHECK(pl->inner.align == 16);
-    // A key lowered below its leading dimensions (a job's align, a lookup's --align) means the same.
-    Problem q = Problem::make(64, 64, 64, DType::f16, DType::f16, Layout::nn);
-    q.align = 4;
-    auto ql = plan_transform(q, Transform::pad);
-    REQUIRE(ql);
-    CHECK((ql->a.copy && ql->b.copy && ql->c.copy));
-    // Swap uses the pointers in place: the swapped problem keeps their alignment.
-    Problem v = Problem::make(1, 64, 64, DType::f16, DType::f16, Layout::nn);
-    v.pointer_align = 4;
-    v.align = 4;
-    auto vl = plan_transform(v, Transform::swap);
-    REQUIRE(vl);
-    CHECK(vl->inner.align <= 4);
-    CHECK(vl->pointer_align == 4);
-    // Not even element-aligned: beyond the copies.
-    Problem odd = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
-    odd.pointer_align = 2;
-    odd.align = 2;
-    std::string why;
-    CHECK_FALSE(plan_transform(odd, Transform::pad, &why));
-    CHECK_THAT(why, Catch::Contains("aligned to 2 bytes, less than an element"));
-  }
-  SECTION("names, hashes and spellings") {
-    CHECK(transformed_name("wmma_bm128", Transform::none) == "wmma_bm128");
-    CHECK(transformed_name("wmma_bm128", Transform::pad_swap) == "wmma_bm128+pad+swap");
-    CHECK(family_config_name("wmma_bm128+pad+swap", Transform::pad_swap) == "wmma_bm128");
-    CHECK_THROWS_WITH(family_config_name("wmma_bm128+pad", Transform::swap), Catch::Contains("does not end with"));
-    CHECK(transformed_hash(42, Transform::none) == 42);
-    std::set<uint64_t> hashes;
-    for (Transform t : kTransforms) hashes.insert(transformed_hash(42, t));
-    CHECK(hashes.size() == std::size(kTransforms));  // each form its own hash
-    for (Transform t : kTransforms) CHECK(parse_transform(to_string(t)) == t);
-    CHECK_THROWS_WITH(parse_transform("padded", "--transforms"),
-                      Catch::Contains("--transforms: unknown transform 'padded' (expected none, pad, round, swap or pad+swap)"));
-  }
+TEST_CASE("transforms: pad at 4097^3 f16: everything copied, K padded with zeros, the family sees an aligned problem",
+          "[transform]") {
+  Problem p = Problem::make(4097, 4097, 4097, DType::f16, DType::f16, Layout::nn);
+  REQUIRE(p.align == 2);
+  auto pl = plan_transform(p, Transform::pad);
+  REQUIRE(pl);
+  CHECK(pl->a.copy);
+  CHECK(pl->b.copy);
+  CHECK(pl->c.copy);
+  CHECK_FALSE(pl->c.transposed);
+  CHECK(pl->inner.key() == "4104x4104x4104 f16>f16 nn a16");  // every size a multiple of 8: cuBLASLt's TMA kernels
+  CHECK(pl->inner.lda == 4104);
+  CHECK(pl->inner.ldb == 4104);
+  CHECK(pl->inner.ldc == 4104);
+  CHECK(pl->a.rows_dst == 4104);  // A's extra M rows are zeros
+  CHECK(pl->b.rows_dst == 4104);  // B's extra K rows are zeros
+  CHECK(pl->c.rows == 4104);
+  CHECK_THAT(pl->describe(), Catch::Contains("(M 4097 -> 4104, N 4097 -> 4104, K 4097 -> 4104, zeros)") &&
+                                 Catch::Contains("written back"));
+  // About 3 x 33.7 MB of padded copies beside the GEMM.
+  CHECK(pl->workspace_bytes >= size_t(3) * 4097 * 4104 * 2);
+}
+
+TEST_CASE("transforms: pad of an LM head: only the misaligned weight is copied; a decode row of C is relabelled, not copied",
+          "[transform]") {
+  Problem prefill = Problem::make(4096, 32001, 4096, DType::bf16, DType::bf16, Layout::nn);
+  auto pl = plan_transform(prefill, Transform::pad);
+  REQUIRE(pl);
+  CHECK_FALSE(pl->a.copy);
+  CHECK(pl->b.copy);
+  CHECK(pl->c.copy);
+  CHECK(pl->inner.k == 4096);
+  CHECK(pl->inner.m == 4096);   // A in place: M stays
+  CHECK(pl->inner.n == 32008);  // B and C copied: N rounded up with zero columns
+  CHECK(pl->inner.ldb == 32008);
+  Problem decode = Problem::make(1, 32001, 4096, DType::bf16, DType::bf16, Layout::nn);
+  pl = plan_transform(decode, Transform::pad);
+  REQUIRE(pl);
+  CHECK(pl->b.copy);
+  CHECK_FALSE(pl->c.copy);
+  CHECK(pl->inner.ldc == 32008);  // one row: its leading dimension is free
+  CHECK(pl->inner.n == 32001);    // C in place: N stays
+  CHECK(pl->inner.align == 16);
+}
+
+TEST_CASE("transforms: swap of a tight column GEMV: no copy, and the swapped problem is 16-byte aligned",
+          "[transform]") {
+  Problem p = Problem::make(4096, 1, 4096, DType::f16, DType::f16, Layout::tn);
+  REQUIRE(p.align == 2);
+  auto pl = plan_transform(p, Transform::swap);
+  REQUIRE(pl);
+  CHECK_FALSE(pl->copies());
+  CHECK(pl->workspace_bytes == 0);
+  CHECK(pl->swap_operands);
+  CHECK(pl->inner.key() == "1x4096x4096 f16>f16 nn a16");  // B's column became A's row; A (K x M) is B
+  std::string why;
+  CHECK_FALSE(plan_transform(p, Transform::pad_swap, &why));
+  CHECK_THAT(why, Catch::Contains("copies nothing here: it is swap"));
+}
+
+TEST_CASE("transforms: swap of a matrix C is refused: C's transpose is another buffer; pad+swap writes it back",
+          "[transform]") {
+  Problem p = Problem::make(4096, 16, 4096, DType::f16, DType::f16, Layout::tn);
+  std::string why;
+  CHECK_FALSE(plan_transform(p, Transform::swap, &why));
+  CHECK_THAT(why, Catch::Contains("single row (M = 1) or a single contiguous column (N = 1, ldc = 1)") &&
+                      Catch::Contains("here C is 4096x16 with ldc 16") && Catch::Contains("pad+swap"));
+  auto pl = plan_transform(p, Transform::pad_swap);
+  REQUIRE(pl);
+  CHECK_FALSE(pl->a.copy);
+  CHECK_FALSE(pl->b.copy);
+  CHECK(pl->c.copy);
+  CHECK(pl->c.transposed);
+  CHECK(pl->inner.key() == "16x4096x4096 f16>f16 tn a16");
+  // A column with ldc > 1 is not C^T's buffer either.
+  Problem strided = Problem::make(64, 1, 64, DType::f32, DType::f32, Layout::nn);
+  strided.ldc = 4;
+  strided.align = alignment_of(strided);
+  CHECK_FALSE(plan_transform(strided, Transform::swap, &why));
+}
+
+TEST_CASE("transforms: pad of an aligned problem copies nothing: refused, it would be the plain problem",
+          "[transform]") {
+  std::string why;
+  CHECK_FALSE(plan_transform(Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn), Transform::pad, &why));
+  CHECK_THAT(why, Catch::Contains("pad copies nothing here") && Catch::Contains("the plain problem"));
+  CHECK_THROWS_WITH(transformed_problem(Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn), Transform::pad),
+                    Catch::Contains("copies nothing"));
+}
+
+TEST_CASE("transforms: a misaligned pointer under aligned leading dimensions: pad copies every operand",
+          "[transform]") {
+  Problem p = Problem::make(64, 64, 64, DType::f16, DType::f16, Layout::nn);
+  p.pointer_align = 2;
+  p.align = 2;
+  auto pl = plan_transform(p, Transform::pad);
+  REQUIRE(pl);
+  CHECK((pl->a.copy && pl->b.copy && pl->c.copy));
+  CHECK(pl->inner.align == 16);
+  // A key lowered below its leading dimensions (a job's align, a lookup's --align) means the same.
+  Problem q = Problem::make(64, 64, 64, DType::f16, DType::f16, Layout::nn);
+  q.align = 4;
+  auto ql = plan_transform(q, Transform::pad);
+  REQUIRE(ql);
+  CHECK((ql->a.copy && ql->b.copy && ql->c.copy));
+  // Swap uses the pointers in place: the swapped problem keeps their alignment.
+  Problem v = Problem::make(1, 64, 64, DType::f16, DType::f16, Layout::nn);
+  v.pointer_align = 4;
+  v.align = 4;
+  auto vl = plan_transform(v, Transform::swap);
+  REQUIRE(vl);
+  CHECK(vl->inner.align <= 4);
+  CHECK(vl->pointer_align == 4);
+  // Not even element-aligned: beyond the copies.
+  Problem odd = Problem::make(64, 64, 64, DType::f32, DType::f32, Layout::nn);
+  odd.pointer_align = 2;
+  odd.align = 2;
+  std::string why;
+  CHECK_FALSE(plan_transform(odd, Transform::pad, &why));
+  CHECK_THAT(why, Catch::Contains("aligned to 2 bytes, less than an element"));
+}
+
+TEST_CASE("transforms: names, hashes and spellings", "[transform]") {
+  CHECK(transformed_name("wmma_bm128", Transform::none) == "wmma_bm128");
+  CHECK(transformed_name("wmma_bm128", Transform::pad_swap) == "wmma_bm128+pad+swap");
+  CHECK(family_config_name("wmma_bm128+pad+swap", Transform::pad_swap) == "wmma_bm128");
+  CHECK_THROWS_WITH(family_config_name("wmma_bm128+pad", Transform::swap), Catch::Contains("does not end with"));
+  CHECK(transformed_hash(42, Transform::none) == 42);
+  std::set<uint64_t> hashes;
+  for (Transform t : kTransforms) hashes.insert(transformed_hash(42, t));
+  CHECK(hashes.size() == std::size(kTransforms));  // each form its own hash
+  for (Transform t : kTransforms) CHECK(parse_transform(to_string(t)) == t);
+  CHECK_THROWS_WITH(parse_transform("padded", "--transforms"),
+                    Catch::Contains("--transforms: unknown transform 'padded' (expected none, pad, round, swap or pad+swap)"));
 }
 
 TEST_CASE("transforms: which forms a tune explores beside the plain problem", "[transform][tune]") {
