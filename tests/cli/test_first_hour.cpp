@@ -98,6 +98,25 @@ TEST_CASE("--help explains the problem notation, and tune's its default budget",
   CHECK_THAT(tune.out, Catch::Contains("IN>OUT"));
 }
 
+TEST_CASE("every command answers --version and --help, before or after it, required options or not",
+          "[cli][docs]") {
+  // Every command listed by --help; lookup requires --table, and once checked it before these.
+  const auto top = run_command(gemmtune() + " --help");
+  std::vector<std::string> commands;
+  std::istringstream in(top.out.substr(top.out.find("Subcommands:")));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ') commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  REQUIRE(commands.size() >= 12);
+  for (const auto& c : commands) {
+    INFO(c);
+    auto version = run_command(gemmtune() + " " + c + " --version");
+    CHECK(version.exit_code == 0);
+    CHECK_THAT(version.out, Catch::StartsWith("gemmtune "));
+    auto help = run_command(gemmtune() + " --help " + c);
+    CHECK(help.exit_code == 0);
+  }
+}
+
 TEST_CASE("a command that needs a GPU says what runs without one", "[cli]") {
   if (gt::test::have_gpu()) {
     WARN("not run: this machine has a GPU");

@@ -337,7 +337,7 @@ static void add_lookup_options(CLI::App* sub, LookupArgs& a) {
   sub->add_option("--online-file", a.online_file,
                   "the online decisions (default: beside the table, TABLE.online.jsonl); implies --online");
   add_problem_options(sub, a.pa);
-  sub->parse_complete_callback([sub, &a] {
+  sub->final_callback([sub, &a] {  // after parsing and its checks, before the command runs
     for (const CLI::Option* o : sub->get_options())
       if (o->count() > 0) a.given.insert(o->get_name());
   });
