@@ -240,9 +240,9 @@ namespace {
 struct SensorLog {
   std::vector<double> clocks, mclocks, power, temp;
   std::string throttle;  // every reason seen, ';'-separated
-  void read(Nvml& nvml, const std::string& uuid, double at_s, Timed& t) {
+  void read(Nvml& nvml, const std::string& uuid, Clock::time_point t1, Timed& t) {
     GpuSensors g = nvml.read(uuid);
-    t.readings.push_back({at_s, g.sm_clock_mhz, g.power_w, g.temp_c});
+    t.readings.push_back({since(t1), g.sm_clock_mhz, g.power_w, g.temp_c});  // when the reading was taken
     clocks.push_back(g.sm_clock_mhz);
     mclocks.push_back(g.mem_clock_mhz);
     power.push_back(g.power_w);
@@ -389,7 +389,7 @@ Timed ProblemBench::time(const LaunchFn& fn, const TimingOptions& o) {
     }
     if (nvml.available() && std::chrono::duration<double>(Clock::now() - last_read).count() >= 0.02) {
       last_read = Clock::now();
-      sensors.read(nvml, dev_.uuid, since(t1), t);
+      sensors.read(nvml, dev_.uuid, t1, t);
     }
     if (enough_samples(samples, since(t1), throttle, batch, o)) break;
     if (depth == 2) slot = 1 - slot;
