@@ -164,6 +164,7 @@ void compile_ahead_jobs(const Family& fam, const Jobs& jobs) {
 }  // namespace gt::test
 
 #include "measure/measurer.hpp"
+#include "measure/provenance.hpp"
 
 namespace gt::test {
 // Measures whatever it is given in 100 us and counts it: a stand-in for a GPU (sm_90 limits)
@@ -182,4 +183,8 @@ class StandInGpu : public Measurer {
  private:
   DeviceInfo dev_;
 };
+
+// A toy tune's provenance on a stand-in GPU ("Test GPU", every family version 1.0): the
+// ProvenanceSource of tune-loop tests whose families are not loaded plugins.
+Provenance toy_provenance(const std::string& family, bool quick);
 }  // namespace gt::test

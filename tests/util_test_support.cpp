@@ -123,6 +123,15 @@ void write_file(const fs::path& p, const std::string& bytes) {
   out << bytes;
 }
 
+Provenance toy_provenance(const std::string& family, bool quick) {
+  Provenance p;
+  p.device_name = "Test GPU";
+  p.family = family;
+  p.family_version = "1.0";
+  p.mode = quick ? "quick" : "full";
+  return p;
+}
+
 fs::path standin_dir() {
   static TempDir d;
   static bool copied = [] {

@@ -70,16 +70,6 @@ search::SpaceSource toy_spaces() {
     return Space(fam, "1.0", {Param{"x", "a knob", {0, 1, 2, 3, 4, 5, 6, 7}, {}, 5}});
   };
 }
-search::ProvenanceSource toy_prov() {
-  return [](const std::string& fam, bool quick) {
-    Provenance p;
-    p.device_name = "Test GPU";
-    p.family = fam;
-    p.family_version = "1.0";
-    p.mode = quick ? "quick" : "full";
-    return p;
-  };
-}
 search::TuneOptions toy_tune() {
   search::TuneOptions o;
   o.strategy = "exhaustive";
@@ -100,7 +90,7 @@ TEST_CASE("transforms in the tune: a misaligned problem is explored padded besid
   });
   test::TempDir d;
   Store store = Store::open(d.path / "store.db");
-  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), toy_prov(), toy_tune());
+  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), test::toy_provenance, toy_tune());
   search::ProblemOutcome po = t.tune(cliff, {"toy"});
   REQUIRE(po.families.size() == 1);
   const search::FamilyOutcome& f = po.families[0];
@@ -141,7 +131,7 @@ TEST_CASE("transforms in the tune: a misaligned problem is explored padded besid
 
   SECTION("a warm re-tune reuses both forms and keeps the winner") {
     meas.measured.clear();
-    search::Tuner again(nullptr, meas, &store, nullptr, toy_spaces(), toy_prov(), toy_tune());
+    search::Tuner again(nullptr, meas, &store, nullptr, toy_spaces(), test::toy_provenance, toy_tune());
     search::ProblemOutcome po2 = again.tune(cliff, {"toy"});
     CHECK(meas.measured.empty());
     CHECK(po2.families[0].reused == 16);
@@ -151,7 +141,7 @@ TEST_CASE("transforms in the tune: a misaligned problem is explored padded besid
     pad_base = 104 - 5 - 1.05;  // padded x = 0 at 97.95 us against the baseline's 105: 7 % ...
     search::TuneOptions o = toy_tune();
     o.min_gain = 0.1;           // ... under a 10 % margin
-    search::Tuner margin(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+    search::Tuner margin(nullptr, meas, nullptr, nullptr, toy_spaces(), test::toy_provenance, o);
     search::ProblemOutcome pm = margin.tune(cliff, {"toy"});
     CHECK(pm.families[0].best_name == "toy_x5");
     CHECK(pm.families[0].decision.runner_up == "toy_x0+pad");
@@ -159,9 +149,9 @@ TEST_CASE("transforms in the tune: a misaligned problem is explored padded besid
   SECTION("--transforms none explores the plain problem only; an aligned problem needs no pad") {
     search::TuneOptions o = toy_tune();
     o.transforms = search::TransformPolicy::parse("none");
-    search::Tuner plain(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+    search::Tuner plain(nullptr, meas, nullptr, nullptr, toy_spaces(), test::toy_provenance, o);
     CHECK(plain.tune(cliff, {"toy"}).families[0].forms.size() == 1);
-    search::Tuner aligned(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), toy_tune());
+    search::Tuner aligned(nullptr, meas, nullptr, nullptr, toy_spaces(), test::toy_provenance, toy_tune());
     const Problem a16 = Problem::make(4096, 4096, 4096, DType::f16, DType::f16, Layout::nn);
     auto fa = aligned.tune(a16, {"toy"}).families[0];
     CHECK(fa.forms.size() == 1);
@@ -170,7 +160,7 @@ TEST_CASE("transforms in the tune: a misaligned problem is explored padded besid
   SECTION("a list names the forms; those that cannot serve are reported with the reason") {
     search::TuneOptions o = toy_tune();
     o.transforms = search::TransformPolicy::parse("swap,pad+swap");
-    search::Tuner listed(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+    search::Tuner listed(nullptr, meas, nullptr, nullptr, toy_spaces(), test::toy_provenance, o);
     auto fl = listed.tune(cliff, {"toy"}).families[0];
     REQUIRE(fl.forms.size() == 5);
     CHECK_THAT(fl.forms[1].skipped, Catch::Contains("not asked for"));
@@ -215,7 +205,7 @@ TEST_CASE("transforms: round copies B too where pad leaves K odd, and the tune e
   });
   test::TempDir d;
   Store store = Store::open(d.path / "store.db");
-  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), toy_prov(), toy_tune());
+  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), test::toy_provenance, toy_tune());
   const search::FamilyOutcome f = t.tune(p, {"toy"}).families.at(0);
   REQUIRE(f.forms.size() == 3);
   CHECK(f.forms[1].transform == Transform::pad);
@@ -286,7 +276,7 @@ TEST_CASE("transforms in the tune: each form has the family's whole time budget 
   o.strategy = "random";
   o.budget.max_seconds = 0.07;
   o.lookahead = 1;
-  search::Tuner t(nullptr, meas, nullptr, nullptr, toy_spaces(), toy_prov(), o);
+  search::Tuner t(nullptr, meas, nullptr, nullptr, toy_spaces(), test::toy_provenance, o);
   const search::FamilyOutcome f = t.tune(cliff, {"toy"}).families.at(0);
   REQUIRE(f.forms.size() == 2);
   for (const auto& form : f.forms) {
@@ -310,7 +300,7 @@ TEST_CASE("constant operands: tuned with B constant, recorded in the table, refu
   FormsMeasurer meas([](const Candidate& c) { return (c.transform == Transform::pad ? 50.0 : 100.0) + double(c.config[0]); });
   test::TempDir d;
   Store store = Store::open(d.path / "store.db");
-  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), toy_prov(), toy_tune());
+  search::Tuner t(nullptr, meas, &store, nullptr, toy_spaces(), test::toy_provenance, toy_tune());
   CHECK(t.tune(p, {"toy"}).families.at(0).best_name == "toy_x0+pad");
   Problem changing = p;
   changing.constant = 0;

@@ -70,15 +70,7 @@ TEST_CASE("tune: a form's seconds budget leaves out the GPU's waits on compiles"
   o.settle_s = 0;
   o.tune_id = "clock";
   auto spaces = [&](const std::string& fam, const Problem& p) { return reg.get(fam).space(p, lim); };
-  auto prov = [](const std::string& fam, bool quick) {
-    Provenance p;
-    p.device_name = "Test GPU";
-    p.family = fam;
-    p.family_version = "1.0";
-    p.mode = quick ? "quick" : "full";
-    return p;
-  };
-  search::Tuner t(&reg, gpu, nullptr, &pool, spaces, prov, o);
+  search::Tuner t(&reg, gpu, nullptr, &pool, spaces, test::toy_provenance, o);
   const Problem p = Problem::make(512, 512, 512, DType::f32, DType::f32, Layout::nn);
   const search::FamilyOutcome f = t.tune(p, {"naive"}).families.at(0);
   REQUIRE(f.forms.size() == 1);
