@@ -14,6 +14,7 @@
 #include "table/table.hpp"
 #include "test_util.hpp"
 #include "transform/transform.hpp"
+#include "unit/transform_fixtures.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -92,19 +93,10 @@ TEST_CASE("transforms on a GPU: the runtime runs a padded entry on the caller's 
   GT_REQUIRE_GPU();
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   const DeviceInfo dev = device_info(0);
-  const Family& naive = test::plugins().get("naive");
   const Problem p = Problem::make(101, 101, 101, DType::f32, DType::f32, Layout::nn);
-  const Space s = naive.space(transformed_problem(p, Transform::pad), dev.limits);
-  TableEntry e;
-  e.key = ResultKey::of(dev.name, p);
-  e.family = "naive";
-  e.config = s.name(s.default_config());
-  e.transform = Transform::pad;
-  e.time_us = 50;
-  e.tflops = p.flops() / 50e-6 / 1e12;
   test::TempDir d, cache;
   LookupTable t;
-  t.entries = {e};
+  t.entries = {transform_test::padded_naive_entry(p, dev.name, dev.limits)};
   t.save(d.path / "table.json", TableFormat::json);
   gemmtune::Options o;
   o.plugin_dirs = {test::naive_only_dir().string()};

@@ -561,21 +561,10 @@ TEST_CASE("transforms: a transformed winner in every table format, answered by l
 TEST_CASE("transforms: the runtime prepares a padded entry, and lookup prints what it does", "[transform][runtime][cli]") {
   // A naive entry at a misaligned fp32 shape, tuned through pad: the runtime (dry run, no GPU)
   // compiles the config for the padded problem and says what the copies are.
-  const gt_device lim = arch_limits("sm_90");
-  const Family& naive = test::plugins().get("naive");
   const Problem p = Problem::make(101, 101, 101, DType::f32, DType::f32, Layout::nn);
   REQUIRE(p.align == 4);
-  const Problem q = transformed_problem(p, Transform::pad);
-  CHECK(q.key() == "104x104x104 f32>f32 nn a16");
-  const Space s = naive.space(q, lim);
-  TableEntry e;
-  e.key = ResultKey::of(kH200, p);
-  e.family = "naive";
-  e.family_version = naive.version();
-  e.config = s.name(s.default_config());
-  e.transform = Transform::pad;
-  e.time_us = 50;
-  e.tflops = p.flops() / 50e-6 / 1e12;
+  CHECK(transformed_problem(p, Transform::pad).key() == "104x104x104 f32>f32 nn a16");
+  const TableEntry e = padded_naive_entry(p, kH200, arch_limits("sm_90"));
   test::TempDir d, cache;
   LookupTable t;
   t.entries = {e};

@@ -320,16 +320,7 @@ TEST_CASE("constant operands: tuned with B constant, recorded in the table, refu
   // -> runtime (dry run): a naive entry of the same kind, tuned with B constant, serves a call
   // that declares B constant and never one that does not.
   const gt_device lim = arch_limits("sm_90");
-  const Family& naive = test::plugins().get("naive");
-  const Space s = naive.space(transformed_problem(p, Transform::pad), lim);
-  TableEntry e;
-  e.key = ResultKey::of(kH200, p);
-  e.family = "naive";
-  e.family_version = naive.version();
-  e.config = s.name(s.default_config());
-  e.transform = Transform::pad;
-  e.time_us = 50;
-  e.tflops = p.flops() / 50e-6 / 1e12;
+  const TableEntry e = padded_naive_entry(p, kH200, lim);
   LookupTable rt_table;
   rt_table.entries = {e};
   const fs::path file = d.path / "table.toml";

@@ -4,12 +4,14 @@
 #pragma once
 #include "base/problem.hpp"
 #include "build/plugin.hpp"
+#include "table/table.hpp"
 #include "transform/transform.hpp"
 #include "test_util.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace gt::transform_test {
@@ -79,6 +81,22 @@ int wrong_through(Op& op, const TransformPlan& plan, const Problem& p, const std
       if (!(el(p.out, cbuf, size_t(i * p.ldc + j)) == ref)) ++wrong;
     }
   return wrong;
+}
+
+// The entry a tune on `device` stores for naive's default config at p run through pad (50 µs):
+// a transformed winner, for the table, lookup and the runtime to serve.
+inline TableEntry padded_naive_entry(const Problem& p, const std::string& device, const gt_device& lim) {
+  const Family& naive = test::plugins().get("naive");
+  const Space s = naive.space(transformed_problem(p, Transform::pad), lim);
+  TableEntry e;
+  e.key = ResultKey::of(device, p);
+  e.family = "naive";
+  e.family_version = naive.version();
+  e.config = s.name(s.default_config());
+  e.transform = Transform::pad;
+  e.time_us = 50;
+  e.tflops = p.flops() / 50e-6 / 1e12;
+  return e;
 }
 
 }  // namespace gt::transform_test
