@@ -497,17 +497,7 @@ TEST_CASE("cublaslt configs survive name and assignment round trips (stand-in)",
     Space s = f.space(p, d);
     std::vector<Config> configs = f.suggest(p, d, 32, s.dims());
     for (int i = 0; i < 500; ++i) configs.push_back(s.at(rng() % s.raw_size()));
-    for (const Config& c : configs) {
-      std::string err, name = s.name(c);
-      INFO(name);
-      auto back = s.parse(name, &err);
-      INFO(err);
-      REQUIRE(back);
-      CHECK(*back == c);
-      auto back2 = s.parse(s.assignments(c), &err);
-      REQUIRE(back2);
-      CHECK(*back2 == c);
-    }
+    check_round_trips(s, configs);
   }
 }
 

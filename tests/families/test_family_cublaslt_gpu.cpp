@@ -219,18 +219,8 @@ TEST_CASE("cublaslt configs survive name and assignment round trips", "[gpu][cub
   std::vector<Config> configs = f.suggest(p, d, 32, s.dims());
   std::mt19937_64 rng(3);
   for (int i = 0; i < 200; ++i) configs.push_back(s.at(rng() % s.raw_size()));
-  for (const Config& c : configs) {
-    std::string name = s.name(c), err;
-    INFO(name);
-    auto back = s.parse(name, &err);
-    INFO(err);
-    REQUIRE(back);
-    CHECK(*back == c);
-    auto back2 = s.parse(s.assignments(c), &err);
-    REQUIRE(back2);
-    CHECK(*back2 == c);
-    CHECK_THAT(f.describe(p, c), Catch::Contains("algo " + std::to_string(c[kAlgo]) + ":"));
-  }
+  check_round_trips(s, configs);
+  for (const Config& c : configs) CHECK_THAT(f.describe(p, c), Catch::Contains("algo " + std::to_string(c[kAlgo]) + ":"));
 }
 
 // The heuristic's result run directly through cuBLASLt (looked up in the library the plugin
